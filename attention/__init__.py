@@ -1,0 +1,30 @@
+"""Attention, step by step: every intermediate of the computation kept, for toy vectors and real models.
+
+    >>> from attention import scaled_dot_product_attention
+    >>> t = scaled_dot_product_attention(q, k, v)     # q (n, d_k), k (m, d_k), v (m, d_v)
+    >>> t.scores, t.scaled, t.weights, t.output
+
+This package never imports Streamlit: pages call into it, and so can a notebook.
+"""
+
+from attention.core import (
+    attention_from_embeddings,
+    attention_from_scores,
+    entropy,
+    project,
+    scaled_dot_product_attention,
+    softmax,
+)
+from attention.lookup import hard_lookup, soft_lookup
+from attention.masks import causal_mask, combine_masks, padding_mask
+from attention.multihead import multi_head_attention
+from attention.positions import permutation_check, sinusoidal_positions
+from attention.scoring import METHODS, scored_attention
+from attention.trace import AttentionTrace, MultiHeadTrace
+
+__all__ = [
+    "AttentionTrace", "MultiHeadTrace", "METHODS", "attention_from_embeddings", "attention_from_scores",
+    "causal_mask", "combine_masks", "entropy", "hard_lookup", "multi_head_attention", "padding_mask",
+    "permutation_check", "project", "scaled_dot_product_attention", "scored_attention",
+    "sinusoidal_positions", "soft_lookup", "softmax",
+]

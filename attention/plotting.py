@@ -1,0 +1,113 @@
+"""Pure Plotly figure builders: arrays and labels in, `go.Figure` out. No Streamlit here.
+
+Every heatmap has labelled axes, a colour bar with units, the value in each cell (small matrices) and
+on hover. Token labels are HTML-escaped: Plotly renders a subset of HTML in ticks and hover text, and
+labels come from users. Axes are numeric with tick labels, so repeated tokens ("the", "them") keep
+their own rows and columns instead of being merged by Plotly's category axes.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+WEIGHT_SCALE = "Blues"
+SIGNED_SCALE = "RdBu"
+MASKED_TEXT = "masked"
+
+
+def esc(label) -> str:
+    """A label made safe for Plotly's pseudo-HTML (ticks, hover, annotations)."""
+    return html.escape(str(label), quote=True)
+
+
+def _fmt(x: float, digits: int) -> str:
+    if np.isneginf(x):
+        return "-∞"
+    if np.isnan(x):
+        return MASKED_TEXT
+    return f"{x:.{digits}f}"
+
+
+def heatmap(
+    z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
+    value_name: str = "weight", zmin=None, zmax=None, colorscale: str = WEIGHT_SCALE, mask=None,
+    digits: int = 2, show_values: bool | None = None, height: int | None = None,
+) -> go.Figure:
+    """A labelled matrix; cells where `mask` is False are greyed and read "masked".
+
+    Shapes: z (n, m), x_labels m, y_labels n, mask (n, m) bool or None.
+    """
+    z = np.asarray(z, dtype=float)
+    n, m = z.shape
+    visible = np.ones(z.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), z.shape)
+    shown = np.where(visible & np.isfinite(z), z, np.nan)  # masked cells: gaps on the grey background
+    xl = [esc(s) for s in x_labels]
+    yl = [esc(s) for s in y_labels]
+    text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
+    hover = [[f"{y_title}: {yl[i]}<br>{x_title}: {xl[j]}<br>{value_name}: {text[i][j]}" for j in range(m)]
+             for i in range(n)]
+    if show_values is None:
+        show_values = n * m <= 400
+    fig = go.Figure(go.Heatmap(
+        z=shown, x=list(range(m)), y=list(range(n)), zmin=zmin, zmax=zmax, colorscale=colorscale,
+        text=text if show_values else None, texttemplate="%{text}" if show_values else None,
+        hovertext=hover, hoverinfo="text", colorbar=dict(title=dict(text=value_name)), xgap=1, ygap=1,
+    ))
+    fig.update_layout(
+        title=dict(text=title), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        height=height or max(260, 80 + 34 * n),
+    )
+    fig.update_xaxes(title_text=x_title, tickmode="array", tickvals=list(range(m)), ticktext=xl, side="bottom",
+                     showgrid=False)
+    fig.update_yaxes(title_text=y_title, tickmode="array", tickvals=list(range(n)), ticktext=yl,
+                     autorange="reversed", showgrid=False)
+    return fig
+
+
+def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight", y_max: float | None = 1.0,
+                highlight: int | None = None) -> go.Figure:
+    """One bar per key; the highlighted bar (e.g. the winner) is darker. Shapes: weights (m,)."""
+    w = np.asarray(weights, dtype=float)
+    colors = ["#1f4e9c" if i == highlight else "#7fa7e0" for i in range(len(w))]
+    fig = go.Figure(go.Bar(
+        x=list(range(len(w))), y=w, marker_color=colors, text=[f"{v:.3f}" for v in w], textposition="outside",
+        hovertext=[f"{esc(lab)}<br>{value_name}: {v:.4f}" for lab, v in zip(labels, w, strict=True)], hoverinfo="text",
+    ))
+    fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels])
+    fig.update_yaxes(title_text=value_name, range=[0, y_max * 1.15] if y_max else None)
+    return fig
+
+
+def lines(x, series: dict, *, title: str = "", x_title: str = "", y_title: str = "", log_x: bool = False,
+          log_y: bool = False, marker_x=None) -> go.Figure:
+    """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d)."""
+    fig = go.Figure()
+    for name, y in series.items():
+        fig.add_trace(go.Scatter(x=np.asarray(x), y=np.asarray(y), mode="lines+markers", name=esc(name),
+                                 hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra>{esc(name)}</extra>"))
+    if marker_x is not None:
+        fig.add_vline(x=marker_x, line_dash="dot", line_color="grey")
+    fig.update_layout(title=dict(text=title), height=320, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
+    return fig
+
+
+def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") -> go.Figure:
+    """2-D scatter of named vectors (e.g. the output of "bank" in each sentence) with arrows from 0."""
+    fig = go.Figure()
+    for name, (a, b) in points.items():
+        fig.add_trace(go.Scatter(x=[0, a], y=[0, b], mode="lines+markers+text", name=esc(name),
+                                 text=["", esc(name)], textposition="top center",
+                                 hovertemplate=f"{esc(axes[0])}: %{{x:.3f}}<br>{esc(axes[1])}: %{{y:.3f}}"
+                                               f"<extra>{esc(name)}</extra>"))
+    fig.update_layout(title=dict(text=title), height=360, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title_text=esc(axes[0]), range=[-0.05, 1.05])
+    fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05], scaleanchor="x")
+    return fig
