@@ -31,12 +31,21 @@ def _fmt(x: float, digits: int) -> str:
     return f"{x:.{digits}f}"
 
 
+def _ticks(labels, max_labels: int = 40) -> dict:
+    """Every label as a tick when they fit; otherwise Plotly's automatic numeric ticks."""
+    if len(labels) <= max_labels:
+        return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels)
+    return dict(tickmode="auto")
+
+
 def heatmap(
     z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
     value_name: str = "weight", zmin=None, zmax=None, colorscale: str = WEIGHT_SCALE, mask=None,
-    digits: int = 2, show_values: bool | None = None, height: int | None = None,
+    digits: int = 2, show_values: bool | None = None, height: int | None = None, zmid_zero: bool = False,
+    show_scale: bool = True,
 ) -> go.Figure:
     """A labelled matrix; cells where `mask` is False are greyed and read "masked".
+    `zmid_zero` centres a diverging colour scale on 0 (for signed vectors).
 
     Shapes: z (n, m), x_labels m, y_labels n, mask (n, m) bool or None.
     """
@@ -50,20 +59,21 @@ def heatmap(
     hover = [[f"{y_title}: {yl[i]}<br>{x_title}: {xl[j]}<br>{value_name}: {text[i][j]}" for j in range(m)]
              for i in range(n)]
     if show_values is None:
-        show_values = n * m <= 400
+        show_values = m <= 16 and n * m <= 400  # numbers stay legible only in small matrices
+    gap = 1 if max(n, m) <= 60 else 0  # cell borders would swallow thin cells
     fig = go.Figure(go.Heatmap(
         z=shown, x=list(range(m)), y=list(range(n)), zmin=zmin, zmax=zmax, colorscale=colorscale,
+        zmid=0 if zmid_zero else None,
         text=text if show_values else None, texttemplate="%{text}" if show_values else None,
-        hovertext=hover, hoverinfo="text", colorbar=dict(title=dict(text=value_name)), xgap=1, ygap=1,
+        hovertext=hover, hoverinfo="text", showscale=show_scale, xgap=gap, ygap=gap,
+        colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4),
     ))
     fig.update_layout(
         title=dict(text=title), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height or max(260, 80 + 34 * n),
     )
-    fig.update_xaxes(title_text=x_title, tickmode="array", tickvals=list(range(m)), ticktext=xl, side="bottom",
-                     showgrid=False)
-    fig.update_yaxes(title_text=y_title, tickmode="array", tickvals=list(range(n)), ticktext=yl,
-                     autorange="reversed", showgrid=False)
+    fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl))
+    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **_ticks(yl))
     return fig
 
 
@@ -109,5 +119,5 @@ def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") ->
     fig.update_layout(title=dict(text=title), height=360, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(title_text=esc(axes[0]), range=[-0.05, 1.05])
-    fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05], scaleanchor="x")
+    fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05])
     return fig

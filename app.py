@@ -1,0 +1,26 @@
+"""Attention Explorer: the frame. Page config, navigation over pages/, nothing else.
+
+Run with `make run` (or `streamlit run app.py`). Each page is a thin file in pages/ that reads its
+widgets, calls one function of the `attention` package and draws the result.
+"""
+
+import streamlit as st
+
+st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+
+# Sections of the sidebar. The home page lists the same pages with a line each.
+PAGES = {
+    "Start": [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    ],
+    "Toy examples": [
+        st.Page("pages/lookup.py", title="Lookup: hard vs soft", icon=":material/search:"),
+        st.Page("pages/self_attention.py", title="Step by step: self-attention", icon=":material/stairs:"),
+        st.Page("pages/scaling.py", title="Why scale by √d_k", icon=":material/straighten:"),
+        st.Page("pages/scoring.py", title="Scoring functions", icon=":material/functions:"),
+        st.Page("pages/multihead.py", title="Multi-head, masks, cross-attention", icon=":material/view_column:"),
+        st.Page("pages/toy_ambiguity.py", title="Ambiguity in a toy model", icon=":material/alt_route:"),
+    ],
+}
+
+st.navigation(PAGES).run()

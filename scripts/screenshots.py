@@ -1,0 +1,29 @@
+"""Screenshot every page at 1280 px and 800 px wide into artifacts/screenshots/ (for a look, not a test).
+
+    .venv/bin/python scripts/screenshots.py [page ...]
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.browser import ROOT, chromium, page_url, streamlit_server, wait_idle  # noqa: E402
+
+PAGES = sys.argv[1:] or ["", "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity"]
+out = ROOT / "artifacts" / "screenshots"
+out.mkdir(parents=True, exist_ok=True)
+with streamlit_server() as base, chromium() as browser:
+    for width in (1280, 800):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        for name in PAGES:
+            page.goto(page_url(base, name))
+            wait_idle(page, timeout=180_000)
+            # Streamlit scrolls inside its own container: grow the viewport to the content's height.
+            height = page.evaluate("document.querySelector('[data-testid=stMainBlockContainer]').scrollHeight")
+            page.set_viewport_size({"width": width, "height": min(int(height) + 150, 12000)})
+            page.wait_for_timeout(1200)
+            path = out / f"{name or 'home'}-{width}.png"
+            page.screenshot(path=str(path), full_page=True)
+            print(path)
+            page.set_viewport_size({"width": width, "height": 900})
+        page.close()
