@@ -187,3 +187,18 @@ PLANT_SENTENCES = (
     "I need to water the plant that grows in my yard",
     "The workers at the power plant went on strike",
 )
+
+
+# --- Seed 003/004: scoring functions on the same inputs ----------------------------------------------
+def scoring_parameters(d_q: int = 3, d_k: int = 3, rank: int = 2, d_att: int = 4, seed: int = 5) -> dict:
+    """Seeded random parameters for each scoring method (see attention.scoring), keyed by method name."""
+    rng = np.random.default_rng(seed)
+    return {
+        "dot": {}, "scaled_dot": {},
+        "multiplicative": {"w": np.round(rng.normal(0, 1, (d_q, d_k)), 2)},
+        "reduced_rank": {"u": np.round(rng.normal(0, 1, (rank, d_q)), 2),
+                         "w_v": np.round(rng.normal(0, 1, (rank, d_k)), 2)},
+        "additive": {"w1": np.round(rng.normal(0, 1, (d_att, d_q)), 2),
+                     "w2": np.round(rng.normal(0, 1, (d_att, d_k)), 2),
+                     "v_a": np.round(rng.normal(0, 1, d_att), 2)},
+    }

@@ -57,3 +57,56 @@ def soft_lookup(query, keys, values, labels, *, scaled: bool = True) -> SoftLook
         trace = scored_attention(q, keys, values, "dot")
     winner = labels[int(np.argmax(trace.weights[0]))]
     return SoftLookup(labels=labels, trace=trace, winner=winner)
+
+
+MAX_TABLE_ROWS = 200
+
+
+@dataclass(frozen=True)
+class LookupTable:
+    labels: tuple[str, ...]  # m item names
+    keys: np.ndarray  # (m, d_k)
+    values: np.ndarray  # (m, d_v)
+
+
+def parse_table(rows, key_columns, value_columns, *, label_column: str = "item",
+                max_rows: int = MAX_TABLE_ROWS) -> LookupTable:
+    """Turn edited table rows (dicts) into keys and values, or raise ValueError saying what is wrong.
+
+    Empty rows (no name and no numbers) are dropped; a row with some cells missing, text where a
+    number belongs, NaN or infinity is refused with its row number and column.
+    """
+    labels, keys, values = [], [], []
+    columns = list(key_columns) + list(value_columns)
+    for i, row in enumerate(rows, start=1):
+        cells = [row.get(c) for c in columns]
+        name = row.get(label_column)
+        name = "" if name is None or (isinstance(name, float) and np.isnan(name)) else str(name).strip()
+        if not name and all(_blank(c) for c in cells):
+            continue
+        if not name:
+            raise ValueError(f"row {i} has no {label_column} name")
+        numbers = []
+        for col, cell in zip(columns, cells, strict=True):
+            if _blank(cell):
+                raise ValueError(f"row {i} ({name}): {col} is empty")
+            try:
+                x = float(cell)
+            except (TypeError, ValueError):
+                raise ValueError(f"row {i} ({name}): {col} must be a number, got {str(cell)[:40]!r}") from None
+            if not np.isfinite(x):
+                raise ValueError(f"row {i} ({name}): {col} must be finite, got {x}")
+            numbers.append(x)
+        labels.append(name)
+        keys.append(numbers[: len(key_columns)])
+        values.append(numbers[len(key_columns):])
+    if not labels:
+        raise ValueError("the table has no complete rows; add at least one item")
+    if len(labels) > max_rows:
+        raise ValueError(f"the table has {len(labels)} rows; at most {max_rows} are shown")
+    return LookupTable(labels=tuple(labels), keys=np.array(keys), values=np.array(values))
+
+
+def _blank(cell) -> bool:
+    return cell is None or (isinstance(cell, str) and not cell.strip()) or (
+        isinstance(cell, float) and np.isnan(cell))

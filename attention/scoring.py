@@ -26,7 +26,7 @@ FORMULAS = {  # LaTeX, for pages and plots
     "dot": r"e_{ij} = q_i^\top k_j",
     "scaled_dot": r"e_{ij} = \frac{q_i^\top k_j}{\sqrt{d_k}}",
     "multiplicative": r"e_{ij} = q_i^\top W k_j",
-    "reduced_rank": r"e_{ij} = q_i^\top U^\top V k_j = (U q_i)^\top (V k_j)",
+    "reduced_rank": r"e_{ij} = q_i^\top U^\top V k_j",
     "additive": r"e_{ij} = v_a^\top \tanh(W_1 q_i + W_2 k_j)",
 }
 

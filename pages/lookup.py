@@ -1,0 +1,90 @@
+"""Lookup: hard vs soft (seed 002). A dictionary answers only its own keys; attention answers any query."""
+
+import pandas as pd
+import streamlit as st
+
+from attention import examples as ex
+from attention import plotting
+from attention.lookup import hard_lookup, parse_table, soft_lookup
+from pages._frame import ensure_app_frame
+
+ensure_app_frame()
+
+st.title("Lookup: hard vs soft")
+
+# --- 1. Hard lookup ---------------------------------------------------------------------------------
+st.header("1 · A dictionary: exact keys only")
+col_table, col_ask = st.columns([1, 2])
+col_table.dataframe(pd.DataFrame({"key": list(ex.FRUIT_HARD), "value": list(ex.FRUIT_HARD.values())}),
+                    hide_index=True)
+asked = col_ask.text_input("Ask the dictionary for", value="fruit", key="lookup.hard_query",
+                           bind="query-params", max_chars=40)
+hard = hard_lookup(ex.FRUIT_HARD, asked)
+if hard.found:
+    col_ask.success(f"**{hard.query.strip()}** → {hard.value}  (probability 1.0: an exact match)")
+else:
+    col_ask.warning(f"**{asked.strip() or '(empty)'}** is not a key: the dictionary has no answer. "
+                    "It cannot say that *fruit* is close to *apple* and *banana*.")
+
+# --- 2. Soft lookup -----------------------------------------------------------------------------------
+st.header("2 · Attention: every key matches a little")
+st.markdown("Keys describe each item by **sweetness, durability, texture**; values by **price, liking, use** "
+            "(0–1 scales). The query asks for a kind of thing, not an exact key.")
+
+default_rows = pd.DataFrame(
+    [[label, *keys, *values] for label, keys, values in zip(ex.FRUIT_LABELS, ex.FRUIT_KEYS, ex.FRUIT_VALUES,
+                                                            strict=True)],
+    columns=["item", *ex.FRUIT_KEY_FEATURES, *ex.FRUIT_VALUE_FEATURES],
+)
+edited = st.data_editor(default_rows, num_rows="dynamic", key="lookup.table", hide_index=True,
+                        column_config={c: st.column_config.NumberColumn(c, format="%.2f")
+                                       for c in ex.FRUIT_KEY_FEATURES + ex.FRUIT_VALUE_FEATURES})
+try:
+    table = parse_table(edited.to_dict("records"), ex.FRUIT_KEY_FEATURES, ex.FRUIT_VALUE_FEATURES)
+    st.session_state["lookup.last_good"] = table
+except ValueError as err:
+    table = st.session_state.get("lookup.last_good")
+    st.error(f"The table was not used: {err}. Showing the last table that worked.")
+    if table is None:
+        table = parse_table(default_rows.to_dict("records"), ex.FRUIT_KEY_FEATURES, ex.FRUIT_VALUE_FEATURES)
+
+st.subheader("The query")
+cols = st.columns(4)
+sweet = cols[0].slider("sweetness", 0.0, 1.0, float(ex.FRUIT_QUERY[0]), 0.01, key="lookup.sweetness",
+                       bind="query-params")
+durable = cols[1].slider("durability", 0.0, 1.0, float(ex.FRUIT_QUERY[1]), 0.01, key="lookup.durability",
+                         bind="query-params")
+texture = cols[2].slider("texture", 0.0, 1.0, float(ex.FRUIT_QUERY[2]), 0.01, key="lookup.texture",
+                         bind="query-params")
+scaled = cols[3].toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params")
+
+res = soft_lookup([sweet, durable, texture], table.keys, table.values, table.labels, scaled=scaled)
+t = res.trace
+d_k = t.q.shape[-1]
+
+st.subheader("Step by step")
+c1, c2, c3 = st.columns(3)
+c1.latex(r"s_j = q \cdot k_j")
+c2.latex(r"\tilde s_j = s_j / \sqrt{d_k}" if scaled else r"\tilde s_j = s_j \quad(\text{no scaling})")
+c3.latex(r"\alpha_j = \frac{e^{\tilde s_j}}{\sum_i e^{\tilde s_i}}")
+steps = pd.DataFrame({"item": res.labels, "q·k (dot product)": t.scores[0],
+                      f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": t.weights[0]})
+st.dataframe(steps.style.format(precision=3), hide_index=True, key="lookup.steps")
+st.caption(f"d_k = {d_k}, so 1/√d_k = {1 / d_k ** 0.5:.3f}. With the default query the scaled scores are "
+           "the article's 0.44, 0.37, 0.16.")
+
+winner_idx = res.labels.index(res.winner)
+c_bar, c_heat = st.columns(2)
+c_bar.plotly_chart(plotting.weights_bar(res.labels, t.weights[0], title="Softmax weights", highlight=winner_idx),
+                   width="stretch", key="lookup.bar")
+c_heat.plotly_chart(plotting.heatmap(t.weights, res.labels, ["query"], title="Weights as a heatmap",
+                                     y_title="", zmin=0, zmax=1, height=220),
+                    width="stretch", key="lookup.heat")
+
+st.subheader("The answer: a blend of the values")
+st.latex(r"\text{output} = \sum_j \alpha_j v_j")
+out = pd.DataFrame([t.output[0]], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
+st.dataframe(out.style.format(precision=3), key="lookup.output")
+share = t.weights[0, winner_idx]
+st.info(f"**{res.winner}** wins with {share:.1%} of the attention; the output blends every row's values "
+        f"({', '.join(f'{lab} {w:.0%}' for lab, w in zip(res.labels, t.weights[0], strict=True))}).")

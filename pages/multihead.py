@@ -1,0 +1,59 @@
+"""Multi-head attention, masks and cross-attention (seeds 003 and 004)."""
+
+import numpy as np
+import streamlit as st
+
+from attention import causal_mask, multi_head_attention, plotting
+from attention import examples as ex
+from pages._frame import ensure_app_frame
+
+ensure_app_frame()
+
+st.title("Multi-head, masks and cross-attention")
+
+# --- Multi-head self-attention --------------------------------------------------------------------------
+st.header("Several heads, one sentence")
+st.markdown("“Hang them, not let them go” can be read two ways; one attention pattern can only express "
+            "one reading. Multi-head attention runs several heads in parallel, each in its own slice of "
+            "the model dimension, then mixes their outputs with W_O. (Toy weights: seeded random, d_model = 8.)")
+st.latex(r"\text{head}_i = \operatorname{softmax}\!\left(\frac{X W_Q^{(i)} (X W_K^{(i)})^\top}{\sqrt{d_k}}"
+         r" + M\right) X W_V^{(i)} \qquad \text{MultiHead}(X) = [\text{head}_1;\dots;\text{head}_h]\, W_O")
+c1, c2 = st.columns(2)
+n_heads = c1.segmented_control("heads", [1, 2, 4, 8], default=4, key="mh.heads", bind="query-params") or 4
+causal = c2.toggle("causal mask (a decoder cannot look ahead)", value=False, key="mh.causal", bind="query-params")
+if causal:
+    st.latex(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"
+             r"\quad\Rightarrow\quad \alpha_{ij} = 0 \text{ for } j > i")
+
+hang = ex.hang_sentence()
+tokens = list(hang.tokens)
+mask = causal_mask(len(tokens)) if causal else None
+mh = multi_head_attention(hang.x, None, hang.w_q, hang.w_k, hang.w_v, hang.w_o, n_heads, mask=mask)
+st.caption(f"d_model = {hang.x.shape[1]}, {n_heads} head(s) of d_k = {hang.x.shape[1] // n_heads}. "
+           "Grey cells marked “masked” get weight exactly 0.")
+per_row = 2 if n_heads <= 4 else 4  # two wide heads keep their numbers legible
+for start in range(0, n_heads, per_row):
+    cols = st.columns(per_row)
+    for h, col in zip(range(start, start + per_row), cols, strict=True):
+        col.plotly_chart(plotting.heatmap(mh.heads[h].weights, tokens, tokens, title=f"head {h + 1}", zmin=0,
+                                          zmax=1, mask=mask, height=360, show_values=n_heads <= 4,
+                                          show_scale=h % per_row == per_row - 1),
+                         width="stretch", key=f"mh.head{h}")
+
+# --- Cross-attention ------------------------------------------------------------------------------------
+st.header("Cross-attention: a toy translation")
+st.markdown("In an encoder–decoder model, the decoder's queries come from the target sentence and the keys "
+            "and values from the encoded source; the two sentences can differ in length. Toy embeddings "
+            f"over meaning axes ({', '.join(ex.TRANSLATION_AXES)}), W_Q = W_K = s·I.")
+st.latex(r"\text{CrossAttn}(Y, X) = \operatorname{softmax}\!\left(\frac{(Y W_Q)(X W_K)^\top}{\sqrt{d_k}}\right)"
+         r" X W_V")
+sharp = st.slider("sharpness s", 0.0, 6.0, 3.0, 0.5, key="mh.sharp", bind="query-params")
+x_src, x_tgt = ex.translation_embeddings()
+eye = np.eye(x_src.shape[1])
+cross = multi_head_attention(x_tgt, x_src, sharp * eye, sharp * eye, eye, eye, 1)
+st.plotly_chart(plotting.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.TARGET_SENTENCE,
+                                 title=f"Target ({len(ex.TARGET_SENTENCE)} words) attends to source "
+                                       f"({len(ex.SOURCE_SENTENCE)} words)",
+                                 x_title="source (English, keys)", y_title="target (French, queries)",
+                                 zmin=0, zmax=1), width="stretch", key="mh.cross")
+st.caption("“le” splits its attention between the two “the”: nothing in these toy vectors says which one.")

@@ -1,0 +1,50 @@
+"""Scoring functions (seed 003): five ways to score a query against a key, on the same inputs."""
+
+import numpy as np
+import streamlit as st
+
+from attention import METHODS, attention_from_embeddings, causal_mask, plotting, scored_attention
+from attention import examples as ex
+from attention.scoring import FORMULAS
+from pages._frame import ensure_app_frame
+
+ensure_app_frame()
+
+NAMES = {"dot": "Dot (Luong)", "scaled_dot": "Scaled dot (Transformer)", "multiplicative": "Multiplicative / general",
+         "reduced_rank": "Reduced-rank multiplicative", "additive": "Additive (Bahdanau)"}
+
+st.title("Scoring functions")
+st.markdown("Every attention computes a score for each (query, key) pair, turns the scores into weights "
+            "with softmax and mixes the values. Only the **score** differs. Inputs: Q, K, V of "
+            "“Cat sat on the mat” from the step-by-step page (d_k = 3); W, U, V, W₁, W₂, v_a are fixed "
+            "random matrices (seeded), as a trained model would have learned ones.")
+c1, c2 = st.columns(2)
+causal = c1.toggle("causal mask (decoder)", value=False, key="scoring.causal", bind="query-params")
+show = c2.radio("show", ["weights (after softmax)", "scores (before softmax)"], horizontal=True,
+                key="scoring.show", bind="query-params")
+
+sentence = ex.cat_sentence()
+base = attention_from_embeddings(sentence.x, sentence.w_q, sentence.w_k, sentence.w_v)
+params = ex.scoring_parameters()
+tokens = list(sentence.tokens)
+mask = causal_mask(len(tokens)) if causal else None
+traces = {m: scored_attention(base.q, base.k, base.v, m, mask=mask, **params[m]) for m in METHODS}
+
+cells = [c for _ in range(3) for c in st.columns(2)]  # two per row stays legible at 800 px
+for cell, method in zip(cells, METHODS, strict=False):
+    t = traces[method]
+    with cell:
+        st.markdown(f"**{NAMES[method]}**")
+        st.latex(FORMULAS[method])
+        if show.startswith("weights"):
+            fig = plotting.heatmap(t.weights, tokens, tokens, zmin=0, zmax=1, mask=mask, height=320)
+        else:
+            z = np.where(np.isfinite(t.scaled), t.scaled, np.nan)
+            fig = plotting.heatmap(z, tokens, tokens, value_name="score", colorscale=plotting.SIGNED_SCALE,
+                                   zmid_zero=True, mask=mask, height=320)
+        st.plotly_chart(fig, width="stretch", key=f"scoring.{method}")
+with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
+    for method, ps in params.items():
+        for name, value in ps.items():
+            st.markdown(f"{NAMES[method]}: `{name}` {np.shape(value)}")
+            st.dataframe(np.atleast_2d(value), key=f"scoring.param.{method}.{name}")

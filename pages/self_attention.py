@@ -1,0 +1,86 @@
+"""Step by step: self-attention (seed 004), from the word vectors to the output of one token."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention import attention_from_embeddings, plotting
+from attention import examples as ex
+from pages._frame import ensure_app_frame
+
+ensure_app_frame()
+
+EXAMPLES = {"Thinking Machines (d_model 512, d_k 64)": ex.thinking_machines,
+            "Cat sat on the mat (d_model 4, d_k 3)": ex.cat_sentence}
+STEPS = ["1 · embeddings", "2 · Q, K, V", "3 · scores", "4 · ÷ √d_k", "5 · softmax", "6 · weighted sum"]
+
+
+@st.cache_data(max_entries=4)
+def load_example(name: str):
+    return EXAMPLES[name]()
+
+
+st.title("Step by step: self-attention")
+c1, c2 = st.columns([2, 1])
+name = c1.selectbox("Example", list(EXAMPLES), key="self.example", bind="query-params")
+data = load_example(name)
+tokens = list(data.tokens)
+query_tok = c2.selectbox("Query token", range(len(tokens)), format_func=lambda i: f"{i}: {tokens[i]}",
+                         key="self.query", bind="query-params")
+query_tok = min(query_tok, len(tokens) - 1)
+shown = st.select_slider("Show steps up to", options=STEPS, value=STEPS[-1], key="self.step", bind="query-params")
+upto = STEPS.index(shown) + 1
+
+trace = attention_from_embeddings(data.x, data.w_q, data.w_k, data.w_v)
+d_k = trace.q.shape[-1]
+i = query_tok
+word = tokens[i]
+
+
+def vectors(title, matrix, labels, value_name="value"):
+    """Rows of vectors as a heatmap; numbers written in the cells when there are few."""
+    st.plotly_chart(plotting.heatmap(matrix, [str(j) for j in range(matrix.shape[1])], labels, title=title,
+                                     x_title="dimension", y_title="token", value_name=value_name,
+                                     colorscale=plotting.SIGNED_SCALE, zmid_zero=True),
+                    width="stretch", key=f"self.{title}")
+
+
+st.header(STEPS[0])
+st.latex(r"x_i \in \mathbb{R}^{d_{model}}")
+vectors(f"Embeddings X ({data.x.shape[0]} × {data.x.shape[1]})", data.x, tokens)
+
+if upto >= 2:
+    st.header(STEPS[1])
+    st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+    st.caption(f"W_Q, W_K: {data.w_q.shape[0]} × {d_k}; W_V: {data.w_v.shape[0]} × {data.w_v.shape[1]} "
+               "(learned in a real model; fixed here).")
+    for label, m in (("Q", trace.q), ("K", trace.k), ("V", trace.v)):
+        vectors(f"{label} ({m.shape[0]} × {m.shape[1]})", m, tokens)
+
+if upto >= 3:
+    st.header(STEPS[2])
+    st.latex(rf"\text{{score}}_{{{i},j}} = q_{{{i}}} \cdot k_j")
+    scores = pd.DataFrame({"key": tokens, f"q_{i}·k_j": trace.scores[i]})
+    st.dataframe(scores.style.format(precision=3), hide_index=True, key="self.scores")
+
+if upto >= 4:
+    st.header(STEPS[3])
+    st.latex(rf"\text{{score}} / \sqrt{{d_k}} = \text{{score}} / \sqrt{{{d_k}}} = \text{{score}} / {np.sqrt(d_k):.3g}")
+    st.dataframe(pd.DataFrame({"key": tokens, "scaled": trace.scaled[i]}).style.format(precision=3),
+                 hide_index=True, key="self.scaled")
+
+if upto >= 5:
+    st.header(STEPS[4])
+    st.latex(r"\alpha_{ij} = \frac{\exp(\text{scaled}_{ij})}{\sum_{l} \exp(\text{scaled}_{il})}")
+    c_bar, c_heat = st.columns(2)
+    c_bar.plotly_chart(plotting.weights_bar(tokens, trace.weights[i], title=f"What “{word}” attends to"),
+                       width="stretch", key="self.bar")
+    c_heat.plotly_chart(plotting.heatmap(trace.weights, tokens, tokens, title="All queries (rows) × keys",
+                                         zmin=0, zmax=1), width="stretch", key="self.heat")
+
+if upto >= 6:
+    st.header(STEPS[5])
+    st.latex(rf"z_{{{i}}} = \sum_j \alpha_{{{i}j}} v_j")
+    weighted = trace.weights[i][:, None] * trace.v  # (m, d_v): each value scaled by its weight
+    vectors("α_ij · v_j (each value, weighted)", weighted, tokens)
+    vectors(f"z_{i}: the output for “{word}”", trace.output[i:i + 1], [word])

@@ -1,0 +1,62 @@
+"""Real browser: Debian Chromium driven by Playwright against `streamlit run app.py`."""
+
+import re
+
+import pytest
+
+from tests.browser import ROOT, chromium, page_url, streamlit_server, wait_idle
+
+pytestmark = pytest.mark.browser
+SHOTS = ROOT / "artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+def bar_labels(page) -> list[str]:
+    """The numbers printed on the first bar chart (the softmax weights)."""
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    return [t.text_content() for t in chart.locator("g.textpoint text, text.bartext").all()]
+
+
+def test_lookup_slider_changes_weights(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(app_url, "lookup"))
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Lookup: hard vs soft").is_visible()
+    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
+    before = bar_labels(page)
+    assert len(before) == 3 and before[0] == "0.372"
+    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
+    slider.focus()
+    for _ in range(10):
+        slider.press("ArrowRight")
+    page.wait_for_function("() => document.querySelector('[data-testid=stPlotlyChart] text.bartext')"
+                           "?.textContent !== '0.372'", timeout=15_000)
+    wait_idle(page)
+    after = bar_labels(page)
+    assert float(after[0]) > float(before[0])  # sweeter query -> more weight on apple
+    assert re.search(r"sweetness=0\.9", page.url)  # the state is in the URL
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "test-lookup-after-slider.png"))
+    page.close()
+
+
+def test_deep_link_reopens_the_same_view(app_url, browser):
+    page = browser.new_page()
+    page.goto(page_url(app_url, "lookup", **{"lookup.sweetness": "0.1", "lookup.durability": "0.9"}))
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Lookup: hard vs soft").is_visible()
+    assert "chair" in page.locator("[data-testid='stAlert']").last.inner_text()
+    nav = page.locator("[data-testid='stSidebarNav']").inner_text()
+    assert "Toy examples" in nav  # the app's own navigation, not Streamlit's file list
+    page.close()

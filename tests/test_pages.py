@@ -1,0 +1,157 @@
+"""Every page through Streamlit's AppTest: widgets set by key, numbers on screen checked against the math."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention import examples as ex
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+
+TOY_PAGES = ["pages/home.py"] + [f"pages/{name}.py" for name in (
+    "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity")]
+
+
+def open_page(path: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    at.switch_page(path)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The Plotly spec of the chart whose Streamlit key is `key`."""
+    for el in at.get("plotly_chart"):
+        spec = json.loads(el.proto.spec)
+        if el.proto.id.endswith(key) or key in el.proto.id:
+            return spec
+    raise KeyError(f"no chart with key {key}; ids: {[el.proto.id for el in at.get('plotly_chart')]}")
+
+
+def array(value) -> np.ndarray:
+    """Plotly >= 6 stores arrays as {'dtype', 'bdata', 'shape'}; plain lists otherwise."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return arr.reshape([int(s) for s in str(shape).split(",")]) if shape else arr
+    return np.asarray(value, dtype=float)
+
+
+def table_with(at: AppTest, column: str):
+    """The first dataframe on the page that has `column`."""
+    for df in at.dataframe:
+        if column in df.value.columns:
+            return df.value
+    raise KeyError(f"no table with column {column!r}")
+
+
+def bar_values(at, key):
+    return array(chart(at, key)["data"][0]["y"])
+
+
+@pytest.mark.parametrize("path", TOY_PAGES)
+def test_page_renders_without_exception(path):
+    at = open_page(path)
+    if "home" not in path:
+        assert at.get("plotly_chart"), f"{path} shows no chart"
+
+
+def test_home_links_every_page():
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    links = {el.proto.page for el in at.get("page_link")}
+    assert {Path(p).stem for p in TOY_PAGES[1:]} <= {Path(p).stem for p in links}
+
+
+def test_lookup_sweetness_raises_apple_weight():
+    at = open_page("pages/lookup.py")
+    before = bar_values(at, "lookup.bar")
+    np.testing.assert_allclose(before.sum(), 1.0, atol=1e-9)
+    at.slider(key="lookup.sweetness").set_value(1.0).run()
+    after = bar_values(at, "lookup.bar")
+    assert after[0] > before[0]  # apple is the sweetest key
+    at.slider(key="lookup.durability").set_value(1.0).run()
+    at.slider(key="lookup.sweetness").set_value(0.0).run()
+    assert int(np.argmax(bar_values(at, "lookup.bar"))) == 2  # chair
+    assert "chair" in at.info[0].value
+
+
+def test_lookup_default_shows_article_scores_and_scaling_toggle():
+    at = open_page("pages/lookup.py")
+    steps = table_with(at, "softmax weight")
+    assert np.round(steps.iloc[:, 2].to_numpy(), 2).tolist() == list(ex.FRUIT_PUBLISHED_SCORES)
+    scaled = bar_values(at, "lookup.bar")
+    at.toggle(key="lookup.scaled").set_value(False).run()
+    unscaled = bar_values(at, "lookup.bar")
+    assert unscaled[0] > scaled[0]  # without 1/sqrt(3) the softmax is sharper
+
+
+def test_lookup_hard_dictionary():
+    at = open_page("pages/lookup.py")
+    assert at.warning and "not a key" in at.warning[0].value
+    at.text_input(key="lookup.hard_query").set_value("apple").run()
+    assert "9" in at.success[0].value
+
+
+def test_self_attention_thinking_machines_numbers():
+    at = open_page("pages/self_attention.py")
+    scaled = table_with(at, "scaled")["scaled"].to_numpy()
+    np.testing.assert_allclose(scaled, [14, 12], atol=1e-6)
+    np.testing.assert_allclose(bar_values(at, "self.bar"), [0.8808, 0.1192], atol=1e-4)
+    at.select_slider(key="self.step").set_value("3 · scores").run()
+    assert not at.get("plotly_chart") or "self.bar" not in str([c.proto.id for c in at.get("plotly_chart")])
+
+
+def test_self_attention_cat_sentence_query_choice():
+    at = open_page("pages/self_attention.py")
+    at.selectbox(key="self.example").set_value("Cat sat on the mat (d_model 4, d_k 3)").run()
+    at.selectbox(key="self.query").set_value(2).run()
+    w = bar_values(at, "self.bar")
+    assert w.shape == (5,) and abs(w.sum() - 1) < 1e-9
+
+
+def test_scaling_entropy_drops_without_scaling():
+    at = open_page("pages/scaling.py")
+    at.slider(key="scaling.d").set_value(1024).run()
+    raw, scaled = bar_values(at, "scaling.bar_raw"), bar_values(at, "scaling.bar_scaled")
+    assert raw.max() > scaled.max()
+    ent = chart(at, "scaling.entropy")["data"]
+    assert array(ent[0]["y"])[-1] < array(ent[1]["y"])[-1]  # unscaled entropy collapses at d = 1024
+
+
+def test_scoring_page_five_methods_and_causal():
+    at = open_page("pages/scoring.py")
+    charts = [c for c in at.get("plotly_chart") if "scoring." in c.proto.id]
+    assert len(charts) == 5
+    at.toggle(key="scoring.causal").set_value(True).run()
+    z = array(chart(at, "scoring.dot")["data"][0]["z"])
+    assert np.all(np.isnan(z[np.triu_indices(5, 1)]))  # masked cells drawn as gaps
+    text = chart(at, "scoring.dot")["data"][0]["text"]
+    assert text[0][4] == "masked"
+
+
+def test_multihead_heads_and_causal_mask():
+    at = open_page("pages/multihead.py")
+    assert len([c for c in at.get("plotly_chart") if "mh.head" in c.proto.id]) == 4
+    at.toggle(key="mh.causal").set_value(True).run()
+    z = array(chart(at, "mh.head0")["data"][0]["z"])
+    assert np.all(np.isnan(z[np.triu_indices(6, 1)]))
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-9)
+    cross = array(chart(at, "mh.cross")["data"][0]["z"])
+    assert cross.shape == (7, 6)
+    assert int(np.argmax(cross[1])) == 1  # "chat" attends to "cat"
+
+
+def test_toy_ambiguity_pull_sharpens_bank():
+    at = open_page("pages/toy_ambiguity.py")
+    river = bar_values(at, "toy.bank_bar0")
+    assert int(np.argmax(river)) == 4  # "river"
+    at.slider(key="toy.pull").set_value(0.0).run()
+    np.testing.assert_allclose(bar_values(at, "toy.bank_bar0"), 1 / 6)
+    at.text_input(key="toy.bank0").set_value("I sat on the sofa bank").run()
+    assert at.error and "unknown word" in at.error[0].value
