@@ -21,6 +21,12 @@ PAGES = {
         st.Page("pages/multihead.py", title="Multi-head, masks, cross-attention", icon=":material/view_column:"),
         st.Page("pages/toy_ambiguity.py", title="Ambiguity in a toy model", icon=":material/alt_route:"),
     ],
+    "Pretrained models": [
+        st.Page("pages/model_heads.py", title="Model heads", icon=":material/grid_view:"),
+        st.Page("pages/inside_head.py", title="Inside one head", icon=":material/calculate:"),
+        st.Page("pages/ambiguous_words.py", title="Ambiguous words", icon=":material/compare_arrows:"),
+        st.Page("pages/head_atlas.py", title="Head atlas", icon=":material/map:"),
+    ],
 }
 
 st.navigation(PAGES).run()

@@ -202,3 +202,11 @@ def scoring_parameters(d_q: int = 3, d_k: int = 3, rank: int = 2, d_att: int = 4
                      "w2": np.round(rng.normal(0, 1, (d_att, d_k)), 2),
                      "v_a": np.round(rng.normal(0, 1, d_att), 2)},
     }
+
+
+# --- Ambiguous words for real models (seeds 000 and 004) ----------------------------------------------
+AMBIGUOUS_PAIRS = {  # name -> (sentence 1, sentence 2, the word to follow)
+    "bank": ("I sat on the river bank", "I paid money into the bank", "bank"),
+    "it": (*IT_SENTENCES, "it"),
+    "plant": (*PLANT_SENTENCES, "plant"),
+}

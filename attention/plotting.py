@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 WEIGHT_SCALE = "Blues"
 SIGNED_SCALE = "RdBu"
 MASKED_TEXT = "masked"
+BIG_CELLS = 2500  # above this, hover comes from a template, not one string per cell (payload)
 
 
 def esc(label) -> str:
@@ -42,7 +43,7 @@ def heatmap(
     z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
     value_name: str = "weight", zmin=None, zmax=None, colorscale: str = WEIGHT_SCALE, mask=None,
     digits: int = 2, show_values: bool | None = None, height: int | None = None, zmid_zero: bool = False,
-    show_scale: bool = True,
+    show_scale: bool = True, max_tick_labels: int = 40,
 ) -> go.Figure:
     """A labelled matrix; cells where `mask` is False are greyed and read "masked".
     `zmid_zero` centres a diverging colour scale on 0 (for signed vectors).
@@ -55,6 +56,10 @@ def heatmap(
     shown = np.where(visible & np.isfinite(z), z, np.nan)  # masked cells: gaps on the grey background
     xl = [esc(s) for s in x_labels]
     yl = [esc(s) for s in y_labels]
+    if n * m > BIG_CELLS:
+        return _big_heatmap(shown, xl, yl, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
+                            zmin=zmin, zmax=zmax, colorscale=colorscale, zmid_zero=zmid_zero, height=height,
+                            show_scale=show_scale)
     text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
     hover = [[f"{y_title}: {yl[i]}<br>{x_title}: {xl[j]}<br>{value_name}: {text[i][j]}" for j in range(m)]
              for i in range(n)]
@@ -72,8 +77,8 @@ def heatmap(
         title=dict(text=title), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height or max(260, 80 + 34 * n),
     )
-    fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl))
-    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **_ticks(yl))
+    fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, max_tick_labels))
+    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **_ticks(yl, max_tick_labels))
     return fig
 
 
@@ -120,4 +125,76 @@ def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") ->
                       legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(title_text=esc(axes[0]), range=[-0.05, 1.05])
     fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05])
+    return fig
+
+
+def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, colorscale, zmid_zero, height,
+                 show_scale) -> go.Figure:
+    """A large matrix sent as one float32 array; labels are "position·token" categories so hover can name
+    both tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
+    n, m = z.shape
+    x = [f"{j}·{t}" for j, t in enumerate(xl)]
+    y = [f"{i}·{t}" for i, t in enumerate(yl)]
+    fig = go.Figure(go.Heatmap(
+        z=z.astype(np.float32), x=x, y=y, zmin=zmin, zmax=zmax, colorscale=colorscale, zmid=0 if zmid_zero else None,
+        hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>",
+        colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4), showscale=show_scale,
+    ))
+    fig.update_layout(title=dict(text=title), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+                      height=height or min(900, max(400, 120 + 6 * n)))
+    fig.update_xaxes(title_text=x_title, type="category", showgrid=False, showticklabels=m <= 80)
+    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False,
+                     showticklabels=n <= 80)
+    return fig
+
+
+GRID_CELLS = 120_000  # pixels in the all-heads grid: bounds its payload at ~0.5 MB whatever the length
+GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
+
+
+def pool_max(w: np.ndarray, size: int) -> np.ndarray:
+    """Max-pool the last two axes down to at most size x size, so thin lines (a diagonal) survive.
+
+    Shapes: (..., n, m) -> (..., ceil(n / b), ceil(m / b)) with b = ceil(max(n, m) / size).
+    """
+    n, m = w.shape[-2:]
+    b = -(-max(n, m) // size)
+    if b <= 1:
+        return w
+    pn, pm = -(-n // b) * b, -(-m // b) * b
+    padded = np.zeros(w.shape[:-2] + (pn, pm), dtype=w.dtype)
+    padded[..., :n, :m] = w
+    return padded.reshape(w.shape[:-2] + (pn // b, b, pm // b, b)).max(axis=(-1, -3))
+
+
+def head_grid(weights: np.ndarray, *, title: str = "", max_cells: int = GRID_CELLS) -> go.Figure:
+    """Every layer x head as one small tile, in a single heatmap trace (not L x H charts).
+
+    Tiles are max-pooled to at most `c` x `c` pixels with c chosen so the whole grid holds at most
+    `max_cells` values; hovering a tile names its layer and head (1-based).
+    Shapes: weights (L, H, n, n).
+    """
+    n_layers, n_heads, n, _ = weights.shape
+    c = int(max(4, min(32, n, np.sqrt(max_cells / (n_layers * n_heads)) - 1)))
+    tiles = pool_max(weights, c)  # (L, H, c', c')
+    c = tiles.shape[-1]
+    z = np.full((n_layers * (c + 1) - 1, n_heads * (c + 1) - 1), np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            z[layer * (c + 1):layer * (c + 1) + c, head * (c + 1):head * (c + 1) + c] = tiles[layer, head]
+    # Coordinates: tile (layer, head) spans layer+1 +- 0.5*c/(c+1), so rounding names the tile.
+    offsets = (np.arange(c + 1) - (c - 1) / 2) / (c + 1)  # c cells, then the gap at +0.5
+    x = (np.arange(n_heads)[:, None] + 1 + offsets[None, :]).ravel()[:-1]
+    y = (np.arange(n_layers)[:, None] + 1 + offsets[None, :]).ravel()[:-1]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x.astype(np.float32), y=y.astype(np.float32), zmin=0, zmax=1, colorscale=GRID_SCALE,
+        hovertemplate="layer %{y:.0f} · head %{x:.0f}<br>weight (block max): %{z:.3f}<extra></extra>",
+        colorbar=dict(title=dict(text="weight"), thickness=12, xpad=4), hoverongaps=False,
+    ))
+    fig.update_layout(title=dict(text=title), plot_bgcolor="white", height=int(min(2400, 80 + n_layers * 70)),
+                      margin=dict(l=10, r=10, t=50 if title else 20, b=10))
+    fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
+                     zeroline=False, side="top")
+    fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
+                     zeroline=False, autorange="reversed")
     return fig

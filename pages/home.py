@@ -23,6 +23,10 @@ LINKS = [
     ("pages/multihead.py", "Multi-head, masks, cross-attention",
      "“Hang them, not let them go”, causal masks and a toy translation."),
     ("pages/toy_ambiguity.py", "Ambiguity in a toy model", "Hand-built “bank” and “it” that attention resolves."),
+    ("pages/model_heads.py", "Model heads", "Every layer × head of MiniLM or SmolLM2 on your sentence, offline."),
+    ("pages/inside_head.py", "Inside one head", "q, each k, q⊙k, scores, softmax, output of a real head."),
+    ("pages/ambiguous_words.py", "Ambiguous words", "“bank”, “it”, “plant” in two sentences, head by head."),
+    ("pages/head_atlas.py", "Head atlas", "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019)."),
 ]
 
 st.subheader("Pages")

@@ -60,3 +60,22 @@ def test_deep_link_reopens_the_same_view(app_url, browser):
     nav = page.locator("[data-testid='stSidebarNav']").inner_text()
     assert "Toy examples" in nav  # the app's own navigation, not Streamlit's file list
     page.close()
+
+
+@pytest.mark.slow
+def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(app_url, "model_heads"))
+    wait_idle(page, timeout=120_000)
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    charts.first.wait_for()
+    box = page.locator("[data-testid='stTextArea'] textarea").first
+    box.fill("Penguins waddle across the icy beach")
+    box.press("Control+Enter")
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stPlotlyChart] text')]"
+                           ".some(t => t.textContent.includes('penguins'))", timeout=60_000)
+    wait_idle(page)
+    assert charts.count() >= 3  # grid, zoom, token focus
+    assert "Penguins" in page.url or "penguins" in page.url.lower()
+    page.screenshot(path=str(SHOTS / "test-model-heads-typed.png"), full_page=True)
+    page.close()

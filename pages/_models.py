@@ -1,0 +1,61 @@
+"""What the model pages share: the model picker, cached loading and attention, and friendly errors.
+
+Models are cached once per process with st.cache_resource (LoadedModel serialises its forward passes
+with a lock, so sessions can share it); attention per (model, text) with st.cache_data.
+"""
+
+import streamlit as st
+
+from attention.extract import ModelAttention
+from attention.models import BUNDLED, ModelUnavailable, hub_allowlist, load_model
+
+OTHER = "other (Hugging Face id)…"
+DEFAULT_TEXT = "I sat on the river bank and watched the water."
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_model(name: str):
+    return load_model(name)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_attention(name: str, text: str, target: str | None = None) -> ModelAttention:
+    return cached_model(name).attend(text, target=target)
+
+
+def pick_model(col=st) -> str:
+    """The model selectbox (bundled models, or an allowlisted hub id typed in)."""
+    options = list(BUNDLED) + [OTHER]
+    choice = col.selectbox("Model", options, key="model", bind="query-params",
+                           format_func=lambda k: BUNDLED[k].label if k in BUNDLED else k)
+    if choice != OTHER:
+        return choice
+    return col.text_input("Hugging Face model id", value="bert-base-uncased", key="hub_id", bind="query-params",
+                          max_chars=100, help="Allowed here: " + ", ".join(hub_allowlist()))
+
+
+def sentence_box(label: str = "Sentence", default: str = DEFAULT_TEXT, key: str = "text") -> str:
+    return st.text_area(label, value=default, key=key, bind="query-params", max_chars=20_000, height=80)
+
+
+def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelAttention:
+    """Load the model and run it, with a spinner that says what is happening; errors end the page cleanly."""
+    label = BUNDLED[name].label if name in BUNDLED else name
+    first = "" if name != "smollm2" else " (the very first time converts the bundled file: ~20 s)"
+    try:
+        with st.spinner(f"Loading {label}{first} and computing attention…"):
+            att = cached_attention(name, text, target)
+    except ModelUnavailable as err:
+        st.error(f"**Model unavailable.** {err}")
+        st.stop()
+    except ValueError as err:
+        st.warning(str(err))
+        st.stop()
+    if att.truncated:
+        st.warning(f"The text has {att.n_input_tokens} tokens; {label} reads at most {len(att.tokens)}, "
+                   "so only the beginning is shown.")
+    return att
+
+
+def token_label(att: ModelAttention, i: int) -> str:
+    return f"{i}: {att.tokens[i]}"

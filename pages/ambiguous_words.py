@@ -1,0 +1,71 @@
+"""Ambiguous words: one word in two sentences, side by side, in a real model (seeds 000 and 004)."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention import examples as ex
+from attention import plotting
+from attention.compare import compare_word, difference_by_token
+from pages._frame import ensure_app_frame
+from pages._models import attention_or_stop, pick_model
+
+ensure_app_frame()
+
+st.title("Ambiguous words")
+c1, c2 = st.columns([1, 2])
+pair = c1.selectbox("Example", list(ex.AMBIGUOUS_PAIRS), key="pair", bind="query-params",
+                    format_func=lambda p: f"“{p}”")
+with c2:
+    name = pick_model()
+s1_default, s2_default, word_default = ex.AMBIGUOUS_PAIRS[pair]
+c1, c2, c3 = st.columns([2, 2, 1])
+s1 = c1.text_input("Sentence A", value=s1_default, key=f"a_{pair}", bind="query-params", max_chars=2000)
+s2 = c2.text_input("Sentence B", value=s2_default, key=f"b_{pair}", bind="query-params", max_chars=2000)
+word = c3.text_input("Word", value=word_default, key=f"w_{pair}", bind="query-params", max_chars=40)
+
+a, b = attention_or_stop(name, s1), attention_or_stop(name, s2)
+try:
+    cmp = compare_word(a, b, word)
+except ValueError as err:
+    st.warning(str(err))
+    st.stop()
+L, H = a.n_layers, a.n_heads
+
+st.subheader(f"Where “{a.tokens[cmp.ia]}” looks")
+c1, c2 = st.columns(2)
+layer = min(c1.number_input("Layer", 1, L, L, key="layer", bind="query-params"), L) - 1
+head_choice = c2.selectbox("Head", ["mean of heads"] + [str(h + 1) for h in range(H)], key="head",
+                           bind="query-params")
+head = None if head_choice == "mean of heads" else int(head_choice) - 1
+cols = st.columns(2)
+for col, att, i, tag in ((cols[0], a, cmp.ia, "A"), (cols[1], b, cmp.ib, "B")):
+    w = att.weights[layer, :, i, :]
+    row = w.mean(0) if head is None else w[head]
+    col.plotly_chart(plotting.weights_bar(att.tokens, row, title=f"Sentence {tag}", highlight=int(np.argmax(row))),
+                     width="stretch", key=f"amb.bar{tag}")
+
+st.subheader("The difference (A − B), per token string")
+labels, diff = difference_by_token(cmp, layer, head)
+st.plotly_chart(plotting.weights_bar(labels[:20], diff[:20], title="more attention in A (>0) or in B (<0)",
+                                     value_name="A − B", y_max=None), width="stretch", key="amb.diff")
+
+st.subheader("Heads that change most")
+st.latex(r"\text{shift}^{(\ell,h)} = \tfrac12 \sum_{t} \big|\alpha^{A}_{t} - \alpha^{B}_{t}\big|"
+         r"\quad(\text{weights summed per token string})")
+c1, c2 = st.columns([3, 2])
+c1.plotly_chart(plotting.heatmap(cmp.shift, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)],
+                                 x_title="head", y_title="layer", value_name="shift", zmin=0, zmax=1,
+                                 show_values=H <= 12 and L <= 12),
+                width="stretch", key="amb.shift")
+c2.dataframe(pd.DataFrame([{"layer": l_ + 1, "head": h + 1, "shift": s} for l_, h, s in cmp.top_heads(8)])
+             .style.format({"shift": "{:.3f}"}), hide_index=True, key="amb.top")
+
+st.subheader(f"How similar are the two “{word}” vectors, layer by layer?")
+st.latex(r"\cos(h^{A}_\ell, h^{B}_\ell) = "
+         r"\frac{h^{A}_\ell \cdot h^{B}_\ell}{\lVert h^{A}_\ell\rVert\,\lVert h^{B}_\ell\rVert}")
+st.plotly_chart(plotting.lines(np.arange(L + 1), {"cosine similarity": cmp.cosine},
+                               x_title="layer (0 = embeddings)", y_title="cosine"),
+                width="stretch", key="amb.cosine")
+st.caption("Layer 0 is the word's embedding plus its position (identical when the word sits at the same "
+           "position in both sentences); each layer mixes in context through attention, so the senses drift apart.")

@@ -1,0 +1,70 @@
+"""Head atlas: what each head of a model does on your sentence (Clark et al. 2019, "What does BERT look at?")."""
+
+import pandas as pd
+import streamlit as st
+
+from attention import plotting
+from attention.stats import BROAD_FRACTION, TYPE_THRESHOLD, head_statistics
+from pages._frame import ensure_app_frame
+from pages._models import attention_or_stop, pick_model, sentence_box
+
+ensure_app_frame()
+
+METRICS = {
+    "entropy": ("entropy (nats)", "Mean entropy of the head's attention rows: low = focused, high = broad."),
+    "special": ("on special tokens", "Share of attention on [CLS]/[SEP]/BOS (or the first token if none)."),
+    "previous": ("on previous token", "Share on token i − 1."),
+    "same": ("on itself", "Share on token i."),
+    "next": ("on next token", "Share on token i + 1."),
+    "punctuation": ("on punctuation", "Share on punctuation tokens."),
+}
+
+st.title("Head atlas")
+c1, c2 = st.columns([3, 1])
+with c1:
+    text = sentence_box(default="The animal didn't cross the street because it was too tired. It lay down.")
+name = pick_model(c2)
+att = attention_or_stop(name, text)
+stats = head_statistics(att)
+L, H = att.n_layers, att.n_heads
+
+metric = st.segmented_control("Statistic", list(METRICS), default="entropy", format_func=lambda m: METRICS[m][0],
+                              key="metric", bind="query-params") or "entropy"
+title, help_text = METRICS[metric]
+values = getattr(stats, metric)
+zmax = max(stats.uniform_entropy, 1e-9) if metric == "entropy" else 1
+st.caption(help_text + (f" Uniform attention would give {stats.uniform_entropy:.2f} nats." if metric == "entropy"
+                        else ""))
+fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
+                       x_title="head", y_title="layer", value_name=title, zmin=0, zmax=zmax,
+                       show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L))
+picked = st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select="rerun", selection_mode="points")
+if picked and picked.selection.points:  # a click on a cell opens that head below
+    point = picked.selection.points[0]
+    st.session_state["layer"], st.session_state["head"] = int(point["y"]) + 1, int(point["x"]) + 1
+
+st.subheader("Head types")
+st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink** when more than "
+            f"{TYPE_THRESHOLD:.0%} of its attention (averaged over tokens) goes there, as in Clark et al. 2019; "
+            f"**broad** when its mean entropy exceeds {BROAD_FRACTION:.0%} of uniform (our threshold).")
+rows = [{"layer": l_ + 1, "head": h + 1, "type": stats.labels[l_, h], "entropy": stats.entropy[l_, h],
+         "special": stats.special[l_, h], "previous": stats.previous[l_, h], "next": stats.next[l_, h]}
+        for l_ in range(L) for h in range(H)]
+table = pd.DataFrame(rows)
+counts = table["type"].replace("", "unlabelled").value_counts()
+st.write(", ".join(f"{k}: {v}" for k, v in counts.items()))
+st.dataframe(table[table["type"] != ""].style.format(precision=3), hide_index=True, key="atlas.types",
+             height=min(400, 40 + 35 * int((table["type"] != "").sum())))
+
+st.subheader("Open a head (or click a cell above)")
+c1, c2, c3 = st.columns([1, 1, 2])
+layer = min(c1.number_input("Layer", 1, L, 1, key="layer", bind="query-params"), L)
+head = min(c2.number_input("Head", 1, H, 1, key="head", bind="query-params"), H)
+kind = stats.labels[layer - 1, head - 1] or "no clear type"
+c3.markdown(f"Layer {layer}, head {head}: **{kind}**, entropy {stats.entropy[layer - 1, head - 1]:.2f} nats.")
+params = {"text": text, "model": name, "layer": str(layer), "head": str(head), "agg": "head"}
+c1, c2 = st.columns(2)
+c1.page_link("pages/model_heads.py", label="Zoom into it in Model heads", query_params=params,
+             icon=":material/zoom_in:")
+c2.page_link("pages/inside_head.py", label="See its math in Inside one head", query_params=params,
+             icon=":material/calculate:")

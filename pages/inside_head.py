@@ -1,0 +1,73 @@
+"""Inside one head: the math of a real head for one token, rebuilt from the Q, K, V the model computed."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention import plotting
+from pages._frame import ensure_app_frame
+from pages._models import attention_or_stop, pick_model, sentence_box, token_label
+
+ensure_app_frame()
+
+st.title("Inside one head")
+c1, c2 = st.columns([3, 1])
+with c1:
+    text = sentence_box()
+name = pick_model(c2)
+att = attention_or_stop(name, text)
+L, H, n = att.n_layers, att.n_heads, len(att.tokens)
+
+c1, c2, c3 = st.columns(3)
+layer = min(c1.number_input("Layer", 1, L, 1, key="layer", bind="query-params"), L) - 1
+head = min(c2.number_input("Head", 1, H, 1, key="head", bind="query-params"), H) - 1
+default_focus = next((i for i, t in enumerate(att.tokens) if t.lower() == "bank"), 0)
+i = c3.selectbox("Query token", range(n), index=default_focus, format_func=lambda j: token_label(att, j),
+                 key="focus", bind="query-params")
+i = min(i, n - 1)
+try:
+    t = att.head_trace(layer, head)
+except ValueError as err:
+    st.warning(str(err))
+    st.stop()
+d = t.q.shape[-1]
+word = att.tokens[i]
+gap = float(np.abs(t.weights - att.weights[layer, head]).max())
+st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
+           f"Q, K, V; largest difference from the model's own attention weights: {gap:.1e}.")
+
+st.header("1 · the query and the keys")
+st.latex(rf"q_{{{i}}} = x_{{{i}}} W_Q^{{(h)}} \in \mathbb{{R}}^{{{d}}},\qquad k_j = x_j W_K^{{(h)}}")
+dims = [str(j) for j in range(d)]
+
+
+def vectors(matrix, rows, title, key, y_title="key token", value_name="value", height=None):
+    """Rows of d-dimensional vectors, diverging colours centred on 0."""
+    fig = plotting.heatmap(matrix, dims, rows, title=title, x_title="dimension", y_title=y_title,
+                           value_name=value_name, colorscale=plotting.SIGNED_SCALE, zmid_zero=True, height=height,
+                           max_tick_labels=16)
+    st.plotly_chart(fig, width="stretch", key=key)
+
+
+vectors(t.q[i:i + 1], [word], f"q for “{word}”", "inside.q", y_title="", height=170)
+vectors(t.k, att.tokens, "k for every token", "inside.k")
+
+st.header("2 · q × k, element by element")
+st.latex(rf"q_{{{i}}} \cdot k_j = \sum_{{c=1}}^{{{d}}} q_{{{i},c}}\, k_{{j,c}}")
+products = t.q[i][None, :] * t.k  # (n, d): the terms of each dot product (BertViz's neuron view)
+vectors(products, att.tokens, "q ⊙ k_j (each row sums to the score)", "inside.products", value_name="product")
+
+st.header("3 · scores, scaling, softmax")
+st.latex(rf"s_j = q_{{{i}}} \cdot k_j,\quad \tilde s_j = s_j \cdot {t.scale:.4f}"
+         r"\;(\text{masked} \to -\infty),\quad \alpha_j = \operatorname{softmax}(\tilde s)_j")
+table = pd.DataFrame({"key": att.tokens, "q·k": t.scores[i], "scaled": t.scaled[i], "softmax weight": t.weights[i],
+                      "model's own weight": att.weights[layer, head, i]})
+st.dataframe(table.style.format(precision=4), hide_index=True, key="inside.table")
+st.plotly_chart(plotting.weights_bar(att.tokens, t.weights[i], title=f"What “{word}” attends to",
+                                     highlight=int(np.argmax(t.weights[i]))), width="stretch", key="inside.bar")
+
+st.header("4 · weighted values and the output")
+st.latex(rf"z_{{{i}}} = \sum_j \alpha_j v_j")
+weighted = t.weights[i][:, None] * t.v  # (n, d)
+vectors(weighted, att.tokens, "α_j · v_j", "inside.weighted", y_title="value token")
+vectors(t.output[i:i + 1], [word], f"z: this head's output for “{word}”", "inside.output", y_title="", height=170)

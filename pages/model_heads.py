@@ -1,0 +1,71 @@
+"""Model heads: every layer x head of a real model on your sentence, one head zoomed, one token followed."""
+
+import numpy as np
+import streamlit as st
+
+from attention import plotting
+from attention.stats import AGGREGATIONS, aggregate, drop_tokens
+from pages._frame import ensure_app_frame
+from pages._models import attention_or_stop, pick_model, sentence_box, token_label
+
+ensure_app_frame()
+
+AGG_NAMES = {"head": "one head", "mean": "mean over heads", "max": "max over heads",
+             "rollout": "attention rollout", "norm": "norm-based ‖α f(x)‖"}
+FORMULAS = {
+    "head": r"A^{(\ell,h)} = \operatorname{softmax}\!\left(Q^{(\ell,h)} K^{(\ell,h)\top} / \sqrt{d_k}\right)",
+    "mean": r"\bar A^{(\ell)} = \tfrac{1}{H}\sum_h A^{(\ell,h)}",
+    "max": r"A^{(\ell)}_{\max} = \max_h A^{(\ell,h)}",
+    "rollout": r"\tilde A^{(\ell)} = \operatorname{rownorm}\!\left(\tfrac12 \bar A^{(\ell)} + \tfrac12 I\right),\quad"
+               r" R^{(\ell)} = \tilde A^{(\ell)} R^{(\ell-1)}",
+    "norm": r"N^{(\ell)}_{ij} = \Big\lVert \sum_h \alpha^{(\ell,h)}_{ij}\, v^{(h)}_j W_O^{(h)} \Big\rVert",
+}
+
+st.title("Model heads")
+c1, c2 = st.columns([3, 1])
+with c1:
+    text = sentence_box()
+name = pick_model(c2)
+att = attention_or_stop(name, text)
+L, H, n = att.n_layers, att.n_heads, len(att.tokens)
+st.caption(f"{n} tokens · {L} layers × {H} heads · {att.kind}")
+
+st.subheader("All heads at once")
+st.plotly_chart(plotting.head_grid(att.weights), width="stretch", key="heads.grid")
+st.caption("Each tile is one head: rows are queries, columns keys, in token order. Long inputs are max-pooled "
+           "to a few dozen pixels per tile so thin patterns (diagonals, a column on [SEP]) stay visible.")
+
+st.subheader("Zoom")
+c1, c2, c3, c4 = st.columns(4)
+how = c1.selectbox("Show", AGGREGATIONS, format_func=AGG_NAMES.get, key="agg", bind="query-params")
+layer = c2.number_input("Layer", 1, L, 1, key="layer", bind="query-params") - 1
+head = c3.number_input("Head", 1, H, 1, key="head", bind="query-params", disabled=how != "head") - 1
+hide = c4.toggle("Hide special tokens", value=False, key="hide_special", bind="query-params",
+                 help="Drop [CLS]/[SEP]/BOS rows and columns and renormalise each row")
+layer, head = min(layer, L - 1), min(head, H - 1)
+st.latex(FORMULAS[how])
+try:
+    matrix = aggregate(att, how, layer=layer, head=head)
+except ValueError as err:
+    st.warning(str(err))
+    st.stop()
+keep = ~att.special if hide and (~att.special).any() else np.ones(n, bool)
+labels = [t for t, k in zip(att.tokens, keep, strict=True) if k]
+shown = drop_tokens(matrix, keep, renormalise=how != "norm") if hide else matrix
+value_name = "norm" if how == "norm" else "weight"
+title = f"Layer {layer + 1}" + (f", head {head + 1}" if how == "head" else f", {AGG_NAMES[how]}")
+mask = None if att.self_attn.mask is None else att.self_attn.mask[np.ix_(keep, keep)]
+st.plotly_chart(plotting.heatmap(shown, labels, labels, title=title, value_name=value_name, zmin=0,
+                                 zmax=None if how == "norm" else 1, mask=mask, show_values=False),
+                width="stretch", key="heads.zoom")
+
+st.subheader("Where does one token look, in every head?")
+focus = st.selectbox("Token", range(n), format_func=lambda i: token_label(att, i), key="focus",
+                     bind="query-params", index=min(int(np.argmax([t.lower() == "bank" for t in att.tokens])), n - 1))
+focus = min(focus, n - 1)
+rows = att.weights[:, :, focus, :].reshape(L * H, n)  # (L*H, n): one row per head
+row_labels = [f"L{l_ + 1} H{h + 1}" for l_ in range(L) for h in range(H)]
+st.plotly_chart(plotting.heatmap(rows, att.tokens, row_labels, title=f"“{att.tokens[focus]}” as the query",
+                                 x_title="key token", y_title="layer · head", zmin=0, zmax=1, show_values=False,
+                                 height=min(1400, 120 + 12 * L * H), max_tick_labels=96),
+                width="stretch", key="heads.focus")

