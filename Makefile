@@ -21,6 +21,10 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
+$(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.txt
+	$(PY) -m pip install -q -r requirements-bench.txt
+	touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
@@ -35,6 +39,10 @@ run: install
 test: install-dev browser
 	$(VENV)/bin/ruff check .
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
+
+# Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here).
+bench: install-dev browser $(VENV)/.installed-bench
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 WEIGHT_SCALE = "Blues"
 SIGNED_SCALE = "RdBu"
 MASKED_TEXT = "masked"
-BIG_CELLS = 2500  # above this, hover comes from a template, not one string per cell (payload)
+BIG_CELLS = 600  # above this, hover comes from a template, not one string per cell (payload, render time)
 
 
 def esc(label) -> str:
@@ -198,3 +198,4 @@ def head_grid(weights: np.ndarray, *, title: str = "", max_cells: int = GRID_CEL
     fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
                      zeroline=False, autorange="reversed")
     return fig
+

@@ -4,10 +4,18 @@ Models are cached once per process with st.cache_resource (LoadedModel serialise
 with a lock, so sessions can share it); attention per (model, text) with st.cache_data.
 """
 
+import os
+
 import streamlit as st
+import torch
 
 from attention.extract import ModelAttention
 from attention.models import BUNDLED, ModelUnavailable, hub_allowlist, load_model
+
+# One torch thread per forward pass by default: the server shares its cores between sessions (and, on a
+# small machine, with the browser); two threads fighting for two busy cores made a 16-token sentence
+# slower (benchmarks/NOTES.md). Raise it on a dedicated many-core server.
+torch.set_num_threads(int(os.environ.get("ATTENTION_EXPLORER_TORCH_THREADS", "1")))
 
 OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."

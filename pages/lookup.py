@@ -48,43 +48,54 @@ except ValueError as err:
     if table is None:
         table = parse_table(default_rows.to_dict("records"), ex.FRUIT_KEY_FEATURES, ex.FRUIT_VALUE_FEATURES)
 
-st.subheader("The query")
-cols = st.columns(4)
-sweet = cols[0].slider("sweetness", 0.0, 1.0, float(ex.FRUIT_QUERY[0]), 0.01, key="lookup.sweetness",
-                       bind="query-params")
-durable = cols[1].slider("durability", 0.0, 1.0, float(ex.FRUIT_QUERY[1]), 0.01, key="lookup.durability",
-                         bind="query-params")
-texture = cols[2].slider("texture", 0.0, 1.0, float(ex.FRUIT_QUERY[2]), 0.01, key="lookup.texture",
-                         bind="query-params")
-scaled = cols[3].toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params")
+THREE_DECIMALS = {"_default": st.column_config.NumberColumn(format="%.3f")}
 
-res = soft_lookup([sweet, durable, texture], table.keys, table.values, table.labels, scaled=scaled)
-t = res.trace
-d_k = t.q.shape[-1]
 
-st.subheader("Step by step")
-c1, c2, c3 = st.columns(3)
-c1.latex(r"s_j = q \cdot k_j")
-c2.latex(r"\tilde s_j = s_j / \sqrt{d_k}" if scaled else r"\tilde s_j = s_j \quad(\text{no scaling})")
-c3.latex(r"\alpha_j = \frac{e^{\tilde s_j}}{\sum_i e^{\tilde s_i}}")
-steps = pd.DataFrame({"item": res.labels, "q·k (dot product)": t.scores[0],
-                      f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": t.weights[0]})
-st.dataframe(steps.style.format(precision=3), hide_index=True, key="lookup.steps")
-st.caption(f"d_k = {d_k}, so 1/√d_k = {1 / d_k ** 0.5:.3f}. With the default query the scaled scores are "
-           "the article's 0.44, 0.37, 0.16.")
+@st.fragment
+def query_and_answer(table) -> None:
+    """Sliders and everything they move. A fragment: a slider step reruns only this part, so the
+    table editor and the dictionary above are not rebuilt (the lookup page's p50 target is 150 ms)."""
+    st.subheader("The query")
+    cols = st.columns(4)
+    sweet = cols[0].slider("sweetness", 0.0, 1.0, float(ex.FRUIT_QUERY[0]), 0.01, key="lookup.sweetness",
+                           bind="query-params")
+    durable = cols[1].slider("durability", 0.0, 1.0, float(ex.FRUIT_QUERY[1]), 0.01, key="lookup.durability",
+                             bind="query-params")
+    texture = cols[2].slider("texture", 0.0, 1.0, float(ex.FRUIT_QUERY[2]), 0.01, key="lookup.texture",
+                             bind="query-params")
+    scaled = cols[3].toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params")
 
-winner_idx = res.labels.index(res.winner)
-c_bar, c_heat = st.columns(2)
-c_bar.plotly_chart(plotting.weights_bar(res.labels, t.weights[0], title="Softmax weights", highlight=winner_idx),
-                   width="stretch", key="lookup.bar")
-c_heat.plotly_chart(plotting.heatmap(t.weights, res.labels, ["query"], title="Weights as a heatmap",
-                                     y_title="", zmin=0, zmax=1, height=220),
-                    width="stretch", key="lookup.heat")
+    res = soft_lookup([sweet, durable, texture], table.keys, table.values, table.labels, scaled=scaled)
+    t = res.trace
+    d_k = t.q.shape[-1]
 
-st.subheader("The answer: a blend of the values")
-st.latex(r"\text{output} = \sum_j \alpha_j v_j")
-out = pd.DataFrame([t.output[0]], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
-st.dataframe(out.style.format(precision=3), key="lookup.output")
-share = t.weights[0, winner_idx]
-st.info(f"**{res.winner}** wins with {share:.1%} of the attention; the output blends every row's values "
-        f"({', '.join(f'{lab} {w:.0%}' for lab, w in zip(res.labels, t.weights[0], strict=True))}).")
+    winner_idx = res.labels.index(res.winner)
+    c_bar, c_heat = st.columns(2)
+    c_bar.plotly_chart(plotting.weights_bar(res.labels, t.weights[0], title="Softmax weights", highlight=winner_idx),
+                       width="stretch", key="lookup.bar")
+    c_heat.plotly_chart(plotting.heatmap(t.weights, res.labels, ["query"], title="Weights as a heatmap",
+                                         y_title="", zmin=0, zmax=1, height=220),
+                        width="stretch", key="lookup.heat")
+
+
+    st.subheader("Step by step")
+    c1, c2, c3 = st.columns(3)
+    c1.latex(r"s_j = q \cdot k_j")
+    c2.latex(r"\tilde s_j = s_j / \sqrt{d_k}" if scaled else r"\tilde s_j = s_j \quad(\text{no scaling})")
+    c3.latex(r"\alpha_j = \frac{e^{\tilde s_j}}{\sum_i e^{\tilde s_i}}")
+    steps = pd.DataFrame({"item": res.labels, "q·k (dot product)": t.scores[0],
+                          f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": t.weights[0]})
+    st.dataframe(steps, hide_index=True, key="lookup.steps", column_config=THREE_DECIMALS)
+    st.caption(f"d_k = {d_k}, so 1/√d_k = {1 / d_k ** 0.5:.3f}. With the default query the scaled scores are "
+               "the article's 0.44, 0.37, 0.16.")
+
+    st.subheader("The answer: a blend of the values")
+    st.latex(r"\text{output} = \sum_j \alpha_j v_j")
+    out = pd.DataFrame([t.output[0]], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
+    st.dataframe(out, key="lookup.output", column_config=THREE_DECIMALS)
+    share = t.weights[0, winner_idx]
+    st.info(f"**{res.winner}** wins with {share:.1%} of the attention; the output blends every row's values "
+            f"({', '.join(f'{lab} {w:.0%}' for lab, w in zip(res.labels, t.weights[0], strict=True))}).")
+
+
+query_and_answer(table)

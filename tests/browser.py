@@ -28,16 +28,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class ServerUrl(str):
+    """The base URL of a running server; `.pid` is the streamlit process (for memory readings)."""
+
+    pid: int
+
+
 @contextlib.contextmanager
-def streamlit_server(port: int | None = None, timeout: float = 90.0):
-    """Yield the base URL of a fresh `streamlit run app.py` on 127.0.0.1; stop it afterwards."""
+def streamlit_server(port: int | None = None, timeout: float = 90.0, env: dict | None = None):
+    """Yield the base URL (a ServerUrl) of a fresh `streamlit run app.py` on 127.0.0.1; stop it afterwards."""
     port = port or free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **(env or {}))
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
     log = open(ROOT / ".streamlit-test.log", "ab")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    url = ServerUrl(f"http://127.0.0.1:{port}")
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -48,7 +54,8 @@ def streamlit_server(port: int | None = None, timeout: float = 90.0):
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit did not start (exit {proc.poll()}); see .streamlit-test.log")
-            time.sleep(0.2)
+            time.sleep(0.05)
+        url.pid = proc.pid
         yield url
     finally:
         proc.terminate()

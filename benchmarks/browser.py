@@ -1,0 +1,143 @@
+"""Benchmark parts measured in Debian's Chromium against `streamlit run app.py` (the server `make run` starts).
+
+Times are taken inside the page with performance.now(): from the keydown event (captured on the
+document) to the first animation frame where the condition holds, so Playwright's own latency is
+not counted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from tests.browser import DONE, chromium, page_url, streamlit_server, wait_idle
+
+# Installed in the page: records keydown times, and resolves when a condition first holds in a frame.
+PROBE = """
+() => {
+  window.__keys = [];
+  document.addEventListener('keydown', () => window.__keys.push(performance.now()), true);
+  window.__until = (cond, timeoutMs) => new Promise((resolve, reject) => {
+    const start = performance.now();
+    const tick = () => {
+      let ok = false;
+      try { ok = cond(); } catch (e) {}
+      if (ok) return resolve(performance.now());
+      if (performance.now() - start > timeoutMs) return reject(new Error('timeout'));
+      requestAnimationFrame(tick);
+    };
+    tick();
+  });
+}
+"""
+# What the weights bar chart shows: its numbers and the bars' geometry (a 0.01 slider step can move a
+# weight by less than the 3 printed decimals, never by less than the bar's sub-pixel path).
+BAR_STATE = ("() => [...document.querySelector('[data-testid=stPlotlyChart]').querySelectorAll('text.bartext, "
+             ".bars path')].map(e => e.textContent + (e.getAttribute('d') || '')).join('|')")
+
+
+def percentile(values, q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def summary(ms: list[float]) -> dict:
+    return {"median": statistics.median(ms), "p95": percentile(ms, 0.95), "min": min(ms), "max": max(ms),
+            "n": len(ms)}
+
+
+def cold_start(browser, runs: int) -> dict:
+    """`streamlit run` started -> first chart visible on the lookup page."""
+    ms = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        with streamlit_server() as url:
+            page = browser.new_page()
+            page.goto(page_url(url, "lookup"))
+            page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=120_000)
+            ms.append((time.perf_counter() - t0) * 1000)
+            page.close()
+    return summary(ms)
+
+
+def slider_steps(browser, url: str, steps: int) -> dict:
+    """ArrowRight on the sweetness slider -> the weights chart shows new numbers."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(url, "lookup"))
+    wait_idle(page)
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .bars path")
+    page.evaluate(PROBE)
+    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
+    slider.focus()
+    ms = []
+    for i in range(steps):
+        key = "ArrowRight" if i < steps // 2 else "ArrowLeft"  # turn around before the slider reaches 1.0
+        before = page.evaluate(BAR_STATE)
+        slider.press(key)
+        done = page.evaluate(f"() => window.__until(() => ({BAR_STATE})() !== {before!r}, 10000)")
+        ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
+        wait_idle(page)
+    page.close()
+    return summary(ms)
+
+
+def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm") -> dict:
+    """Ctrl+Enter in the sentence box -> the script has finished and the all-heads grid is painted."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(url, "model_heads", model=model))
+    wait_idle(page, timeout=180_000)  # the first visit loads the model: not part of the figure
+    page.evaluate(PROBE)
+    box = page.locator("[data-testid='stTextArea'] textarea").first
+    ms = []
+    for text in texts:
+        box.fill(text)
+        page.evaluate("() => { window.__sawRun = false; }")
+        box.press("Control+Enter")
+        done = page.evaluate(f"""() => window.__until(() => {{
+            const app = document.querySelector("[data-testid='stApp']");
+            if (app.getAttribute('data-test-script-state') === 'running') window.__sawRun = true;
+            return window.__sawRun && document.querySelector("{DONE}") &&
+                   document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image");
+        }}, 60000)""")
+        ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
+        wait_idle(page)
+    page.close()
+    return summary(ms)
+
+
+def websocket_bytes(browser, url: str, text: str) -> int:
+    """Bytes the server sends over the websocket to render the Model heads page for `text`."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    total = [0]
+
+    def on_ws(ws):
+        ws.on("framereceived", lambda payload: total.__setitem__(0, total[0] + len(payload)))
+
+    page.on("websocket", on_ws)
+    page.goto(page_url(url, "model_heads", text=text))
+    wait_idle(page, timeout=180_000)
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .heatmaplayer image")
+    page.close()
+    return total[0]
+
+
+def server_memory_mb(pid: int) -> dict:
+    status = Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return {k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
+
+
+def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dict) -> dict:
+    out = {}
+    with chromium() as browser:
+        out["cold_start"] = cold_start(browser, 1 if smoke else 3)
+        with streamlit_server() as url:
+            out["slider"] = slider_steps(browser, url, 4 if smoke else 30)
+            out["sentence16"] = sentence_to_grid(browser, url, texts16)
+            if not smoke:
+                out["sentence512"] = sentence_to_grid(browser, url, texts512)
+                out["ws_bytes"] = {n: websocket_bytes(browser, url, t) for n, t in payload_texts.items()}
+                sentence_to_grid(browser, url, texts16[:1], model="smollm2")  # both models in the server
+            out["server_memory"] = server_memory_mb(url.pid)
+    return out

@@ -1,0 +1,173 @@
+"""Benchmark parts that run in Python: the core trace, model loading and attend(), payload sizes, BertViz.
+
+Heavy or memory-hungry steps run in a subprocess (`python -m benchmarks.compute JOB ...`) so their time
+and peak RSS are their own, not the benchmark runner's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("the river bank was quiet while people paid money into the bank across the street and the animal "
+         "did not cross because it was too tired").split()
+
+
+def timed(fn, repeats: int) -> dict:
+    """Median, min and max seconds of `fn()` over `repeats` runs (after one warm-up call)."""
+    fn()
+    runs = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t)
+    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs), "n": repeats}
+
+
+def text_of_tokens(tokenizer, n_tokens: int, salt: str = "") -> str:
+    """A sentence that tokenizes to exactly n_tokens (special tokens included) for this tokenizer."""
+    words = ([salt] if salt else []) + [WORDS[i % len(WORDS)] for i in range(4 * n_tokens)]
+    lo, hi = 1, len(words)
+    while lo < hi:  # the largest prefix whose token count is <= n_tokens
+        mid = (lo + hi + 1) // 2
+        if len(tokenizer(" ".join(words[:mid]))["input_ids"]) <= n_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo])
+
+
+def core(sizes=(3, 64, 512), d: int = 64) -> list[dict]:
+    """Our numpy trace (every step kept, float64) against torch's fused SDPA (float32, output only)."""
+    import torch
+    import torch.nn.functional as F
+
+    from attention import scaled_dot_product_attention
+
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        q, k, v = (rng.normal(size=(n, d)) for _ in range(3))
+        tq, tk, tv = (torch.tensor(a, dtype=torch.float32) for a in (q, k, v))
+        repeats = 200 if n <= 64 else 30
+        ours = timed(lambda q=q, k=k, v=v: scaled_dot_product_attention(q, k, v), repeats)
+        with torch.inference_mode():
+            peer = timed(lambda tq=tq, tk=tk, tv=tv: F.scaled_dot_product_attention(tq, tk, tv), repeats)
+        rows.append({"n": n, "ours": ours, "torch": peer})
+    return rows
+
+
+def _child(job: str, *args: str, env: dict | None = None) -> dict:
+    """Run `python -m benchmarks.compute job args` and return the JSON it prints last."""
+    out = subprocess.run([sys.executable, "-m", "benchmarks.compute", job, *args], cwd=ROOT, capture_output=True,
+                         text=True, env=dict(os.environ, HF_HUB_OFFLINE="1", **(env or {})), timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"benchmark job {job} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def models(smoke: bool) -> dict:
+    """Load times (fresh processes), attend() times, and peak RSS with both models loaded."""
+    result = {"minilm_load": [], "smollm2_cached": [], "smollm2_first": None, "import": []}
+    for _ in range(1 if smoke else 3):
+        r = _child("load", "minilm")
+        result["minilm_load"].append(r["load"])
+        result["import"].append(r["import"])
+    if not smoke:
+        with tempfile.TemporaryDirectory() as cache:
+            result["smollm2_first"] = _child("load", "smollm2", env={"ATTENTION_EXPLORER_CACHE": cache})["load"]
+        _child("load", "smollm2")  # make sure the user cache holds a converted copy
+        for _ in range(3):
+            result["smollm2_cached"].append(_child("load", "smollm2")["load"])
+    result["attend"] = _child("attend", "1" if smoke else "0")
+    result["both_rss"] = None if smoke else _child("both")["max_rss_mb"]
+    return result
+
+
+def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
+    """JSON bytes of the all-heads grid figure vs BertViz model_view HTML, same model and sentence."""
+    from attention import plotting
+    from attention.models import load_model
+
+    m = load_model("minilm")
+    rows = []
+    for n in (16,) if smoke else (16, 128, 512):
+        att = m.attend(text_of_tokens(m.tokenizer, n))
+        fig = plotting.head_grid(att.weights)
+        row = {"n": len(att.tokens), "grid_bytes": len(fig.to_json().encode())}
+        if with_bertviz:
+            row.update(_child("bertviz", str(n)))
+        rows.append(row)
+    return rows
+
+
+# --- jobs run in a child process ------------------------------------------------------------------------
+def _job_load(name: str) -> dict:
+    t = time.perf_counter()
+    import transformers  # noqa: F401 - timed separately: every first load in a process pays it
+
+    from attention.models import load_model
+
+    t_import = time.perf_counter() - t
+    t = time.perf_counter()
+    load_model(name)
+    return {"import": t_import, "load": time.perf_counter() - t}
+
+
+def _job_attend(smoke: str) -> dict:
+    from attention.models import load_model
+
+    out = {}
+    plan = {"minilm": (16,)} if smoke == "1" else {"minilm": (16, 128, 512), "smollm2": (16, 128, 256)}
+    for name, sizes in plan.items():
+        m = load_model(name)
+        for n in sizes:
+            text = text_of_tokens(m.tokenizer, n)
+            got = len(m.attend(text).tokens)
+            out[f"{name}@{got}"] = timed(lambda m=m, text=text: m.attend(text), 3 if smoke == "1" else 7)
+    return out
+
+
+def _job_both() -> dict:
+    from attention.models import load_model
+
+    for name, n in (("minilm", 512), ("smollm2", 256)):
+        m = load_model(name)
+        m.attend(text_of_tokens(m.tokenizer, n))
+    return {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _job_bertviz(n: str) -> dict:
+    import torch
+    from bertviz import model_view
+    from transformers import AutoModel, AutoTokenizer
+
+    from attention.models import _minilm_dir
+
+    tok = AutoTokenizer.from_pretrained(_minilm_dir())
+    model = AutoModel.from_pretrained(_minilm_dir(), attn_implementation="eager").eval()
+    inputs = tok(text_of_tokens(tok, int(n)), return_tensors="pt")
+    with torch.no_grad():
+        attention = model(**inputs, output_attentions=True).attentions
+    tokens = tok.convert_ids_to_tokens(inputs["input_ids"][0])
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t = time.perf_counter()
+    html = model_view(attention, tokens, html_action="return").data
+    return {"bertviz_bytes": len(html.encode()), "bertviz_seconds": time.perf_counter() - t,
+            "bertviz_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rss_before_mb": rss0}
+
+
+if __name__ == "__main__":
+    job, *job_args = sys.argv[1:]
+    jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz}
+    print(json.dumps(jobs[job](*job_args)))

@@ -1,0 +1,227 @@
+"""`make bench`: every figure in one run, written to docs/benchmarks.md.
+
+    python -m benchmarks.run [--smoke] [--out PATH]
+
+--smoke runs the smallest sizes only (part of `make test`, so the benchmark cannot rot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchmarks import browser as bb
+from benchmarks import compute
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {  # figure -> (target text, check)
+    "slider": ("p50 <= 150 ms", lambda r: r["browser"]["slider"]["median"] <= 150),
+    "sentence16": ("<= 1 s", lambda r: r["browser"]["sentence16"]["median"] <= 1000),
+    "sentence512": ("<= 3 s", lambda r: r["browser"]["sentence512"]["median"] <= 3000),
+    "payload128": ("<= 1/50 of BertViz", lambda r: _ratio(r, 128) <= 1 / 50),
+    "payload512": ("<= 5 MB", lambda r: _grid(r, 512) <= 5e6),
+    "minilm_load": ("<= 2 s", lambda r: _median(r["models"]["minilm_load"]) <= 2),
+    "smollm2_cached": ("<= 5 s", lambda r: _median(r["models"]["smollm2_cached"]) <= 5),
+    "rss": ("<= 1.5 GB", lambda r: r["browser"]["server_memory"]["VmHWM"] <= 1536),
+}
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else float("nan")
+
+
+def _row(r, n):
+    return next(x for x in r["payload"] if abs(x["n"] - n) <= 2)
+
+
+def _grid(r, n):
+    return _row(r, n)["grid_bytes"]
+
+
+def _ratio(r, n):
+    row = _row(r, n)
+    return row["grid_bytes"] / row["bertviz_bytes"]
+
+
+def versions() -> str:
+    from importlib.metadata import version
+
+    pkgs = ["torch", "transformers", "streamlit", "plotly", "numpy", "playwright", "bertviz"]
+    got = []
+    for p in pkgs:
+        try:
+            got.append(f"{p} {version(p)}")
+        except Exception:
+            got.append(f"{p} (not installed)")
+    chromium = subprocess.run(["/usr/bin/chromium", "--version"], capture_output=True, text=True).stdout.strip()
+    return ", ".join(got) + f", {chromium}"
+
+
+def machine() -> str:
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {mem:.0f} GiB, " \
+           f"Python {platform.python_version()}, {platform.platform()}"
+
+
+def us(t: dict) -> str:
+    return f"{t['median'] * 1e6:.1f} µs ({t['min'] * 1e6:.1f}–{t['max'] * 1e6:.1f})"
+
+
+def ms(x):
+    return f"{x:.1f} ms"
+
+
+def s_(x):
+    return f"{x:.2f} s"
+
+
+def mb(b):
+    return f"{b / 1e6:.2f} MB"
+
+
+def report(r: dict, smoke: bool) -> str:
+    core = "\n".join(
+        f"| {row['n']} | {us(row['ours'])} | {us(row['torch'])} | "
+        f"{row['ours']['median'] / row['torch']['median']:.1f}× |" for row in r["core"])
+    m = r["models"]
+    att = "\n".join(f"| {k.replace('@', ' @ ')} tokens | {ms(v['median'] * 1000)} ({ms(v['min'] * 1000)}–"
+                    f"{ms(v['max'] * 1000)}) |" for k, v in m["attend"].items())
+    pay = "\n".join(
+        f"| {row['n']} | {mb(row['grid_bytes'])} | " + (
+            f"{mb(row['bertviz_bytes'])} ({row['bertviz_seconds']:.1f} s to build, {row['bertviz_rss_mb']:.0f} MB "
+            f"peak RSS) | 1/{row['bertviz_bytes'] / row['grid_bytes']:.0f} |" if "bertviz_bytes" in row
+            else "not installed | – |") for row in r["payload"])
+    b = r["browser"]
+    ws = b.get("ws_bytes", {})
+    ws_rows = "\n".join(f"| {n} | {mb(v)} |" for n, v in ws.items()) or "| (smoke run: skipped) | |"
+
+    def fig(d):
+        return f"{ms(d['median'])} (p95 {ms(d['p95'])}, {ms(d['min'])}–{ms(d['max'])}, n={d['n']})"
+
+    lines = [
+        "# Benchmarks" + (" (smoke run: smallest sizes only)" if smoke else ""),
+        "",
+        f"Written by `make bench` (`python -m benchmarks.run`) on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
+        "Medians, with min–max; every figure below comes from this one run.",
+        "",
+        f"- Machine: {machine()}",
+        f"- Versions: {versions()}",
+        "- Commands: `make bench` = `.venv/bin/python -m benchmarks.run`; the browser figures drive Debian's "
+        "Chromium (headless, Playwright) against `streamlit run app.py` on 127.0.0.1, as `make run` starts it.",
+        "",
+        "## Targets",
+        "",
+        "| figure | target | measured | met |",
+        "| --- | --- | --- | --- |",
+    ]
+    measured = {
+        "slider": ms(b["slider"]["median"]) + f" (p95 {ms(b['slider']['p95'])})",
+        "sentence16": ms(b["sentence16"]["median"]),
+        "sentence512": ms(b["sentence512"]["median"]) if "sentence512" in b else None,
+        "payload128": f"1/{1 / _ratio(r, 128):.0f}" if not smoke and "bertviz_bytes" in _row(r, 128) else None,
+        "payload512": mb(_grid(r, 512)) if not smoke else None,
+        "minilm_load": s_(_median(m["minilm_load"])),
+        "smollm2_cached": s_(_median(m["smollm2_cached"])) if m["smollm2_cached"] else None,
+        "rss": f"{b['server_memory']['VmHWM']:.0f} MB",
+    }
+    names = {"slider": "slider step → chart updated (lookup page)", "sentence16": "sentence (16 tokens) → grid, warm",
+             "sentence512": "512-token sentence → grid", "payload128": "grid payload at 128 tokens vs BertViz",
+             "payload512": "grid payload at 512 tokens", "minilm_load": "minilm load",
+             "smollm2_cached": "smollm2 cached load", "rss": "peak RSS, app server with both models used"}
+    for key, (target, check) in TARGETS.items():
+        value = measured[key]
+        met = "–" if value is None else ("yes" if check(r) else "**no**")
+        lines.append(f"| {names[key]} | {target} | {value or 'not measured (smoke)'} | {met} |")
+    lines += [
+        "",
+        "## 1. Core: `scaled_dot_product_attention` trace vs torch's fused kernel (d = 64)",
+        "",
+        "Ours is numpy float64 and keeps every step (scores, scaled, weights, output); torch's "
+        "`F.scaled_dot_product_attention` (float32) returns only the output.",
+        "",
+        "| n | ours | torch SDPA | ratio |",
+        "| --- | --- | --- | --- |",
+        core,
+        "",
+        "## 2. Models",
+        "",
+        f"- minilm load (fresh process, transformers already imported): {s_(_median(m['minilm_load']))} "
+        f"(runs: {', '.join(s_(x) for x in m['minilm_load'])}); importing transformers first costs "
+        f"{s_(_median(m['import']))} once per process.",
+        f"- smollm2 first load (GGUF → float32 conversion into an empty cache): "
+        f"{s_(m['smollm2_first']) if m['smollm2_first'] else 'not measured (smoke)'}",
+        f"- smollm2 cached load: {', '.join(s_(x) for x in m['smollm2_cached']) or 'not measured (smoke)'}",
+        f"- peak RSS of a Python process with both models loaded and run (512 and 256 tokens): "
+        f"{m['both_rss']:.0f} MB" if m["both_rss"] else "- peak RSS with both models: not measured (smoke)",
+        "",
+        "| `attend()` | median (min–max) |",
+        "| --- | --- |",
+        att,
+        "",
+        "## 3. Payload: the all-heads grid vs BertViz `model_view` (MiniLM, same sentence)",
+        "",
+        "Ours: the Plotly JSON of the grid figure (one pooled heatmap, float32 base64). BertViz: the HTML "
+        "`model_view(..., html_action='return')` produces (every weight as decimal text; it also needs a CDN).",
+        "",
+        "| tokens | our grid | BertViz model_view | ours / BertViz |",
+        "| --- | --- | --- | --- |",
+        pay,
+        "",
+        "Everything the server sends over the websocket to draw the whole Model heads page (grid, zoom, token "
+        "focus, widgets), measured in Chromium:",
+        "",
+        "| tokens | websocket bytes |",
+        "| --- | --- |",
+        ws_rows,
+        "",
+        "## 4. Browser (Chromium, headless)",
+        "",
+        f"- cold start (`streamlit run` → first chart visible on the lookup page): {fig(b['cold_start'])}",
+        f"- slider step → weights chart updated (lookup page): {fig(b['slider'])}",
+        f"- sentence submitted → all-heads grid painted, 16 tokens, warm: {fig(b['sentence16'])}",
+    ]
+    if "sentence512" in b:
+        lines.append(f"- sentence submitted → all-heads grid painted, 512 tokens: {fig(b['sentence512'])}")
+    lines.append(f"- server memory after the run: RSS {b['server_memory']['VmRSS']:.0f} MB, "
+                 f"peak {b['server_memory']['VmHWM']:.0f} MB")
+    notes = ROOT / "benchmarks" / "NOTES.md"
+    if notes.exists() and not smoke:
+        lines += ["", notes.read_text().strip()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    args = ap.parse_args()
+    with_bertviz = importlib.util.find_spec("bertviz") is not None
+    from attention.models import load_model
+
+    tok = load_model("minilm").tokenizer
+    r = {"core": compute.core((3,) if args.smoke else (3, 64, 512))}
+    print("core done", file=sys.stderr)
+    r["models"] = compute.models(args.smoke)
+    print("models done", file=sys.stderr)
+    r["payload"] = compute.payload(args.smoke, with_bertviz)
+    print("payload done", file=sys.stderr)
+    texts16 = [compute.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
+    texts512 = [compute.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
+    payload_texts = {n: compute.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}
+    r["browser"] = bb.run(args.smoke, texts16, texts512, payload_texts)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report(r, args.smoke))
+    print(out.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
