@@ -36,6 +36,9 @@ class Stack:
     scale: float  # the model's score scaling (1/sqrt(d) for most; 1.0 for T5)
     bias: bool  # the model adds a position bias to the scores (T5): head_trace cannot rebuild it
 
+    def __post_init__(self):
+        _read_only(self)
+
 
 @dataclass(frozen=True)
 class ModelAttention:
@@ -48,11 +51,14 @@ class ModelAttention:
     hidden: np.ndarray  # (L + 1, n, D) float32: embeddings, then the output of each layer
     truncated: bool  # the text was longer than the model's limit
     n_input_tokens: int  # tokens before truncation
-    w_o: np.ndarray | None = None  # (L, H * d, D) output projection per layer, x @ W_O convention
+    self_modules: tuple[str, ...] = ()  # names of the self-attention modules, layer by layer
     target_tokens: tuple[str, ...] | None = None  # decoder side of an encoder-decoder model
     target_ids: np.ndarray | None = None  # (t,) decoder input ids, starting with the decoder start token
     decoder_attn: Stack | None = None  # (L, H, t, t)
     cross_attn: Stack | None = None  # (L, H, t, n): target queries attend to source keys
+
+    def __post_init__(self):
+        _read_only(self)  # results are shared between sessions by the app's cache: nobody may write to them
 
     @property
     def weights(self) -> np.ndarray:
@@ -117,9 +123,11 @@ def run_attention(loaded, text: str, *, target: str | None = None) -> ModelAtten
         raise ValueError("Type a sentence first: the text is empty.")
     text = text[:MAX_TEXT_CHARS]
     spec, model, tok = loaded.spec, loaded.model, loaded.tokenizer
-    n_input = len(tok(text, add_special_tokens=True, truncation=False)["input_ids"])
     enc = tok(text, return_tensors="pt", truncation=True, max_length=spec.max_tokens)
     ids = enc["input_ids"]
+    n_input = ids.shape[1]
+    if n_input >= spec.max_tokens:  # maybe cut: count the whole text once to say by how much
+        n_input = len(tok(text, add_special_tokens=True, truncation=False)["input_ids"])
     if ids.shape[1] == 0:
         raise ValueError("The tokenizer produced no tokens for this text.")
     names = {id(m): name for name, m in model.named_modules()}
@@ -142,7 +150,8 @@ def run_attention(loaded, text: str, *, target: str | None = None) -> ModelAtten
     result = dict(
         model=spec.name, kind=spec.kind, tokens=tokens, token_ids=ids[0].numpy(), special=special,
         self_attn=_stack(self_w, self_calls), hidden=_np(torch.stack(hidden)[:, 0]),
-        truncated=n_input > ids.shape[1], n_input_tokens=n_input, w_o=_output_projections(model, self_calls),
+        truncated=n_input > ids.shape[1], n_input_tokens=n_input,
+        self_modules=tuple(c.module for c in self_calls),
     )
     if target_ids is not None:
         result["target_tokens"] = display_tokens(tok, target_ids[0])[0]
@@ -183,15 +192,18 @@ def _stack(weights, calls) -> Stack:
                  scale=first.scale, bias=any(c.bias for c in calls))
 
 
-def _output_projections(model, calls) -> np.ndarray | None:
-    """W_O of each captured layer in x @ W_O form, (L, H * d, D), or None if not found."""
+def output_projections(model, module_names) -> np.ndarray | None:
+    """W_O of each attention module in x @ W_O form, (L, H * d, D), or None if one is not found.
+
+    A model constant: LoadedModel keeps it once instead of every cached ModelAttention holding a copy.
+    """
     modules = dict(model.named_modules())
     mats = []
-    for c in calls:
-        parent = c.module.rsplit(".", 1)[0] if c.module.endswith(".self") else c.module
+    for module in module_names:
+        parent = module.rsplit(".", 1)[0] if module.endswith(".self") else module
         lin = None
-        for name in (f"{c.module}.o_proj", f"{c.module}.out_proj", f"{c.module}.out_lin", f"{c.module}.c_proj",
-                     f"{c.module}.o", f"{parent}.output.dense"):
+        for name in (f"{module}.o_proj", f"{module}.out_proj", f"{module}.out_lin", f"{module}.c_proj",
+                     f"{module}.o", f"{parent}.output.dense"):
             if name in modules and hasattr(modules[name], "weight"):
                 lin = modules[name]
                 break
@@ -204,3 +216,9 @@ def _output_projections(model, calls) -> np.ndarray | None:
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float32).cpu().numpy()
+
+
+def _read_only(record) -> None:
+    for value in vars(record).values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False

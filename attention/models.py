@@ -75,6 +75,15 @@ class LoadedModel:
     tokenizer: object
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
+    def output_projections(self, module_names: tuple[str, ...]):
+        """(L, H * d, D) W_O of the named attention modules (ModelAttention.self_modules), or None."""
+        from attention.extract import output_projections
+
+        cache = self.__dict__.setdefault("_w_o", {})  # frozen dataclass: memoise beside the fields
+        if module_names not in cache:
+            cache[module_names] = output_projections(self.model, module_names)
+        return cache[module_names]
+
     def attend(self, text: str, *, target: str | None = None):
         """Run the model on `text` and return every layer's attention (attention.extract.ModelAttention)."""
         from attention.extract import run_attention

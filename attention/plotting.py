@@ -162,9 +162,15 @@ def pool_max(w: np.ndarray, size: int) -> np.ndarray:
     if b <= 1:
         return w
     pn, pm = -(-n // b) * b, -(-m // b) * b
-    padded = np.zeros(w.shape[:-2] + (pn, pm), dtype=w.dtype)
-    padded[..., :n, :m] = w
-    return padded.reshape(w.shape[:-2] + (pn // b, b, pm // b, b)).max(axis=(-1, -3))
+    if (pn, pm) != (n, m):
+        w = np.pad(w, [(0, 0)] * (w.ndim - 2) + [(0, pn - n), (0, pm - m)])
+    cols = w[..., 0::b]  # (..., pn, pm / b): elementwise maxima of strided views beat .max() on a tiny axis
+    for k in range(1, b):
+        cols = np.maximum(cols, w[..., k::b])
+    out = cols[..., 0::b, :]  # (..., pn / b, pm / b)
+    for k in range(1, b):
+        out = np.maximum(out, cols[..., k::b, :])
+    return out
 
 
 def head_grid(weights: np.ndarray, *, title: str = "", max_cells: int = GRID_CELLS) -> go.Figure:

@@ -43,19 +43,20 @@ def rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:
     return out
 
 
-def norm_weights(att: ModelAttention, layer: int, head: int | None = None, *, chunk: int = 64) -> np.ndarray:
+def norm_weights(att: ModelAttention, w_o: np.ndarray | None, layer: int, head: int | None = None, *,
+                 chunk: int = 64) -> np.ndarray:
     """Norm-based attention (Kobayashi et al. 2020): ||alpha_ij f(x_j)||, with f(x_j) = v_j W_O.
 
     With `head`, the norm of that head's contribution alpha^h_ij v^h_j W_O^h; without, the norm of the
     sum over heads (what the layer actually adds to token i from token j).
-    Shapes: -> (n, n). Raises ValueError when the model's W_O was not found.
+    Shapes: w_o (L, H * d, D) from LoadedModel.output_projections -> (n, n). ValueError if w_o is None.
     """
-    if att.w_o is None:
+    if w_o is None:
         raise ValueError("this model's output projection W_O was not found, so norm-based weights are unavailable")
     s = att.self_attn
     n_heads, n_kv = s.weights.shape[1], s.v.shape[1]
     d = s.v.shape[-1]
-    w_o = att.w_o[layer].reshape(n_heads, d, -1)  # (H, d, D): rows of W_O that read head h
+    w_o = w_o[layer].reshape(n_heads, d, -1)  # (H, d, D): rows of W_O that read head h
     v = np.repeat(s.v[layer], n_heads // n_kv, axis=0)  # (H, n, d) with KV heads shared
     f = np.einsum("hjd,hdD->hjD", v, w_o)  # (H, n, D) each head's transformed value vectors
     alpha = s.weights[layer]  # (H, n, n)
@@ -69,8 +70,8 @@ def norm_weights(att: ModelAttention, layer: int, head: int | None = None, *, ch
     return out
 
 
-def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0) -> np.ndarray:
-    """The matrix the pages show for one layer. Shapes: -> (n, n)."""
+def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, w_o=None) -> np.ndarray:
+    """The matrix the pages show for one layer ("norm" needs the model's w_o). Shapes: -> (n, n)."""
     if how == "head":
         return att.weights[layer, head]
     if how == "mean":
@@ -80,7 +81,7 @@ def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0) -> np
     if how == "rollout":
         return rollout(att.weights[: layer + 1])[layer]
     if how == "norm":
-        return norm_weights(att, layer)
+        return norm_weights(att, w_o, layer)
     raise ValueError(f"unknown aggregation {how!r}; choose one of {', '.join(AGGREGATIONS)}")
 
 

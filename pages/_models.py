@@ -1,7 +1,10 @@
 """What the model pages share: the model picker, cached loading and attention, and friendly errors.
 
 Models are cached once per process with st.cache_resource (LoadedModel serialises its forward passes
-with a lock, so sessions can share it); attention per (model, text) with st.cache_data.
+with a lock, so sessions can share it). Attention per (model, text) is cached with st.cache_resource
+too, not st.cache_data: a 512-token MiniLM result is ~95 MB, and cache_data would keep it pickled and
+unpickle a fresh copy on every rerun (every click on the page). ModelAttention's arrays are read-only,
+so one shared copy is safe; max_entries bounds the memory (benchmarks: peak RSS target 1.5 GB).
 """
 
 import os
@@ -26,7 +29,7 @@ def cached_model(name: str):
     return load_model(name)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=4, show_spinner=False)
 def cached_attention(name: str, text: str, target: str | None = None) -> ModelAttention:
     return cached_model(name).attend(text, target=target)
 

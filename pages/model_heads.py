@@ -6,7 +6,7 @@ import streamlit as st
 from attention import plotting
 from attention.stats import AGGREGATIONS, aggregate, drop_tokens
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, pick_model, sentence_box, token_label
+from pages._models import attention_or_stop, cached_model, pick_model, sentence_box, token_label
 
 ensure_app_frame()
 
@@ -45,7 +45,8 @@ hide = c4.toggle("Hide special tokens", value=False, key="hide_special", bind="q
 layer, head = min(layer, L - 1), min(head, H - 1)
 st.latex(FORMULAS[how])
 try:
-    matrix = aggregate(att, how, layer=layer, head=head)
+    w_o = cached_model(name).output_projections(att.self_modules) if how == "norm" else None
+    matrix = aggregate(att, how, layer=layer, head=head, w_o=w_o)
 except ValueError as err:
     st.warning(str(err))
     st.stop()

@@ -18,7 +18,7 @@ from attention.stats import (
 rng = np.random.default_rng(4)
 
 
-def fake_attention(weights, tokens, special=None, v=None, w_o=None):
+def fake_attention(weights, tokens, special=None, v=None):
     """A ModelAttention around given weights (L, H, n, n), for statistics that only read weights."""
     L, H, n, _ = weights.shape
     d = 4
@@ -27,7 +27,7 @@ def fake_attention(weights, tokens, special=None, v=None, w_o=None):
                   bias=False)
     return ModelAttention(model="fake", kind="encoder", tokens=tuple(tokens), token_ids=np.arange(n),
                           special=np.zeros(n, bool) if special is None else np.asarray(special), self_attn=stack,
-                          hidden=rng.normal(size=(L + 1, n, 8)), truncated=False, n_input_tokens=n, w_o=w_o)
+                          hidden=rng.normal(size=(L + 1, n, 8)), truncated=False, n_input_tokens=n)
 
 
 def random_rows(*shape):
@@ -49,13 +49,15 @@ def test_norm_weights_against_torch():
     w = random_rows(L, H, n, n)
     v = rng.normal(size=(L, H, n, d))
     w_o = rng.normal(size=(L, H * d, 6))
-    att = fake_attention(w, list("abcde"), v=v, w_o=w_o)
+    att = fake_attention(w, list("abcde"), v=v)
     # Reference: build the layer's per-head outputs the way a transformer does, keeping i and j apart.
     alpha, vt, wo = torch.tensor(w[1]), torch.tensor(v[1]), torch.tensor(w_o[1]).reshape(H, d, 6)
     contrib = torch.einsum("hij,hjd,hde->ije", alpha, vt, wo)  # sum over heads of alpha_ij v_j W_O^h
-    np.testing.assert_allclose(norm_weights(att, 1), contrib.norm(dim=-1).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(norm_weights(att, w_o, 1), contrib.norm(dim=-1).numpy(), rtol=1e-5)
     one = torch.einsum("ij,jd,de->ije", alpha[2], vt[2], wo[2]).norm(dim=-1).numpy()
-    np.testing.assert_allclose(norm_weights(att, 1, head=2), one, rtol=1e-10)
+    np.testing.assert_allclose(norm_weights(att, w_o, 1, head=2), one, rtol=1e-10)
+    with pytest.raises(ValueError, match="W_O"):
+        norm_weights(att, None, 1)
 
 
 def test_aggregations_and_hiding_special_tokens():
@@ -106,3 +108,12 @@ def test_find_word_and_compare():
     a = fake_attention(w, ["x", "bank", "y"])
     cmp = compare_word(a, a, "bank")
     assert np.all(cmp.shift == 0) and np.allclose(cmp.cosine, 1)
+
+
+def test_model_attention_is_read_only():
+    """The app shares one cached result between sessions: a page writing into it would leak to others."""
+    att = fake_attention(random_rows(1, 2, 3, 3), list("abc"))
+    with pytest.raises(ValueError, match="read-only"):
+        att.weights[0, 0, 0, 0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        att.hidden[0] = 0.0

@@ -1,0 +1,40 @@
+"""Figure builders: pooling keeps maxima, the grid names its tiles, large heatmaps stay small on the wire."""
+
+import numpy as np
+
+from attention import plotting
+
+rng = np.random.default_rng(7)
+
+
+def test_pool_max_equals_block_maxima():
+    w = rng.random((2, 3, 64, 64))
+    pooled = plotting.pool_max(w, 16)
+    expected = np.array([[[[w[a, h, 4 * i:4 * i + 4, 4 * j:4 * j + 4].max() for j in range(16)] for i in range(16)]
+                          for h in range(3)] for a in range(2)])
+    np.testing.assert_array_equal(pooled, expected)
+    odd = rng.random((1, 1, 50, 50))
+    assert plotting.pool_max(odd, 16)[0, 0, -1, -1] == odd[0, 0, 48:, 48:].max()
+    assert plotting.pool_max(odd, 64) is odd  # small enough: untouched
+
+
+def test_head_grid_coordinates_round_to_their_tile():
+    w = rng.random((3, 4, 10, 10))
+    trace = plotting.head_grid(w).data[0]
+    x, y, z = np.asarray(trace.x), np.asarray(trace.y), np.asarray(trace.z)
+    c = 10
+    for layer in range(3):
+        for head in range(4):
+            rows, cols = slice(layer * (c + 1), layer * (c + 1) + c), slice(head * (c + 1), head * (c + 1) + c)
+            np.testing.assert_allclose(z[rows, cols], w[layer, head], rtol=1e-6)
+            assert set(np.round(x[cols]).astype(int)) == {head + 1}  # hover "head %{x:.0f}" names it
+            assert set(np.round(y[rows]).astype(int)) == {layer + 1}
+    assert np.isnan(z[c, :]).all() and np.isnan(z[:, c]).all()  # gaps between tiles
+
+
+def test_large_heatmap_uses_a_template_not_per_cell_strings():
+    fig = plotting.heatmap(rng.random((512, 512)), [f"t{i}" for i in range(512)], [f"t{i}" for i in range(512)])
+    trace = fig.data[0]
+    assert trace.hovertext is None and "%{z" in trace.hovertemplate
+    assert len(fig.to_json()) < 2e6  # 512 x 512 float32 as base64 (~1.4 MB), not 262,144 hover strings
+    assert len(set(trace.x)) == 512  # "position·token" keeps repeated tokens apart
