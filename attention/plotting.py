@@ -61,8 +61,8 @@ def heatmap(
                             zmin=zmin, zmax=zmax, colorscale=colorscale, zmid_zero=zmid_zero, height=height,
                             show_scale=show_scale)
     text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
-    hover = [[f"{y_title}: {yl[i]}<br>{x_title}: {xl[j]}<br>{value_name}: {text[i][j]}" for j in range(m)]
-             for i in range(n)]
+    yt, xt, vn = esc(y_title), esc(x_title), esc(value_name)
+    hover = [[f"{yt}: {yl[i]}<br>{xt}: {xl[j]}<br>{vn}: {text[i][j]}" for j in range(m)] for i in range(n)]
     if show_values is None:
         show_values = m <= 16 and n * m <= 400  # numbers stay legible only in small matrices
     gap = 1 if max(n, m) <= 60 else 0  # cell borders would swallow thin cells
@@ -74,7 +74,7 @@ def heatmap(
         colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4),
     ))
     fig.update_layout(
-        title=dict(text=title), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        title=dict(text=esc(title)), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height or max(260, 80 + 34 * n),
     )
     fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, max_tick_labels))
@@ -91,7 +91,7 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
         x=list(range(len(w))), y=w, marker_color=colors, text=[f"{v:.3f}" for v in w], textposition="outside",
         hovertext=[f"{esc(lab)}<br>{value_name}: {v:.4f}" for lab, v in zip(labels, w, strict=True)], hoverinfo="text",
     ))
-    fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
+    fig.update_layout(title=dict(text=esc(title)), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels])
     fig.update_yaxes(title_text=value_name, range=[0, y_max * 1.15] if y_max else None)
     return fig
@@ -106,7 +106,7 @@ def lines(x, series: dict, *, title: str = "", x_title: str = "", y_title: str =
                                  hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra>{esc(name)}</extra>"))
     if marker_x is not None:
         fig.add_vline(x=marker_x, line_dash="dot", line_color="grey")
-    fig.update_layout(title=dict(text=title), height=320, margin=dict(l=10, r=10, t=50, b=10),
+    fig.update_layout(title=dict(text=esc(title)), height=320, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
@@ -121,7 +121,7 @@ def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") ->
                                  text=["", esc(name)], textposition="top center",
                                  hovertemplate=f"{esc(axes[0])}: %{{x:.3f}}<br>{esc(axes[1])}: %{{y:.3f}}"
                                                f"<extra>{esc(name)}</extra>"))
-    fig.update_layout(title=dict(text=title), height=360, margin=dict(l=10, r=10, t=50, b=10),
+    fig.update_layout(title=dict(text=esc(title)), height=360, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(title_text=esc(axes[0]), range=[-0.05, 1.05])
     fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05])
@@ -137,10 +137,11 @@ def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, 
     y = [f"{i}·{t}" for i, t in enumerate(yl)]
     fig = go.Figure(go.Heatmap(
         z=z.astype(np.float32), x=x, y=y, zmin=zmin, zmax=zmax, colorscale=colorscale, zmid=0 if zmid_zero else None,
-        hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>",
+        hovertemplate=f"{esc(y_title)}: %{{y}}<br>{esc(x_title)}: %{{x}}<br>{esc(value_name)}: %{{z:.4f}}"
+                      "<extra></extra>",
         colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4), showscale=show_scale,
     ))
-    fig.update_layout(title=dict(text=title), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+    fig.update_layout(title=dict(text=esc(title)), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
                       height=height or min(900, max(400, 120 + 6 * n)))
     fig.update_xaxes(title_text=x_title, type="category", showgrid=False, showticklabels=m <= 80)
     fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False,
@@ -197,7 +198,7 @@ def head_grid(weights: np.ndarray, *, title: str = "", max_cells: int = GRID_CEL
         hovertemplate="layer %{y:.0f} · head %{x:.0f}<br>weight (block max): %{z:.3f}<extra></extra>",
         colorbar=dict(title=dict(text="weight"), thickness=12, xpad=4), hoverongaps=False,
     ))
-    fig.update_layout(title=dict(text=title), plot_bgcolor="white", height=int(min(2400, 80 + n_layers * 70)),
+    fig.update_layout(title=dict(text=esc(title)), plot_bgcolor="white", height=int(min(2400, 80 + n_layers * 70)),
                       margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
                      zeroline=False, side="top")

@@ -14,6 +14,7 @@ import torch
 
 from attention.extract import ModelAttention
 from attention.models import BUNDLED, ModelUnavailable, hub_allowlist, load_model
+from pages._text import md
 
 # One torch thread per forward pass by default: the server shares its cores between sessions (and, on a
 # small machine, with the browser); two threads fighting for two busy cores made a 16-token sentence
@@ -57,10 +58,10 @@ def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelA
         with st.spinner(f"Loading {label}{first} and computing attention…"):
             att = cached_attention(name, text, target)
     except ModelUnavailable as err:
-        st.error(f"**Model unavailable.** {err}")
+        st.error(f"**Model unavailable.** {md(err)}")
         st.stop()
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(md(err))
         st.stop()
     if att.truncated:
         st.warning(f"The text has {att.n_input_tokens} tokens; {label} reads at most {len(att.tokens)}, "

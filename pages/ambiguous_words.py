@@ -9,6 +9,7 @@ from attention import plotting
 from attention.compare import compare_word, difference_by_token
 from pages._frame import ensure_app_frame
 from pages._models import attention_or_stop, pick_model
+from pages._text import md
 
 ensure_app_frame()
 
@@ -28,11 +29,11 @@ a, b = attention_or_stop(name, s1), attention_or_stop(name, s2)
 try:
     cmp = compare_word(a, b, word)
 except ValueError as err:
-    st.warning(str(err))
+    st.warning(md(err))
     st.stop()
 L, H = a.n_layers, a.n_heads
 
-st.subheader(f"Where “{a.tokens[cmp.ia]}” looks")
+st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
 c1, c2 = st.columns(2)
 layer = min(c1.number_input("Layer", 1, L, L, key="layer", bind="query-params"), L) - 1
 head_choice = c2.selectbox("Head", ["mean of heads"] + [str(h + 1) for h in range(H)], key="head",
@@ -61,7 +62,7 @@ c1.plotly_chart(plotting.heatmap(cmp.shift, [str(h + 1) for h in range(H)], [str
 c2.dataframe(pd.DataFrame([{"layer": l_ + 1, "head": h + 1, "shift": s} for l_, h, s in cmp.top_heads(8)])
              .style.format({"shift": "{:.3f}"}), hide_index=True, key="amb.top")
 
-st.subheader(f"How similar are the two “{word}” vectors, layer by layer?")
+st.subheader(f"How similar are the two “{md(word)}” vectors, layer by layer?")
 st.latex(r"\cos(h^{A}_\ell, h^{B}_\ell) = "
          r"\frac{h^{A}_\ell \cdot h^{B}_\ell}{\lVert h^{A}_\ell\rVert\,\lVert h^{B}_\ell\rVert}")
 st.plotly_chart(plotting.lines(np.arange(L + 1), {"cosine similarity": cmp.cosine},

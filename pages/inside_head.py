@@ -7,6 +7,7 @@ import streamlit as st
 from attention import plotting
 from pages._frame import ensure_app_frame
 from pages._models import attention_or_stop, pick_model, sentence_box, token_label
+from pages._text import md
 
 ensure_app_frame()
 
@@ -28,7 +29,7 @@ i = min(i, n - 1)
 try:
     t = att.head_trace(layer, head)
 except ValueError as err:
-    st.warning(str(err))
+    st.warning(md(err))
     st.stop()
 d = t.q.shape[-1]
 word = att.tokens[i]

@@ -7,6 +7,7 @@ from attention import examples as ex
 from attention import plotting
 from attention.lookup import hard_lookup, parse_table, soft_lookup
 from pages._frame import ensure_app_frame
+from pages._text import md
 
 ensure_app_frame()
 
@@ -21,9 +22,9 @@ asked = col_ask.text_input("Ask the dictionary for", value="fruit", key="lookup.
                            bind="query-params", max_chars=40)
 hard = hard_lookup(ex.FRUIT_HARD, asked)
 if hard.found:
-    col_ask.success(f"**{hard.query.strip()}** → {hard.value}  (probability 1.0: an exact match)")
+    col_ask.success(f"**{md(hard.query.strip())}** → {hard.value}  (probability 1.0: an exact match)")
 else:
-    col_ask.warning(f"**{asked.strip() or '(empty)'}** is not a key: the dictionary has no answer. "
+    col_ask.warning(f"**{md(asked.strip()) or '(empty)'}** is not a key: the dictionary has no answer. "
                     "It cannot say that *fruit* is close to *apple* and *banana*.")
 
 # --- 2. Soft lookup -----------------------------------------------------------------------------------
@@ -44,7 +45,7 @@ try:
     st.session_state["lookup.last_good"] = table
 except ValueError as err:
     table = st.session_state.get("lookup.last_good")
-    st.error(f"The table was not used: {err}. Showing the last table that worked.")
+    st.error(f"The table was not used: {md(err)}. Showing the last table that worked.")
     if table is None:
         table = parse_table(default_rows.to_dict("records"), ex.FRUIT_KEY_FEATURES, ex.FRUIT_VALUE_FEATURES)
 
@@ -94,8 +95,8 @@ def query_and_answer(table) -> None:
     out = pd.DataFrame([t.output[0]], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
     st.dataframe(out, key="lookup.output", column_config=THREE_DECIMALS)
     share = t.weights[0, winner_idx]
-    st.info(f"**{res.winner}** wins with {share:.1%} of the attention; the output blends every row's values "
-            f"({', '.join(f'{lab} {w:.0%}' for lab, w in zip(res.labels, t.weights[0], strict=True))}).")
+    st.info(f"**{md(res.winner)}** wins with {share:.1%} of the attention; the output blends every row's values "
+            f"({', '.join(f'{md(lab)} {w:.0%}' for lab, w in zip(res.labels, t.weights[0], strict=True))}).")
 
 
 query_and_answer(table)

@@ -7,6 +7,7 @@ from attention import plotting
 from attention.stats import AGGREGATIONS, aggregate, drop_tokens
 from pages._frame import ensure_app_frame
 from pages._models import attention_or_stop, cached_model, pick_model, sentence_box, token_label
+from pages._text import md
 
 ensure_app_frame()
 
@@ -48,7 +49,7 @@ try:
     w_o = cached_model(name).output_projections(att.self_modules) if how == "norm" else None
     matrix = aggregate(att, how, layer=layer, head=head, w_o=w_o)
 except ValueError as err:
-    st.warning(str(err))
+    st.warning(md(err))
     st.stop()
 keep = ~att.special if hide and (~att.special).any() else np.ones(n, bool)
 labels = [t for t, k in zip(att.tokens, keep, strict=True) if k]

@@ -6,6 +6,7 @@ from attention import examples as ex
 from attention import plotting
 from attention.ambiguity import bank_attention, it_attention
 from pages._frame import ensure_app_frame
+from pages._text import md
 
 ensure_app_frame()
 
@@ -27,7 +28,7 @@ with tab_bank:
         try:
             r = bank_attention(sentence, pull)
         except ValueError as err:
-            col.error(str(err))
+            col.error(md(err))
             continue
         results[sentence] = r
         col.plotly_chart(plotting.weights_bar(r.tokens, r.trace.weights[r.focus], title="what “bank” attends to",
@@ -52,7 +53,7 @@ with tab_it:
         try:
             r = it_attention(sentence, pull)
         except ValueError as err:
-            col.error(str(err))
+            col.error(md(err))
             continue
         results[sentence] = r
         for layer, t in (("layer 1: “it” finds the predicate", r.layer1), ("layer 2: “it” finds its noun", r.layer2)):

@@ -79,3 +79,29 @@ def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
     assert "Penguins" in page.url or "penguins" in page.url.lower()
     page.screenshot(path=str(SHOTS / "test-model-heads-typed.png"), full_page=True)
     page.close()
+
+
+INJECTION = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'
+
+
+@pytest.mark.slow
+def test_markup_in_a_sentence_is_shown_as_text_never_run(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(app_url, "model_heads", text=INJECTION))
+    wait_idle(page, timeout=120_000)
+    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
+    # The token labels Plotly holds are the escaped markup: drawn as the characters "<img", never as a tag.
+    labels = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                           ".flatMap(gd => (gd.data || []).flatMap(t => Array.isArray(t.x) ? t.x.map(String) : []))")
+    assert any("&lt;" in x for x in labels) and not any("<img" in x for x in labels)
+    assert page.locator("main img[src='x']").count() == 0
+    assert page.evaluate("() => window.__xss") is None
+    page.goto(page_url(app_url, "lookup", **{"lookup.hard_query": '<img src=x onerror="window.__xss=3">'}))
+    wait_idle(page)
+    assert "<img" in page.locator("[data-testid='stAlert']").first.inner_text()
+    assert page.evaluate("() => window.__xss") is None
+    page.goto(page_url(app_url, "toy_ambiguity", **{"toy.bank0": INJECTION}))
+    wait_idle(page)
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator("main img[src='x']").count() == 0 and page.locator("main b", has_text="bold").count() == 0
+    page.close()

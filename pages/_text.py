@@ -1,0 +1,14 @@
+"""User text inside Streamlit markdown (st.info, st.error, subheaders...) shown literally.
+
+Streamlit does not render raw HTML in markdown, but markdown itself would still act on a user's `**`,
+`[link](...)`, `$math$` or `<b>`: every user-supplied string goes through `md()` before it is formatted in.
+"""
+
+import re
+
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
+
+
+def md(text) -> str:
+    """`text` with every markdown/LaTeX/HTML-significant character backslash-escaped."""
+    return _SPECIAL.sub(r"\\\1", str(text))

