@@ -29,9 +29,10 @@ def free_port() -> int:
 
 
 class ServerUrl(str):
-    """The base URL of a running server; `.pid` is the streamlit process (for memory readings)."""
+    """The base URL of a running server; `.pid` is the streamlit process, `.log` its output file."""
 
     pid: int
+    log: Path
 
 
 @contextlib.contextmanager
@@ -41,9 +42,11 @@ def streamlit_server(port: int | None = None, timeout: float = 90.0, env: dict |
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **(env or {}))
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
-    log = open(ROOT / ".streamlit-test.log", "ab")  # noqa: SIM115 - closed below
+    log_path = ROOT / f".streamlit-test-{port}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = ServerUrl(f"http://127.0.0.1:{port}")
+    failed = True
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -53,10 +56,11 @@ def streamlit_server(port: int | None = None, timeout: float = 90.0, env: dict |
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start (exit {proc.poll()}); see .streamlit-test.log")
+                raise RuntimeError(f"streamlit did not start (exit {proc.poll()}); see {log_path}")
             time.sleep(0.05)
-        url.pid = proc.pid
+        url.pid, url.log = proc.pid, log_path
         yield url
+        failed = False
     finally:
         proc.terminate()
         try:
@@ -64,6 +68,8 @@ def streamlit_server(port: int | None = None, timeout: float = 90.0, env: dict |
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+        if not failed:  # keep the server's output when it did not start or a test failed
+            log_path.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
