@@ -11,6 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
+from attention.models import BUNDLED
 from tests.browser import DONE, chromium, page_url, streamlit_server, wait_idle
 
 # Installed in the page: records keydown times, and resolves when a condition first holds in a frame.
@@ -31,6 +32,7 @@ PROBE = """
   });
 }
 """
+SHAPES = {"minilm": "6 layers × 12 heads", "smollm2": "30 layers × 9 heads"}  # as the page's caption says
 # What the weights bar chart shows: its numbers and the bars' geometry (a 0.01 slider step can move a
 # weight by less than the 3 printed decimals, never by less than the bar's sub-pixel path).
 BAR_STATE = ("() => [...document.querySelector('[data-testid=stPlotlyChart]').querySelectorAll('text.bartext, "
@@ -85,8 +87,11 @@ def slider_steps(browser, url: str, steps: int) -> dict:
 def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm") -> dict:
     """Ctrl+Enter in the sentence box -> the script has finished and the all-heads grid is painted."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(page_url(url, "model_heads", model=model))
+    page.goto(page_url(url, "model_heads", model=BUNDLED[model].label))  # the URL holds the picker's label
     wait_idle(page, timeout=180_000)  # the first visit loads the model: not part of the figure
+    caption = page.locator("[data-testid='stCaptionContainer']").first.inner_text()
+    if SHAPES[model] not in caption:
+        raise RuntimeError(f"the page did not open {model}: {caption!r}")
     page.evaluate(PROBE)
     box = page.locator("[data-testid='stTextArea'] textarea").first
     ms = []

@@ -23,6 +23,15 @@ torch.set_num_threads(int(os.environ.get("ATTENTION_EXPLORER_TORCH_THREADS", "1"
 
 OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
+# Labels of the Model heads "Show" choice. A selectbox bound to the URL keeps the *label* in the query
+# string (?agg=one+head), so links into a page pass these labels, not the keys (see model_label).
+AGG_NAMES = {"head": "one head", "mean": "mean over heads", "max": "max over heads",
+             "rollout": "attention rollout", "norm": "norm-based ‖α f(x)‖"}
+
+
+def model_label(name: str) -> str:
+    """What the model picker shows, and so what ?model= holds in a URL: "minilm" -> its label."""
+    return BUNDLED[name].label if name in BUNDLED else name
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -38,8 +47,7 @@ def cached_attention(name: str, text: str, target: str | None = None) -> ModelAt
 def pick_model(col=st) -> str:
     """The model selectbox (bundled models, or an allowlisted hub id typed in)."""
     options = list(BUNDLED) + [OTHER]
-    choice = col.selectbox("Model", options, key="model", bind="query-params",
-                           format_func=lambda k: BUNDLED[k].label if k in BUNDLED else k)
+    choice = col.selectbox("Model", options, key="model", bind="query-params", format_func=model_label)
     if choice != OTHER:
         return choice
     return col.text_input("Hugging Face model id", value="bert-base-uncased", key="hub_id", bind="query-params",
@@ -52,7 +60,7 @@ def sentence_box(label: str = "Sentence", default: str = DEFAULT_TEXT, key: str 
 
 def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelAttention:
     """Load the model and run it, with a spinner that says what is happening; errors end the page cleanly."""
-    label = BUNDLED[name].label if name in BUNDLED else name
+    label = model_label(name)
     first = "" if name != "smollm2" else " (the very first time converts the bundled file: ~20 s)"
     try:
         with st.spinner(f"Loading {label}{first} and computing attention…"):

@@ -1,12 +1,14 @@
 """Head atlas: what each head of a model does on your sentence (Clark et al. 2019, "What does BERT look at?")."""
 
+from urllib.parse import urlencode
+
 import pandas as pd
 import streamlit as st
 
 from attention import plotting
 from attention.stats import BROAD_FRACTION, TYPE_THRESHOLD, head_statistics
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, pick_model, sentence_box
+from pages._models import AGG_NAMES, attention_or_stop, model_label, pick_model, sentence_box
 
 ensure_app_frame()
 
@@ -62,9 +64,10 @@ layer = min(c1.number_input("Layer", 1, L, 1, key="layer", bind="query-params"),
 head = min(c2.number_input("Head", 1, H, 1, key="head", bind="query-params"), H)
 kind = stats.labels[layer - 1, head - 1] or "no clear type"
 c3.markdown(f"Layer {layer}, head {head}: **{kind}**, entropy {stats.entropy[layer - 1, head - 1]:.2f} nats.")
-params = {"text": text, "model": name, "layer": str(layer), "head": str(head), "agg": "head"}
+# A full link, opened in a new tab: st.page_link switches pages inside the session, and the target page's
+# URL-bound widgets (same keys: text, model, layer, head) then ignore the link's query string. Those
+# selectboxes read their *label* from the URL, so the link passes labels, not keys.
+query = urlencode({"text": text, "model": model_label(name), "layer": layer, "head": head, "agg": AGG_NAMES["head"]})
 c1, c2 = st.columns(2)
-c1.page_link("pages/model_heads.py", label="Zoom into it in Model heads", query_params=params,
-             icon=":material/zoom_in:")
-c2.page_link("pages/inside_head.py", label="See its math in Inside one head", query_params=params,
-             icon=":material/calculate:")
+c1.link_button("Zoom into it in Model heads", f"model_heads?{query}", icon=":material/zoom_in:")
+c2.link_button("See its math in Inside one head", f"inside_head?{query}", icon=":material/calculate:")

@@ -6,13 +6,11 @@ import streamlit as st
 from attention import plotting
 from attention.stats import AGGREGATIONS, aggregate, drop_tokens
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, cached_model, pick_model, sentence_box, token_label
+from pages._models import AGG_NAMES, attention_or_stop, cached_model, pick_model, sentence_box, token_label
 from pages._text import md
 
 ensure_app_frame()
 
-AGG_NAMES = {"head": "one head", "mean": "mean over heads", "max": "max over heads",
-             "rollout": "attention rollout", "norm": "norm-based ‖α f(x)‖"}
 FORMULAS = {
     "head": r"A^{(\ell,h)} = \operatorname{softmax}\!\left(Q^{(\ell,h)} K^{(\ell,h)\top} / \sqrt{d_k}\right)",
     "mean": r"\bar A^{(\ell)} = \tfrac{1}{H}\sum_h A^{(\ell,h)}",

@@ -81,6 +81,29 @@ def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
     page.close()
 
 
+@pytest.mark.slow
+def test_atlas_link_opens_the_same_model_and_head(app_url, browser):
+    """Links carry what URL-bound selectboxes read (their labels): a SmolLM2 head must open in SmolLM2."""
+    from attention.models import BUNDLED
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(app_url, "head_atlas", model=BUNDLED["smollm2"].label, layer="3", head="7"))
+    wait_idle(page, timeout=180_000)
+    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
+    rows = page.evaluate("() => document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot')"
+                         "._fullData[0].z.length")
+    assert rows == 30  # the atlas shows SmolLM2's 30 layers
+    with page.expect_popup() as opened:
+        page.get_by_role("link", name="Zoom into it in Model heads").click()
+    atlas, page = page, opened.value
+    wait_idle(page, timeout=120_000)
+    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
+    main = page.locator("[data-testid='stMain']").inner_text()
+    assert "30 layers × 9 heads" in main and "Layer 3, head 7" in main
+    page.close()
+    atlas.close()
+
+
 INJECTION = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'
 
 
