@@ -7,6 +7,7 @@ unpickle a fresh copy on every rerun (every click on the page). ModelAttention's
 so one shared copy is safe; max_entries bounds the memory (benchmarks: peak RSS target 1.5 GB).
 """
 
+import ctypes
 import os
 
 import streamlit as st
@@ -20,6 +21,26 @@ from pages._text import md
 # small machine, with the browser); two threads fighting for two busy cores made a 16-token sentence
 # slower (benchmarks/NOTES.md). Raise it on a dedicated many-core server.
 torch.set_num_threads(int(os.environ.get("ATTENTION_EXPLORER_TORCH_THREADS", "1")))
+
+
+def _give_freed_memory_back() -> None:
+    """Make glibc return big freed arrays to the OS at once.
+
+    Streamlit runs every rerun in a new thread; glibc gives threads their own arenas and, after the first
+    large free, raises its mmap threshold, so the transient arrays of a 512-token forward pass stayed in
+    the process: peak RSS 1.9 GB with both models, 1.1 GB with these two settings (benchmarks/NOTES.md).
+    Same as MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=1048576 in the environment. No-op without glibc.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_arena_max, m_mmap_threshold = -8, -3  # <malloc.h>
+    libc.mallopt(m_arena_max, 2)
+    libc.mallopt(m_mmap_threshold, 1 << 20)
+
+
+_give_freed_memory_back()
 
 OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
