@@ -20,8 +20,12 @@ BIG_CELLS = 600  # above this, hover comes from a template, not one string per c
 
 
 def esc(label) -> str:
-    """A label made safe for Plotly's pseudo-HTML (ticks, hover, annotations)."""
-    return html.escape(str(label), quote=True)
+    """A label made safe for Plotly's pseudo-HTML (ticks, hover, annotations).
+
+    Only & < > are escaped: without "<" no tag can start, and Plotly decodes &lt; &gt; &amp; but shows
+    &quot; literally (a token `"` appeared as "&quot;" on the axes).
+    """
+    return html.escape(str(label), quote=False)
 
 
 def _fmt(x: float, digits: int) -> str:

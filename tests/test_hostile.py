@@ -137,3 +137,5 @@ def test_plotly_specs_hold_no_raw_markup():
     fig = plotting.heatmap(np.eye(2), ["<script>x</script>", "b"], ["<img src=x>", "d"], title="<b>t</b>")
     spec = json.dumps(fig.to_plotly_json())
     assert "<script>" not in spec and "<img" not in spec and "<b>t" not in spec
+    quoted = plotting.heatmap(np.eye(2), ['"', "it's"], ["a", "b"])  # Plotly would print &quot; literally
+    assert list(quoted.layout.xaxis.ticktext) == ['"', "it's"]
