@@ -52,12 +52,12 @@ st.plotly_chart(plotting.weights_bar(labels[:20], diff[:20], title="more attenti
                                      value_name="A − B", y_max=None), width="stretch", key="amb.diff")
 
 st.subheader("Heads that change most")
-st.latex(r"\text{shift}^{(\ell,h)} = \tfrac12 \sum_{t} \big|\alpha^{A}_{t} - \alpha^{B}_{t}\big|"
-         r"\quad(\text{weights summed per token string})")
+st.latex(r"\text{shift}^{(\ell,h)} = \tfrac12 \sum_{t} \big|\alpha^{A}_{t} - \alpha^{B}_{t}\big|")
+st.caption("t runs over token strings: a word's weights are summed over its occurrences in each sentence.")
 c1, c2 = st.columns([3, 2])
 c1.plotly_chart(plotting.heatmap(cmp.shift, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)],
                                  x_title="head", y_title="layer", value_name="shift", zmin=0, zmax=1,
-                                 show_values=H <= 12 and L <= 12),
+                                 show_values=False),  # 72 numbers in a narrow column: unreadable; hover has them
                 width="stretch", key="amb.shift")
 c2.dataframe(pd.DataFrame([{"layer": l_ + 1, "head": h + 1, "shift": s} for l_, h, s in cmp.top_heads(8)])
              .style.format({"shift": "{:.3f}"}), hide_index=True, key="amb.top")
