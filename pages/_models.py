@@ -75,8 +75,11 @@ def pick_model(col=st) -> str:
                           max_chars=100, help="Allowed here: " + ", ".join(hub_allowlist()))
 
 
-def sentence_box(label: str = "Sentence", default: str = DEFAULT_TEXT, key: str = "text") -> str:
-    return st.text_area(label, value=default, key=key, bind="query-params", max_chars=20_000, height=80)
+def sentence_and_model(default: str = DEFAULT_TEXT) -> tuple[str, str]:
+    """The sentence box and, beside it, the model picker (both kept in the URL). Returns (model, text)."""
+    c1, c2 = st.columns([3, 1])
+    text = c1.text_area("Sentence", value=default, key="text", bind="query-params", max_chars=20_000, height=80)
+    return pick_model(c2), text
 
 
 def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelAttention:

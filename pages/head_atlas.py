@@ -8,7 +8,7 @@ import streamlit as st
 from attention import plotting
 from attention.stats import BROAD_FRACTION, TYPE_THRESHOLD, head_statistics
 from pages._frame import ensure_app_frame
-from pages._models import AGG_NAMES, attention_or_stop, model_label, pick_model, sentence_box
+from pages._models import AGG_NAMES, attention_or_stop, model_label, sentence_and_model
 
 ensure_app_frame()
 
@@ -22,10 +22,7 @@ METRICS = {
 }
 
 st.title("Head atlas")
-c1, c2 = st.columns([3, 1])
-with c1:
-    text = sentence_box(default="The animal didn't cross the street because it was too tired. It lay down.")
-name = pick_model(c2)
+name, text = sentence_and_model("The animal didn't cross the street because it was too tired. It lay down.")
 att = attention_or_stop(name, text)
 stats = head_statistics(att)
 L, H = att.n_layers, att.n_heads

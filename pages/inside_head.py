@@ -6,16 +6,13 @@ import streamlit as st
 
 from attention import plotting
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, pick_model, sentence_box, token_label
+from pages._models import attention_or_stop, sentence_and_model, token_label
 from pages._text import md
 
 ensure_app_frame()
 
 st.title("Inside one head")
-c1, c2 = st.columns([3, 1])
-with c1:
-    text = sentence_box()
-name = pick_model(c2)
+name, text = sentence_and_model()
 att = attention_or_stop(name, text)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 

@@ -6,7 +6,7 @@ import streamlit as st
 from attention import plotting
 from attention.stats import AGGREGATIONS, aggregate, drop_tokens
 from pages._frame import ensure_app_frame
-from pages._models import AGG_NAMES, attention_or_stop, cached_model, pick_model, sentence_box, token_label
+from pages._models import AGG_NAMES, attention_or_stop, cached_model, sentence_and_model, token_label
 from pages._text import md
 
 ensure_app_frame()
@@ -21,10 +21,7 @@ FORMULAS = {
 }
 
 st.title("Model heads")
-c1, c2 = st.columns([3, 1])
-with c1:
-    text = sentence_box()
-name = pick_model(c2)
+name, text = sentence_and_model()
 att = attention_or_stop(name, text)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 st.caption(f"{n} tokens · {L} layers × {H} heads · {att.kind}")
