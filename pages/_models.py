@@ -28,7 +28,7 @@ def _give_freed_memory_back() -> None:
 
     Streamlit runs every rerun in a new thread; glibc gives threads their own arenas and, after the first
     large free, raises its mmap threshold, so the transient arrays of a 512-token forward pass stayed in
-    the process: peak RSS 1.9 GB with both models, 1.1 GB with these two settings (benchmarks/NOTES.md).
+    the process: peak RSS 1.9 GB with both models, ~1.2 GB with these two settings (benchmarks/NOTES.md).
     Same as MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=1048576 in the environment. No-op without glibc.
     """
     try:
