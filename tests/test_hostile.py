@@ -139,3 +139,33 @@ def test_plotly_specs_hold_no_raw_markup():
     assert "<script>" not in spec and "<img" not in spec and "<b>t" not in spec
     quoted = plotting.heatmap(np.eye(2), ['"', "it's"], ["a", "b"])  # Plotly would print &quot; literally
     assert list(quoted.layout.xaxis.ticktext) == ['"', "it's"]
+
+
+MANGO = {"item": "mango", "sweetness": 0.95, "durability": 0.1, "texture": 0.5, "price": 0.4, "liking": 0.9,
+         "use": 0.1}
+BAD_EDITS = {  # edit state of the lookup page's table -> what the message must say
+    "text in a number cell": ({"1": {"durability": "abc"}}, [], "row 2 (banana): durability is empty"),
+    "infinite": ({"0": {"sweetness": float("inf")}}, [], "row 1 (apple): sweetness must be finite"),
+    "emptied cell": ({"2": {"use": None}}, [], "row 3 (chair): use is empty"),
+    "name only": ({}, [{"item": "mango2"}], "row 5 (mango2): sweetness is empty"),
+    "numbers, no name": ({}, [{**MANGO, "item": None}], "row 5 has no item name"),
+    "a thousand rows": ({}, [{**MANGO, "item": f"m{i}"} for i in range(1000)], f"at most {MAX_TABLE_ROWS}"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_EDITS))
+def test_a_bad_table_edit_gives_a_message_and_keeps_the_last_good_table(name):
+    """The page-level path of the editable table (parse_table's messages are unit-tested above)."""
+    from tests.test_pages import chart
+
+    at = open_page("pages/lookup.py")
+    at.session_state["lookup.table"] = {"edited_rows": {}, "added_rows": [MANGO], "deleted_rows": []}
+    at.run()
+    assert not at.error and json.dumps(chart(at, "lookup.bar")).count("mango") >= 1
+    good = chart(at, "lookup.bar")["data"][0]["text"]  # four weights, mango's among them
+    edited, added, message = BAD_EDITS[name]
+    at.session_state["lookup.table"] = {"edited_rows": edited, "added_rows": [MANGO, *added], "deleted_rows": []}
+    at.run()
+    assert not at.exception, at.exception
+    assert len(at.error) == 1 and message in at.error[0].value.replace("\\", "")
+    assert chart(at, "lookup.bar")["data"][0]["text"] == good  # the last table that worked still answers
