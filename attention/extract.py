@@ -170,7 +170,9 @@ def _target_ids(model, tok, enc, target: str | None) -> torch.Tensor:
     if target:
         t = tok(text_target=target, return_tensors="pt", truncation=True, max_length=128)["input_ids"]
         return torch.cat([start, t], dim=1)
-    return model.generate(**enc, max_new_tokens=64, do_sample=False, num_beams=1)
+    # Only ids and mask: a tokenizer's token_type_ids would make generate() refuse the call.
+    return model.generate(input_ids=enc["input_ids"], attention_mask=enc.get("attention_mask"), max_new_tokens=64,
+                          do_sample=False, num_beams=1)
 
 
 def _kind(module_name: str) -> str:

@@ -70,14 +70,28 @@ def norm_weights(att: ModelAttention, w_o: np.ndarray | None, layer: int, head: 
     return out
 
 
-def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, w_o=None) -> np.ndarray:
-    """The matrix the pages show for one layer ("norm" needs the model's w_o). Shapes: -> (n, n)."""
+def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, w_o=None,
+              stack: str = "self") -> np.ndarray:
+    """The matrix the pages show for one layer ("norm" needs the model's w_o).
+
+    `stack` "cross" or "decoder" reads an encoder-decoder model's other attentions (head, mean, max only).
+    Shapes: -> (n, n) for self-attention, (t, n) for cross, (t, t) for decoder.
+    """
+    if stack != "self":
+        weights = {"cross": att.cross_attn, "decoder": att.decoder_attn}[stack]
+        if weights is None:
+            raise ValueError(f"this model has no {stack} attention")
+        if how not in ("head", "mean", "max"):
+            raise ValueError(f"{how} is defined for self-attention only; choose head, mean or max")
+        weights = weights.weights
+    else:
+        weights = att.weights
     if how == "head":
-        return att.weights[layer, head]
+        return weights[layer, head]
     if how == "mean":
-        return mean_over_heads(att.weights[layer:layer + 1])[0]
+        return mean_over_heads(weights[layer:layer + 1])[0]
     if how == "max":
-        return max_over_heads(att.weights[layer:layer + 1])[0]
+        return max_over_heads(weights[layer:layer + 1])[0]
     if how == "rollout":
         return rollout(att.weights[: layer + 1])[layer]
     if how == "norm":

@@ -66,3 +66,17 @@ st.plotly_chart(plotting.heatmap(rows, att.tokens, row_labels, title=f"“{att.t
                                  x_title="key token", y_title="layer · head", zmin=0, zmax=1, show_values=False,
                                  height=min(1400, 120 + 12 * L * H), max_tick_labels=96),
                 width="stretch", key="heads.focus")
+
+if att.kind == "encoder-decoder":
+    st.subheader("Cross-attention: each target token reads the source")
+    target = st.text_input("Target sentence (empty: the model's own greedy translation)", key="target",
+                           bind="query-params", max_chars=2000)
+    pair = attention_or_stop(name, text, target.strip() or None)
+    cross_how = how if how in ("head", "mean", "max") else "mean"
+    if cross_how != how:
+        st.caption(f"{AGG_NAMES[how]} is defined for self-attention; cross-attention shows the mean over heads.")
+    cross = aggregate(pair, cross_how, layer=layer, head=head, stack="cross")  # (t, n)
+    title = f"Layer {layer + 1}, " + (f"head {head + 1}" if cross_how == "head" else AGG_NAMES[cross_how])
+    st.plotly_chart(plotting.heatmap(cross, att.tokens, pair.target_tokens, title=title, x_title="source token (key)",
+                                     y_title="target token (query)", zmin=0, zmax=1, show_values=False),
+                    width="stretch", key="heads.cross")

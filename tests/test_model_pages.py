@@ -62,3 +62,31 @@ def test_head_atlas_and_hub_refusal(monkeypatch):
     at.selectbox(key="model").set_value("other (Hugging Face id)…").run()
     at.text_input(key="hub_id").set_value("someone/unknown-model").run()
     assert at.error and "allowlist" in at.error[0].value
+
+
+def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypatch):
+    """An online user's Marian model, played by a tiny random one: the cross-attention chart shows the
+    model's own cross_attentions (from a plain eager twin), for the target the user typed."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from attention.models import _minilm_dir
+    from pages._models import DEFAULT_TEXT, OTHER
+    from tests.test_models import tiny
+
+    loaded, reference = tiny("marian", AutoTokenizer.from_pretrained(_minilm_dir()))
+    monkeypatch.setattr("pages._models.load_model", lambda name, **kw: loaded)
+    at = open_page("pages/model_heads.py")
+    at.selectbox(key="model").set_value(OTHER).run()
+    at.text_input(key="hub_id").set_value("tiny/marian").run()
+    assert not at.exception and chart(at, "heads.cross")  # the model's own translation first
+    at.text_input(key="target").set_value("le chat").run()
+    at.number_input(key="layer").set_value(2).run()
+    at.number_input(key="head").set_value(3).run()
+    shown = array(chart(at, "heads.cross")["data"][0]["z"])
+    att = loaded.attend(DEFAULT_TEXT, target="le chat")
+    with torch.no_grad():
+        out = reference(input_ids=torch.tensor(att.token_ids)[None],
+                        decoder_input_ids=torch.tensor(att.target_ids)[None], output_attentions=True)
+    np.testing.assert_allclose(shown, out.cross_attentions[1][0, 2].numpy(), atol=1e-5)
+    assert shown.shape == (len(att.target_tokens), len(att.tokens))

@@ -117,3 +117,9 @@ def test_model_attention_is_read_only():
         att.weights[0, 0, 0, 0] = 1.0
     with pytest.raises(ValueError, match="read-only"):
         att.hidden[0] = 0.0
+
+
+def test_aggregate_other_stacks_only_where_they_exist():
+    att = fake_attention(random_rows(1, 2, 3, 3), list("abc"))
+    with pytest.raises(ValueError, match="no cross attention"):
+        aggregate(att, "mean", layer=0, stack="cross")
