@@ -55,6 +55,11 @@ def model_label(name: str) -> str:
     return BUNDLED[name].label if name in BUNDLED else name
 
 
+def model_query(name: str) -> dict[str, str]:
+    """The query parameters that make pick_model() choose `name` (a bundled model or a hub id)."""
+    return {"model": model_label(name)} if name in BUNDLED else {"model": OTHER, "hub_id": name}
+
+
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_model(name: str):
     return load_model(name)

@@ -8,7 +8,7 @@ import streamlit as st
 from attention import plotting
 from attention.stats import BROAD_FRACTION, TYPE_THRESHOLD, head_statistics
 from pages._frame import ensure_app_frame
-from pages._models import AGG_NAMES, attention_or_stop, model_label, sentence_and_model
+from pages._models import AGG_NAMES, attention_or_stop, model_query, sentence_and_model
 
 ensure_app_frame()
 
@@ -64,7 +64,7 @@ c3.markdown(f"Layer {layer}, head {head}: **{kind}**, entropy {stats.entropy[lay
 # A full link, opened in a new tab: st.page_link switches pages inside the session, and the target page's
 # URL-bound widgets (same keys: text, model, layer, head) then ignore the link's query string. Those
 # selectboxes read their *label* from the URL, so the link passes labels, not keys.
-query = urlencode({"text": text, "model": model_label(name), "layer": layer, "head": head, "agg": AGG_NAMES["head"]})
+query = urlencode({"text": text, **model_query(name), "layer": layer, "head": head, "agg": AGG_NAMES["head"]})
 c1, c2 = st.columns(2)
 c1.link_button("Zoom into it in Model heads", f"model_heads?{query}", icon=":material/zoom_in:")
 c2.link_button("See its math in Inside one head", f"inside_head?{query}", icon=":material/calculate:")
