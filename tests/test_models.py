@@ -195,5 +195,37 @@ def test_corrupt_smollm2_file_is_reported(monkeypatch, tmp_path):
     assert not (tmp_path / "cache" / "smollm2-135m-instruct").exists()
 
 
+def test_hub_models_never_trust_remote_code(monkeypatch, tmp_path):
+    """Every from_pretrained of a hub id is called with trust_remote_code=False, whatever the id."""
+    calls = []
+
+    def record(cls_name):
+        def from_pretrained(model_id, *args, **kwargs):
+            calls.append((cls_name, kwargs.get("trust_remote_code", "missing")))
+            raise OSError("recorded, not loaded")
+        return from_pretrained
+
+    for name in ("AutoConfig", "AutoModel", "AutoModelForSeq2SeqLM", "AutoTokenizer"):
+        monkeypatch.setattr(getattr(tf, name), "from_pretrained", record(name))
+    monkeypatch.setenv("ATTENTION_EXPLORER_HUB_MODELS", "someone/custom-code-model")
+    with pytest.raises(ModelUnavailable):
+        load_model("someone/custom-code-model")
+    assert calls and all(flag is False for _, flag in calls), calls
+
+
+def test_a_model_that_returns_no_attention_weights_gives_a_message(tokenizer):
+    """A model whose attention kernel exposes no weights (e.g. a fused one): a ValueError the pages show."""
+
+    class NoWeights(torch.nn.Module):
+        def forward(self, input_ids, attention_mask=None, **kwargs):
+            hidden = torch.zeros(1, input_ids.shape[1], 8)
+            return tf.modeling_outputs.BaseModelOutput(last_hidden_state=hidden, hidden_states=(hidden,),
+                                                       attentions=None)
+
+    loaded = LoadedModel(spec=ModelSpec("fused", "fused", "encoder", 64), model=NoWeights(), tokenizer=tokenizer)
+    with pytest.raises(ValueError, match="returned no attention weights"):
+        loaded.attend("the cat sat")
+
+
 def test_registry_names():
     assert set(BUNDLED) == {"minilm", "smollm2"}
