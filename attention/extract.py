@@ -73,15 +73,20 @@ class ModelAttention:
     def n_heads(self) -> int:
         return self.weights.shape[1]
 
+    def stack(self, name: str = "self") -> Stack:
+        """The "self", "decoder" or "cross" attention stack; ValueError if this model has none."""
+        s = {"self": self.self_attn, "decoder": self.decoder_attn, "cross": self.cross_attn}[name]
+        if s is None:
+            raise ValueError(f"this model has no {name} attention")
+        return s
+
     def head_trace(self, layer: int, head: int, *, stack: str = "self") -> AttentionTrace:
         """One head's attention rebuilt from the captured Q, K, V: scores, scaling, mask, softmax, output.
 
         Query head h reads key/value head h // (H / H_kv) (grouped-query attention shares KV heads).
         Shapes: -> AttentionTrace with q (n, d), k (m, d), v (m, d), weights (n, m).
         """
-        s = {"self": self.self_attn, "decoder": self.decoder_attn, "cross": self.cross_attn}[stack]
-        if s is None:
-            raise ValueError(f"this model has no {stack} attention")
+        s = self.stack(stack)
         n_layers, n_heads = s.weights.shape[:2]
         if not (0 <= layer < n_layers and 0 <= head < n_heads):
             raise ValueError(f"layer {layer}, head {head} is outside {n_layers} layers x {n_heads} heads")

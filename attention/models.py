@@ -74,15 +74,18 @@ class LoadedModel:
     model: object  # transformers PreTrainedModel in eval mode, attention routed through CAPTURE
     tokenizer: object
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    w_o_cache: dict = field(default_factory=dict, repr=False, compare=False)  # module names -> W_O
 
     def output_projections(self, module_names: tuple[str, ...]):
-        """(L, H * d, D) W_O of the named attention modules (ModelAttention.self_modules), or None."""
+        """(L, H * d, D) W_O of the named attention modules (ModelAttention.self_modules), or None.
+
+        Computed once per model: every cached result of this model shares it.
+        """
         from attention.extract import output_projections
 
-        cache = self.__dict__.setdefault("_w_o", {})  # frozen dataclass: memoise beside the fields
-        if module_names not in cache:
-            cache[module_names] = output_projections(self.model, module_names)
-        return cache[module_names]
+        if module_names not in self.w_o_cache:
+            self.w_o_cache[module_names] = output_projections(self.model, module_names)
+        return self.w_o_cache[module_names]
 
     def attend(self, text: str, *, target: str | None = None):
         """Run the model on `text` and return every layer's attention (attention.extract.ModelAttention)."""

@@ -77,15 +77,9 @@ def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, w_o=N
     `stack` "cross" or "decoder" reads an encoder-decoder model's other attentions (head, mean, max only).
     Shapes: -> (n, n) for self-attention, (t, n) for cross, (t, t) for decoder.
     """
-    if stack != "self":
-        weights = {"cross": att.cross_attn, "decoder": att.decoder_attn}[stack]
-        if weights is None:
-            raise ValueError(f"this model has no {stack} attention")
-        if how not in ("head", "mean", "max"):
-            raise ValueError(f"{how} is defined for self-attention only; choose head, mean or max")
-        weights = weights.weights
-    else:
-        weights = att.weights
+    weights = att.stack(stack).weights  # (L, H, rows, cols)
+    if stack != "self" and how not in ("head", "mean", "max"):
+        raise ValueError(f"{how} is defined for self-attention only; choose head, mean or max")
     if how == "head":
         return weights[layer, head]
     if how == "mean":
