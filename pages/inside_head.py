@@ -56,8 +56,12 @@ products = t.q[i][None, :] * t.k  # (n, d): the terms of each dot product (BertV
 vectors(products, att.tokens, "q ⊙ k_j (each row sums to the score)", "inside.products", value_name="product")
 
 st.header("3 · scores, scaling, softmax")
-st.latex(rf"s_j = q_{{{i}}} \cdot k_j,\quad \tilde s_j = s_j \cdot {t.scale:.4f}"
-         r"\;(\text{masked} \to -\infty),\quad \alpha_j = \operatorname{softmax}(\tilde s)_j")
+c1, c2, c3 = st.columns(3)  # one formula per column: on one line they ran off an 800 px screen
+c1.latex(rf"s_j = q_{{{i}}} \cdot k_j")
+c2.latex(rf"\tilde s_j = s_j \cdot {t.scale:.4f}")
+c3.latex(r"\alpha_j = \operatorname{softmax}(\tilde s)_j")
+if t.mask is not None:
+    st.caption("Masked keys (future tokens in a decoder) get −∞ before the softmax, so their weight is exactly 0.")
 table = pd.DataFrame({"key": att.tokens, "q·k": t.scores[i], "scaled": t.scaled[i], "softmax weight": t.weights[i],
                       "model's own weight": att.weights[layer, head, i]})
 st.dataframe(table.style.format(precision=4), hide_index=True, key="inside.table")
