@@ -6,7 +6,7 @@
 - HANG_SENTENCE: "Hang them not let them go" for multi-head attention (seed 003).
 - TRANSLATION: a toy English -> French pair for encoder-decoder cross-attention (seed 004).
 - BANK and IT: hand-built embeddings and weights whose toy attention resolves "bank" (seed 000) and
-  "it" (seed 004); see attention.ambiguity for the computation and how they were built.
+  "it" (seed 004); see attention.toy_ambiguity for the computation and how they were built.
 """
 
 from __future__ import annotations

@@ -34,11 +34,22 @@ class SoftLookup:
     labels: tuple[str, ...]  # one per key
     trace: AttentionTrace  # q (1, d_k), k (m, d_k), v (m, d_v), weights (1, m), output (1, d_v)
     winner: str  # the label with the largest weight
+    winner_index: int  # its position in labels
 
     @property
     def weights(self) -> np.ndarray:
         """(m,) the softmax weight of each key for the single query."""
         return self.trace.weights[0]
+
+    @property
+    def winner_weight(self) -> float:
+        """The largest weight: the winner's share of the attention."""
+        return float(self.weights[self.winner_index])
+
+    @property
+    def output(self) -> np.ndarray:
+        """(d_v,) the blend of the values, sum_j alpha_j v_j."""
+        return self.trace.output[0]
 
 
 def soft_lookup(query, keys, values, labels, *, scaled: bool = True) -> SoftLookup:
@@ -55,8 +66,8 @@ def soft_lookup(query, keys, values, labels, *, scaled: bool = True) -> SoftLook
         trace = scaled_dot_product_attention(q, keys, values)
     else:
         trace = scored_attention(q, keys, values, "dot")
-    winner = labels[int(np.argmax(trace.weights[0]))]
-    return SoftLookup(labels=labels, trace=trace, winner=winner)
+    best = int(np.argmax(trace.weights[0]))
+    return SoftLookup(labels=labels, trace=trace, winner=labels[best], winner_index=best)
 
 
 MAX_TABLE_ROWS = 200

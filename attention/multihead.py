@@ -54,3 +54,16 @@ def multi_head_attention(
     concat = merge_heads(stacked.output)  # (..., n, h * d_head)
     output = project(concat, w_o, b_o, name="W_O")  # (..., n, d_model)
     return MultiHeadTrace(x_q=x_q, x_kv=x_kv, heads=heads, concat=concat, output=output)
+
+
+def toy_translation(sharpness: float) -> MultiHeadTrace:
+    """The seeds' toy translation (attention.examples): the French words' queries read the English words'
+    keys and values, one head, W_Q = W_K = sharpness * I and W_V = W_O = I over the meaning axes.
+
+    Shapes: -> MultiHeadTrace with heads[0].weights (7 target words, 6 source words).
+    """
+    from attention import examples as ex
+
+    x_source, x_target = ex.translation_embeddings()
+    eye = np.eye(x_source.shape[1])
+    return multi_head_attention(x_target, x_source, sharpness * eye, sharpness * eye, eye, eye, 1)

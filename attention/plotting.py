@@ -87,9 +87,12 @@ def heatmap(
 
 
 def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight", y_max: float | None = 1.0,
-                highlight: int | None = None) -> go.Figure:
-    """One bar per key; the highlighted bar (e.g. the winner) is darker. Shapes: weights (m,)."""
+                highlight: int | str | None = "max") -> go.Figure:
+    """One bar per key; the highlighted bar is darker: "max" (the default) the largest, an int that bar,
+    None none. Shapes: weights (m,)."""
     w = np.asarray(weights, dtype=float)
+    if highlight == "max":
+        highlight = int(np.argmax(w)) if len(w) else None
     colors = ["#1f4e9c" if i == highlight else "#7fa7e0" for i in range(len(w))]
     fig = go.Figure(go.Bar(
         x=list(range(len(w))), y=w, marker_color=colors, text=[f"{v:.3f}" for v in w], textposition="outside",

@@ -3,10 +3,13 @@
 An `AttentionTrace` holds every intermediate step of one attention computation, named as the math is
 written, so a page (or a notebook) can show each step next to its formula:
 
-    scores  = q @ k^T                      (raw match scores)
+    scores  = q @ k^T                      (match scores; score_terms(i) holds the d_k products of row i)
     scaled  = scores * scale, masked -> -inf
     weights = softmax(scaled)              (rows sum to 1; a fully masked row is all 0)
-    output  = weights @ v
+    output  = weights @ v                  (weighted_values(i) holds the terms alpha_ij v_j of row i)
+
+The two per-row methods are TransformerLens's named steps made visible: the terms of each dot product
+(what BertViz's neuron view draws) and the weighted values before they are summed (`hook_z` is their sum).
 
 Shapes (leading batch / head axes `...` are allowed and shared by every field):
     q (..., n, d_k)   k (..., m, d_k)   v (..., m, d_v)
@@ -41,6 +44,27 @@ class AttentionTrace:
     @property
     def n_keys(self) -> int:
         return self.weights.shape[-1]
+
+    @property
+    def d_k(self) -> int:
+        return self.k.shape[-1]
+
+    def score_terms(self, i: int) -> np.ndarray:
+        """The products q_ic * k_jc of query i with every key: row j sums to scores[..., i, j].
+
+        Dot-product scoring only (the other methods do not score by a sum of products).
+        Shapes: -> (..., m, d_k)
+        """
+        if self.method not in ("dot", "scaled_dot"):
+            raise ValueError(f"{self.method} scores are not a sum of q_c k_c products")
+        return self.q[..., i, None, :] * self.k  # (..., 1, d_k) * (..., m, d_k)
+
+    def weighted_values(self, i: int) -> np.ndarray:
+        """alpha_ij * v_j for every key j: they sum over j to output[..., i, :].
+
+        Shapes: -> (..., m, d_v)
+        """
+        return self.weights[..., i, :, None] * self.v  # (..., m, 1) * (..., m, d_v)
 
     def head(self, i: int) -> AttentionTrace:
         """The trace of entry i of the last leading axis (the head axis): `trace.head(3)`.

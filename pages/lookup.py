@@ -68,16 +68,13 @@ def query_and_answer(table) -> None:
 
     res = soft_lookup([sweet, durable, texture], table.keys, table.values, table.labels, scaled=scaled)
     t = res.trace
-    d_k = t.q.shape[-1]
 
-    winner_idx = res.labels.index(res.winner)
     c_bar, c_heat = st.columns(2)
-    c_bar.plotly_chart(plotting.weights_bar(res.labels, t.weights[0], title="Softmax weights", highlight=winner_idx),
+    c_bar.plotly_chart(plotting.weights_bar(res.labels, res.weights, title="Softmax weights"),
                        width="stretch", key="lookup.bar")
     c_heat.plotly_chart(plotting.heatmap(t.weights, res.labels, ["query"], title="Weights as a heatmap",
                                          y_title="", zmin=0, zmax=1, height=220),
                         width="stretch", key="lookup.heat")
-
 
     st.subheader("Step by step")
     c1, c2, c3 = st.columns(3)
@@ -85,18 +82,18 @@ def query_and_answer(table) -> None:
     c2.latex(r"\tilde s_j = s_j / \sqrt{d_k}" if scaled else r"\tilde s_j = s_j \quad(\text{no scaling})")
     c3.latex(r"\alpha_j = \frac{e^{\tilde s_j}}{\sum_i e^{\tilde s_i}}")
     steps = pd.DataFrame({"item": res.labels, "q·k (dot product)": t.scores[0],
-                          f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": t.weights[0]})
+                          f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": res.weights})
     st.dataframe(steps, hide_index=True, key="lookup.steps", column_config=THREE_DECIMALS)
-    st.caption(f"d_k = {d_k}, so 1/√d_k = {1 / d_k ** 0.5:.3f}. With the default query the scaled scores are "
-               "the article's 0.44, 0.37, 0.16.")
+    st.caption(f"d_k = {t.d_k}, so the scores are multiplied by {t.scale:.3f}" + (" (= 1/√d_k)" if scaled else
+               " (no scaling)") + ". With the default query the scaled scores are the article's 0.44, 0.37, 0.16.")
 
     st.subheader("The answer: a blend of the values")
     st.latex(r"\text{output} = \sum_j \alpha_j v_j")
-    out = pd.DataFrame([t.output[0]], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
+    out = pd.DataFrame([res.output], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
     st.dataframe(out, key="lookup.output", column_config=THREE_DECIMALS)
-    share = t.weights[0, winner_idx]
-    st.info(f"**{md(res.winner)}** wins with {share:.1%} of the attention; the output blends every row's values "
-            f"({', '.join(f'{md(lab)} {w:.0%}' for lab, w in zip(res.labels, t.weights[0], strict=True))}).")
+    shares = ", ".join(f"{md(lab)} {w:.0%}" for lab, w in zip(res.labels, res.weights, strict=True))
+    st.info(f"**{md(res.winner)}** wins with {res.winner_weight:.1%} of the attention; the output blends every "
+            f"row's values ({shares}).")
 
 
 query_and_answer(table)

@@ -1,10 +1,10 @@
 """Multi-head attention, masks and cross-attention (seeds 003 and 004)."""
 
-import numpy as np
 import streamlit as st
 
 from attention import causal_mask, multi_head_attention, plotting
 from attention import examples as ex
+from attention.multihead import toy_translation
 from pages._frame import ensure_app_frame
 
 ensure_app_frame()
@@ -48,9 +48,7 @@ st.markdown("In an encoder–decoder model, the decoder's queries come from the 
 st.latex(r"\text{CrossAttn}(Y, X) = \operatorname{softmax}\!\left(\frac{(Y W_Q)(X W_K)^\top}{\sqrt{d_k}}\right)"
          r" X W_V")
 sharp = st.slider("sharpness s", 0.0, 6.0, 3.0, 0.5, key="mh.sharp", bind="query-params")
-x_src, x_tgt = ex.translation_embeddings()
-eye = np.eye(x_src.shape[1])
-cross = multi_head_attention(x_tgt, x_src, sharp * eye, sharp * eye, eye, eye, 1)
+cross = toy_translation(sharp)
 st.plotly_chart(plotting.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.TARGET_SENTENCE,
                                  title=f"Target ({len(ex.TARGET_SENTENCE)} words) attends to source "
                                        f"({len(ex.SOURCE_SENTENCE)} words)",

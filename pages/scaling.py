@@ -1,6 +1,5 @@
 """Why scale by sqrt(d_k): score variance grows with d, and softmax saturates without the scaling."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -10,12 +9,9 @@ from pages._frame import ensure_app_frame
 
 ensure_app_frame()
 
-DIMS = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
-
-
 @st.cache_data(max_entries=32)
 def study(temperature: float, n_keys: int):
-    return scaling_study(DIMS, n_keys=n_keys, temperature=temperature)
+    return scaling_study(n_keys=n_keys, temperature=temperature)
 
 
 st.title("Why scale by √d_k")
@@ -36,28 +32,26 @@ st.latex(r"\alpha = \operatorname{softmax}(s / T)")
 sample = scaling_sample(d, n_keys=n_keys, temperature=temperature)
 labels = [f"k{j}" for j in range(n_keys)]
 cb1, cb2 = st.columns(2)
-cb1.plotly_chart(plotting.weights_bar(labels, sample.weights_raw, title=f"Without scaling (d = {d})",
-                                      highlight=int(np.argmax(sample.weights_raw))),
-                 width="stretch", key="scaling.bar_raw")
-cb2.plotly_chart(plotting.weights_bar(labels, sample.weights_scaled, title=f"With ÷√d (d = {d})",
-                                      highlight=int(np.argmax(sample.weights_scaled))),
+cb1.plotly_chart(plotting.weights_bar(labels, sample.weights_unscaled, title=f"Without scaling (d = {d})"),
+                 width="stretch", key="scaling.bar_unscaled")
+cb2.plotly_chart(plotting.weights_bar(labels, sample.weights_scaled, title=f"With ÷√d (d = {d})"),
                  width="stretch", key="scaling.bar_scaled")
-st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.raw, "q·k/√d": sample.scaled,
-                           "weight, raw": sample.weights_raw, "weight, scaled": sample.weights_scaled})
+st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.scores, "q·k/√d": sample.scaled,
+                           "weight, unscaled": sample.weights_unscaled, "weight, scaled": sample.weights_scaled})
              .style.format(precision=3), hide_index=True, key="scaling.table")
 
 s = study(temperature, n_keys)
 st.subheader(f"Averaged over 200 random draws, {n_keys} keys")
 c_var, c_ent = st.columns(2)
-c_var.plotly_chart(plotting.lines(s.dims, {"q·k": s.var_raw, "q·k / √d": s.var_scaled}, title="Score variance",
+c_var.plotly_chart(plotting.lines(s.dims, {"q·k": s.var_scores, "q·k / √d": s.var_scaled}, title="Score variance",
                                   x_title="d", y_title="variance", log_x=True, log_y=True, marker_x=d),
                    width="stretch", key="scaling.var")
-c_ent.plotly_chart(plotting.lines(s.dims, {"without scaling": s.entropy_raw, "with ÷√d": s.entropy_scaled,
-                                           "uniform (max)": np.full(len(s.dims), np.log(n_keys))},
+c_ent.plotly_chart(plotting.lines(s.dims, {"without scaling": s.entropy_unscaled, "with ÷√d": s.entropy_scaled,
+                                           "uniform (max)": s.uniform_entropy},
                                   title="Entropy of the weights (nats)", x_title="d", y_title="entropy (nats)",
                                   log_x=True, marker_x=d),
                    width="stretch", key="scaling.entropy")
-st.plotly_chart(plotting.lines(s.dims, {"without scaling": s.max_weight_raw, "with ÷√d": s.max_weight_scaled},
+st.plotly_chart(plotting.lines(s.dims, {"without scaling": s.max_weight_unscaled, "with ÷√d": s.max_weight_scaled},
                                title="Largest weight (1 = softmax saturated on one key)", x_title="d",
                                y_title="max weight", log_x=True, marker_x=d),
                 width="stretch", key="scaling.max")

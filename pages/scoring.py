@@ -1,6 +1,6 @@
 """Scoring functions (seed 003): five ways to score a query against a key, on the same inputs."""
 
-import numpy as np
+import pandas as pd
 import streamlit as st
 
 from attention import METHODS, attention_from_embeddings, causal_mask, plotting, scored_attention
@@ -39,12 +39,11 @@ for cell, method in zip(cells, METHODS, strict=False):
         if show.startswith("weights"):
             fig = plotting.heatmap(t.weights, tokens, tokens, zmin=0, zmax=1, mask=mask, height=320)
         else:
-            z = np.where(np.isfinite(t.scaled), t.scaled, np.nan)
-            fig = plotting.heatmap(z, tokens, tokens, value_name="score", colorscale=plotting.SIGNED_SCALE,
+            fig = plotting.heatmap(t.scaled, tokens, tokens, value_name="score", colorscale=plotting.SIGNED_SCALE,
                                    zmid_zero=True, mask=mask, height=320)
         st.plotly_chart(fig, width="stretch", key=f"scoring.{method}")
 with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
     for method, ps in params.items():
         for name, value in ps.items():
-            st.markdown(f"{NAMES[method]}: `{name}` {np.shape(value)}")
-            st.dataframe(np.atleast_2d(value), key=f"scoring.param.{method}.{name}")
+            st.markdown(f"{NAMES[method]}: `{name}` {value.shape}")
+            st.dataframe(pd.DataFrame(value), key=f"scoring.param.{method}.{name}")

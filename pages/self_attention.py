@@ -1,6 +1,5 @@
 """Step by step: self-attention (seed 004), from the word vectors to the output of one token."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -32,7 +31,7 @@ shown = st.select_slider("Show steps up to", options=STEPS, value=STEPS[-1], key
 upto = STEPS.index(shown) + 1
 
 trace = attention_from_embeddings(data.x, data.w_q, data.w_k, data.w_v)
-d_k = trace.q.shape[-1]
+d_k = trace.d_k
 i = query_tok
 word = tokens[i]
 
@@ -65,7 +64,8 @@ if upto >= 3:
 
 if upto >= 4:
     st.header(STEPS[3])
-    st.latex(rf"\text{{score}} / \sqrt{{d_k}} = \text{{score}} / \sqrt{{{d_k}}} = \text{{score}} / {np.sqrt(d_k):.3g}")
+    st.latex(rf"\text{{score}} / \sqrt{{d_k}} = \text{{score}} / \sqrt{{{d_k}}}"
+             rf" = \text{{score}} \times {trace.scale:.4g}")
     st.dataframe(pd.DataFrame({"key": tokens, "scaled": trace.scaled[i]}).style.format(precision=3),
                  hide_index=True, key="self.scaled")
 
@@ -81,6 +81,5 @@ if upto >= 5:
 if upto >= 6:
     st.header(STEPS[5])
     st.latex(rf"z_{{{i}}} = \sum_j \alpha_{{{i}j}} v_j")
-    weighted = trace.weights[i][:, None] * trace.v  # (m, d_v): each value scaled by its weight
-    vectors("α_ij · v_j (each value, weighted)", weighted, tokens)
+    vectors("α_ij · v_j (each value, weighted)", trace.weighted_values(i), tokens)
     vectors(f"z_{i}: the output for “{word}”", trace.output[i:i + 1], [word])

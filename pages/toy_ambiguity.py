@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
-from attention.ambiguity import bank_attention, it_attention
+from attention.toy_ambiguity import bank_attention, it_attention
 from pages._frame import ensure_app_frame
 from pages._text import md
 
@@ -31,8 +31,7 @@ with tab_bank:
             col.error(md(err))
             continue
         results[sentence] = r
-        col.plotly_chart(plotting.weights_bar(r.tokens, r.trace.weights[r.focus], title="what “bank” attends to",
-                                              highlight=int(r.trace.weights[r.focus].argmax())),
+        col.plotly_chart(plotting.weights_bar(r.tokens, r.trace.weights[r.focus], title="what “bank” attends to"),
                          width="stretch", key=f"toy.bank_bar{n}")
     if results:
         st.plotly_chart(plotting.sense_plane({s: r.sense for s, r in results.items()}, axes=("nature", "finance"),
@@ -57,8 +56,7 @@ with tab_it:
             continue
         results[sentence] = r
         for layer, t in (("layer 1: “it” finds the predicate", r.layer1), ("layer 2: “it” finds its noun", r.layer2)):
-            col.plotly_chart(plotting.weights_bar(r.tokens, t.weights[r.focus], title=layer,
-                                                  highlight=int(t.weights[r.focus].argmax())),
+            col.plotly_chart(plotting.weights_bar(r.tokens, t.weights[r.focus], title=layer),
                              width="stretch", key=f"toy.it{n}{layer[:7]}")
     if results:
         st.plotly_chart(plotting.sense_plane({s[-25:]: r.sense for s, r in results.items()},

@@ -17,6 +17,7 @@ from attention import (
     entropy,
     padding_mask,
     scaled_dot_product_attention,
+    scored_attention,
     softmax,
 )
 
@@ -153,3 +154,21 @@ def test_properties(n, m, d, data):
     c = data.draw(finite)
     shifted = softmax(np.where(mask, trace.scaled + c, -np.inf))
     np.testing.assert_allclose(shifted, trace.weights, atol=1e-9)
+
+
+def test_named_steps_score_terms_and_weighted_values_against_torch():
+    """score_terms(i) are the products each dot product sums; weighted_values(i) the terms the output sums."""
+    q, k, v = (rng.normal(size=s) for s in ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7)))
+    t = scaled_dot_product_attention(q, k, v)
+    tq, tk, tv = (torch.tensor(a) for a in (q, k, v))
+    w = torch.softmax(tq @ tk.transpose(-1, -2) / 2.0, dim=-1)  # sqrt(d_k) = 2
+    for i in (0, 4):
+        expected_terms = torch.einsum("bhc,bhjc->bhjc", tq[:, :, i], tk).numpy()
+        np.testing.assert_allclose(t.score_terms(i), expected_terms, atol=1e-12)
+        np.testing.assert_allclose(t.score_terms(i).sum(-1), t.scores[..., i, :], atol=1e-12)
+        expected_weighted = torch.einsum("bhj,bhjc->bhjc", w[:, :, i], tv).numpy()
+        np.testing.assert_allclose(t.weighted_values(i), expected_weighted, atol=1e-12)
+        np.testing.assert_allclose(t.weighted_values(i).sum(-2), t.output[..., i, :], atol=1e-12)
+    additive = scored_attention(q[0, 0], k[0, 0], v[0, 0], "additive", w1=np.eye(4), w2=np.eye(4), v_a=np.ones(4))
+    with pytest.raises(ValueError, match="not a sum"):
+        additive.score_terms(0)

@@ -5,8 +5,8 @@ import pytest
 
 from attention import examples as ex
 from attention import hard_lookup, permutation_check, scaled_dot_product_attention, sinusoidal_positions, soft_lookup
-from attention.ambiguity import bank_attention, it_attention
 from attention.core import attention_from_embeddings
+from attention.toy_ambiguity import bank_attention, it_attention
 
 
 def test_fruit_scaled_scores_match_article():

@@ -118,8 +118,8 @@ def test_self_attention_cat_sentence_query_choice():
 def test_scaling_entropy_drops_without_scaling():
     at = open_page("pages/scaling.py")
     at.slider(key="scaling.d").set_value(1024).run()
-    raw, scaled = bar_values(at, "scaling.bar_raw"), bar_values(at, "scaling.bar_scaled")
-    assert raw.max() > scaled.max()
+    unscaled, scaled = bar_values(at, "scaling.bar_unscaled"), bar_values(at, "scaling.bar_scaled")
+    assert unscaled.max() > scaled.max()
     ent = chart(at, "scaling.entropy")["data"]
     assert array(ent[0]["y"])[-1] < array(ent[1]["y"])[-1]  # unscaled entropy collapses at d = 1024
 
