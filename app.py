@@ -1,11 +1,14 @@
-"""Attention Explorer: the frame. Page config, navigation over pages/, nothing else.
+"""Attention Explorer: the frame. Process settings, page config, navigation over pages/, nothing else.
 
-Run with `make run` (or `streamlit run app.py`). Each page is a thin file in pages/ that reads its
-widgets, calls one function of the `attention` package and draws the result.
+Run with `make run` (or `attention-explorer`, see serving.py). Each page is a thin file in pages/ that
+reads its widgets, calls one function of the `attention` package and draws the result.
 """
 
 import streamlit as st
 
+import serving
+
+serving.configure_process()  # torch threads and malloc settings, once per server process
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
 # Sections of the sidebar. The home page lists the same pages with a line each.

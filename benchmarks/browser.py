@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from attention.models import BUNDLED
-from tests.browser import DONE, chromium, page_url, streamlit_server, wait_idle
+from serving import DONE, chromium, page_url, running_app, wait_idle
 
 # Installed in the page: records keydown times, and resolves when a condition first holds in a frame.
 PROBE = """
@@ -30,6 +30,13 @@ PROBE = """
     };
     tick();
   });
+  // Count script runs as they start: a MutationObserver sees every change of the app's state attribute,
+  // where a check once per animation frame could miss a run shorter than a frame.
+  window.__runs = 0;
+  const app = document.querySelector("[data-testid='stApp']");
+  new MutationObserver(() => {
+    if (app.getAttribute('data-test-script-state') === 'running') window.__runs += 1;
+  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }
 """
 SHAPES = {"minilm": "6 layers × 12 heads", "smollm2": "30 layers × 9 heads"}  # as the page's caption says
@@ -54,7 +61,7 @@ def cold_start(browser, runs: int) -> dict:
     ms = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        with streamlit_server() as url:
+        with running_app() as url:
             page = browser.new_page()
             page.goto(page_url(url, "lookup"))
             page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=120_000)
@@ -97,14 +104,11 @@ def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm")
     ms = []
     for text in texts:
         box.fill(text)
-        page.evaluate("() => { window.__sawRun = false; }")
+        runs = page.evaluate("() => window.__runs")
         box.press("Control+Enter")
-        done = page.evaluate(f"""() => window.__until(() => {{
-            const app = document.querySelector("[data-testid='stApp']");
-            if (app.getAttribute('data-test-script-state') === 'running') window.__sawRun = true;
-            return window.__sawRun && document.querySelector("{DONE}") &&
-                   document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image");
-        }}, 60000)""")
+        done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
+            document.querySelector("{DONE}") &&
+            document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 60000)""")
         ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
         wait_idle(page)
     page.close()
@@ -137,7 +141,7 @@ def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dic
     out = {}
     with chromium() as browser:
         out["cold_start"] = cold_start(browser, 1 if smoke else 3)
-        with streamlit_server() as url:
+        with running_app() as url:
             out["slider"] = slider_steps(browser, url, 4 if smoke else 30)
             out["sentence16"] = sentence_to_grid(browser, url, texts16)
             if not smoke:

@@ -152,10 +152,10 @@ def _job_bertviz(n: str) -> dict:
     from bertviz import model_view
     from transformers import AutoModel, AutoTokenizer
 
-    from attention.models import _minilm_dir
+    from attention.models.loading import minilm_dir
 
-    tok = AutoTokenizer.from_pretrained(_minilm_dir())
-    model = AutoModel.from_pretrained(_minilm_dir(), attn_implementation="eager").eval()
+    tok = AutoTokenizer.from_pretrained(minilm_dir())
+    model = AutoModel.from_pretrained(minilm_dir(), attn_implementation="eager").eval()
     inputs = tok(text_of_tokens(tok, int(n)), return_tensors="pt")
     with torch.no_grad():
         attention = model(**inputs, output_attentions=True).attentions

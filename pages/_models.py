@@ -7,47 +7,13 @@ unpickle a fresh copy on every rerun (every click on the page). ModelAttention's
 so one shared copy is safe; max_entries bounds the memory (benchmarks: peak RSS target 1.5 GB).
 """
 
-import ctypes
-import os
-
 import streamlit as st
-import torch
 
-from attention.extract import ModelAttention
-from attention.models import BUNDLED, ModelUnavailable, hub_allowlist, load_model
+from attention.models import BUNDLED, ModelAttention, ModelUnavailable, hub_allowlist, load_model
 from pages._text import md
-
-# One torch thread per forward pass by default: the server shares its cores between sessions (and, on a
-# small machine, with the browser); two threads fighting for two busy cores made a 16-token sentence
-# slower (benchmarks/NOTES.md). Raise it on a dedicated many-core server.
-torch.set_num_threads(int(os.environ.get("ATTENTION_EXPLORER_TORCH_THREADS", "1")))
-
-
-def _give_freed_memory_back() -> None:
-    """Make glibc return big freed arrays to the OS at once.
-
-    Streamlit runs every rerun in a new thread; glibc gives threads their own arenas and, after the first
-    large free, raises its mmap threshold, so the transient arrays of a 512-token forward pass stayed in
-    the process: peak RSS 1.9 GB with both models, ~1.2 GB with these two settings (benchmarks/NOTES.md).
-    Same as MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=1048576 in the environment. No-op without glibc.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    m_arena_max, m_mmap_threshold = -8, -3  # <malloc.h>
-    libc.mallopt(m_arena_max, 2)
-    libc.mallopt(m_mmap_threshold, 1 << 20)
-
-
-_give_freed_memory_back()
 
 OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
-# Labels of the Model heads "Show" choice. A selectbox bound to the URL keeps the *label* in the query
-# string (?agg=one+head), so links into a page pass these labels, not the keys (see model_label).
-AGG_NAMES = {"head": "one head", "mean": "mean over heads", "max": "max over heads",
-             "rollout": "attention rollout", "norm": "norm-based ‖α f(x)‖"}
 
 
 def model_label(name: str) -> str:

@@ -1,12 +1,11 @@
 """Ambiguous words: one word in two sentences, side by side, in a real model (seeds 000 and 004)."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
-from attention.compare import compare_word, difference_by_token
+from attention.models.ambiguous_words import compare_word, difference_by_token
 from pages._frame import ensure_app_frame
 from pages._models import attention_or_stop, pick_model
 from pages._text import md
@@ -40,16 +39,14 @@ head_choice = c2.selectbox("Head", ["mean of heads"] + [str(h + 1) for h in rang
                            bind="query-params")
 head = None if head_choice == "mean of heads" else int(head_choice) - 1
 cols = st.columns(2)
-for col, att, i, tag in ((cols[0], a, cmp.ia, "A"), (cols[1], b, cmp.ib, "B")):
-    w = att.weights[layer, :, i, :]
-    row = w.mean(0) if head is None else w[head]
-    col.plotly_chart(plotting.weights_bar(att.tokens, row, title=f"Sentence {tag}", highlight=int(np.argmax(row))),
-                     width="stretch", key=f"amb.bar{tag}")
+for col, att, row, tag in zip(cols, (a, b), cmp.rows(layer, head), "AB", strict=True):
+    col.plotly_chart(plotting.weights_bar(att.tokens, row, title=f"Sentence {tag}"), width="stretch",
+                     key=f"amb.bar{tag}")
 
 st.subheader("The difference (A − B), per token string")
 labels, diff = difference_by_token(cmp, layer, head)
 st.plotly_chart(plotting.weights_bar(labels[:20], diff[:20], title="more attention in A (>0) or in B (<0)",
-                                     value_name="A − B", y_max=None), width="stretch", key="amb.diff")
+                                     value_name="A − B", y_max=None, highlight=None), width="stretch", key="amb.diff")
 
 st.subheader("Heads that change most")
 st.latex(r"\text{shift}^{(\ell,h)} = \tfrac12 \sum_{t} \big|\alpha^{A}_{t} - \alpha^{B}_{t}\big|")
@@ -65,7 +62,7 @@ c2.dataframe(pd.DataFrame([{"layer": l_ + 1, "head": h + 1, "shift": s} for l_, 
 st.subheader(f"How similar are the two “{md(word)}” vectors, layer by layer?")
 st.latex(r"\cos(h^{A}_\ell, h^{B}_\ell) = "
          r"\frac{h^{A}_\ell \cdot h^{B}_\ell}{\lVert h^{A}_\ell\rVert\,\lVert h^{B}_\ell\rVert}")
-st.plotly_chart(plotting.lines(np.arange(L + 1), {"cosine similarity": cmp.cosine},
+st.plotly_chart(plotting.lines(range(L + 1), {"cosine similarity": cmp.cosine},
                                x_title="layer (0 = embeddings)", y_title="cosine"),
                 width="stretch", key="amb.cosine")
 st.caption("Layer 0 is the word's embedding plus its position (identical when the word sits at the same "

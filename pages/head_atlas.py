@@ -6,20 +6,12 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
-from attention.stats import BROAD_FRACTION, TYPE_THRESHOLD, head_statistics
+from attention.models import AGGREGATIONS
+from attention.models.head_stats import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, head_statistics
 from pages._frame import ensure_app_frame
-from pages._models import AGG_NAMES, attention_or_stop, model_query, sentence_and_model
+from pages._models import attention_or_stop, model_query, sentence_and_model
 
 ensure_app_frame()
-
-METRICS = {
-    "entropy": ("entropy (nats)", "Mean entropy of the head's attention rows: low = focused, high = broad."),
-    "special": ("on special tokens", "Share of attention on [CLS]/[SEP]/BOS (or the first token if none)."),
-    "previous": ("on previous token", "Share on token i − 1."),
-    "same": ("on itself", "Share on token i."),
-    "next": ("on next token", "Share on token i + 1."),
-    "punctuation": ("on punctuation", "Share on punctuation tokens."),
-}
 
 st.title("Head atlas")
 name, text = sentence_and_model("The animal didn't cross the street because it was too tired. It lay down.")
@@ -31,11 +23,10 @@ metric = st.segmented_control("Statistic", list(METRICS), default="entropy", for
                               key="metric", bind="query-params") or "entropy"
 title, help_text = METRICS[metric]
 values = getattr(stats, metric)
-zmax = max(stats.uniform_entropy, 1e-9) if metric == "entropy" else 1
 st.caption(help_text + (f" Uniform attention would give {stats.uniform_entropy:.2f} nats." if metric == "entropy"
                         else ""))
 fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
-                       x_title="head", y_title="layer", value_name=title, zmin=0, zmax=zmax,
+                       x_title="head", y_title="layer", value_name=title, zmin=0, zmax=stats.upper_bound(metric),
                        show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L))
 picked = st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select="rerun", selection_mode="points")
 if picked and picked.selection.points:  # a click on a cell opens that head below
@@ -64,7 +55,7 @@ c3.markdown(f"Layer {layer}, head {head}: **{kind}**, entropy {stats.entropy[lay
 # A full link, opened in a new tab: st.page_link switches pages inside the session, and the target page's
 # URL-bound widgets (same keys: text, model, layer, head) then ignore the link's query string. Those
 # selectboxes read their *label* from the URL, so the link passes labels, not keys.
-query = urlencode({"text": text, **model_query(name), "layer": layer, "head": head, "agg": AGG_NAMES["head"]})
+query = urlencode({"text": text, **model_query(name), "layer": layer, "head": head, "agg": AGGREGATIONS["head"].label})
 c1, c2 = st.columns(2)
 c1.link_button("Zoom into it in Model heads", f"model_heads?{query}", icon=":material/zoom_in:")
 c2.link_button("See its math in Inside one head", f"inside_head?{query}", icon=":material/calculate:")

@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.browser import ROOT, chromium, page_url, streamlit_server, wait_idle  # noqa: E402
+from serving import APP, chromium, page_url, running_app, wait_idle  # noqa: E402
 
-PAGES = sys.argv[1:] or ["", "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity"]
-out = ROOT / "artifacts" / "screenshots"
+PAGES = sys.argv[1:] or ["", "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity",
+                         "model_heads", "inside_head", "ambiguous_words", "head_atlas"]
+out = APP.parent / "artifacts" / "screenshots"
 out.mkdir(parents=True, exist_ok=True)
-with streamlit_server() as base, chromium() as browser:
+with running_app() as base, chromium() as browser:
     for width in (1280, 800):
         page = browser.new_page(viewport={"width": width, "height": 900})
         for name in PAGES:

@@ -5,14 +5,14 @@ import sys
 
 import pytest
 
-from tests.browser import ROOT
+from serving import APP
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 def test_benchmark_smoke_run_writes_a_report(tmp_path):
     out = tmp_path / "benchmarks.md"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.run", "--smoke", "--out", str(out)], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "benchmarks.run", "--smoke", "--out", str(out)], cwd=APP.parent,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     text = out.read_text()

@@ -4,15 +4,15 @@ import re
 
 import pytest
 
-from tests.browser import ROOT, chromium, page_url, streamlit_server, wait_idle
+from serving import APP, chromium, page_url, running_app, wait_idle
 
 pytestmark = pytest.mark.browser
-SHOTS = ROOT / "artifacts" / "screenshots"
+SHOTS = APP.parent / "artifacts" / "screenshots"
 
 
 @pytest.fixture(scope="module")
 def app_url():
-    with streamlit_server() as url:
+    with running_app() as url:
         yield url
 
 

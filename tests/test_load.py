@@ -10,7 +10,7 @@ import pytest
 
 from attention import examples as ex
 from attention.lookup import soft_lookup
-from tests.browser import DONE, chromium, page_url, streamlit_server, wait_idle
+from serving import DONE, chromium, page_url, running_app, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SESSIONS = 8
@@ -31,7 +31,7 @@ def expected_bars(sweetness: float) -> list[str]:
 
 
 def test_eight_sessions_twenty_interactions_each():
-    with streamlit_server() as url, chromium() as browser:
+    with running_app() as url, chromium() as browser:
         sessions = []
         for s in range(SESSIONS):
             ctx = browser.new_context(viewport={"width": 1100, "height": 900})

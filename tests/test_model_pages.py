@@ -70,11 +70,11 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
     import torch
     from transformers import AutoTokenizer
 
-    from attention.models import _minilm_dir
+    from attention.models.loading import minilm_dir
     from pages._models import DEFAULT_TEXT, OTHER
     from tests.test_models import tiny
 
-    loaded, reference = tiny("marian", AutoTokenizer.from_pretrained(_minilm_dir()))
+    loaded, reference = tiny("marian", AutoTokenizer.from_pretrained(minilm_dir()))
     monkeypatch.setattr("pages._models.load_model", lambda name, **kw: loaded)
     at = open_page("pages/model_heads.py")
     at.selectbox(key="model").set_value(OTHER).run()

