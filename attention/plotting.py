@@ -105,17 +105,20 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
 
 
 def lines(x, series: dict, *, title: str = "", x_title: str = "", y_title: str = "", log_x: bool = False,
-          log_y: bool = False, marker_x=None) -> go.Figure:
-    """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d)."""
+          log_y: bool = False, marker_x=None, categorical_x: bool = False) -> go.Figure:
+    """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d);
+    `categorical_x` spaces labelled x values (such as offset ranges) evenly."""
     fig = go.Figure()
+    xs = [esc(v) for v in x] if categorical_x else np.asarray(x)
     for name, y in series.items():
-        fig.add_trace(go.Scatter(x=np.asarray(x), y=np.asarray(y), mode="lines+markers", name=esc(name),
-                                 hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra>{esc(name)}</extra>"))
+        fig.add_trace(go.Scatter(x=xs, y=np.asarray(y), mode="lines+markers", name=esc(name),
+                                 hovertemplate=f"{esc(x_title)}: %{{x}}<br>{esc(y_title)}: %{{y:.4g}}"
+                                               f"<extra>{esc(name)}</extra>"))
     if marker_x is not None:
         fig.add_vline(x=marker_x, line_dash="dot", line_color="grey")
     fig.update_layout(title=dict(text=esc(title)), height=320, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.25))
-    fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
+    fig.update_xaxes(title_text=x_title, type="category" if categorical_x else "log" if log_x else "linear")
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
     return fig
 
@@ -156,53 +159,37 @@ def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, 
     return fig
 
 
-GRID_CELLS = 120_000  # pixels in the all-heads grid: bounds its payload at ~0.5 MB whatever the length
 GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
 
 
-def pool_max(w: np.ndarray, size: int) -> np.ndarray:
-    """Max-pool the last two axes down to at most size x size, so thin lines (a diagonal) survive.
-
-    Shapes: (..., n, m) -> (..., ceil(n / b), ceil(m / b)) with b = ceil(max(n, m) / size).
-    """
-    n, m = w.shape[-2:]
-    b = -(-max(n, m) // size)
-    if b <= 1:
-        return w
-    pn, pm = -(-n // b) * b, -(-m // b) * b
-    if (pn, pm) != (n, m):
-        w = np.pad(w, [(0, 0)] * (w.ndim - 2) + [(0, pn - n), (0, pm - m)])
-    cols = w[..., 0::b]  # (..., pn, pm / b): elementwise maxima of strided views beat .max() on a tiny axis
-    for k in range(1, b):
-        cols = np.maximum(cols, w[..., k::b])
-    out = cols[..., 0::b, :]  # (..., pn / b, pm / b)
-    for k in range(1, b):
-        out = np.maximum(out, cols[..., k::b, :])
-    return out
-
-
-def head_grid(weights: np.ndarray, *, title: str = "", max_cells: int = GRID_CELLS) -> go.Figure:
+def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,
+              hover_label: str = "") -> go.Figure:
     """Every layer x head as one small tile, in a single heatmap trace (not L x H charts).
 
-    Tiles are max-pooled to at most `c` x `c` pixels with c chosen so the whole grid holds at most
-    `max_cells` values; hovering a tile names its layer and head (1-based).
-    Shapes: weights (L, H, n, n).
+    `tiles` are each head's weights, already pooled to a few cells per side (attention.models.head_survey);
+    hovering a tile names its layer and head (1-based) and, with `hover_extra` (L, H), one more number.
+    Shapes: tiles (L, H, c, c').
     """
-    n_layers, n_heads, n, _ = weights.shape
-    c = int(max(4, min(32, n, np.sqrt(max_cells / (n_layers * n_heads)) - 1)))
-    tiles = pool_max(weights, c)  # (L, H, c', c')
-    c = tiles.shape[-1]
-    z = np.full((n_layers * (c + 1) - 1, n_heads * (c + 1) - 1), np.nan, dtype=np.float32)
+    n_layers, n_heads, c, c2 = tiles.shape
+    z = np.full((n_layers * (c + 1) - 1, n_heads * (c2 + 1) - 1), np.nan, dtype=np.float32)
+    extra = np.full(z.shape, np.nan, dtype=np.float32)
     for layer in range(n_layers):
         for head in range(n_heads):
-            z[layer * (c + 1):layer * (c + 1) + c, head * (c + 1):head * (c + 1) + c] = tiles[layer, head]
+            cell = (slice(layer * (c + 1), layer * (c + 1) + c), slice(head * (c2 + 1), head * (c2 + 1) + c2))
+            z[cell] = tiles[layer, head]
+            if hover_extra is not None:
+                extra[cell] = hover_extra[layer, head]
     # Coordinates: tile (layer, head) spans layer+1 +- 0.5*c/(c+1), so rounding names the tile.
-    offsets = (np.arange(c + 1) - (c - 1) / 2) / (c + 1)  # c cells, then the gap at +0.5
-    x = (np.arange(n_heads)[:, None] + 1 + offsets[None, :]).ravel()[:-1]
-    y = (np.arange(n_layers)[:, None] + 1 + offsets[None, :]).ravel()[:-1]
+    def centres(count: int, size: int) -> np.ndarray:
+        offsets = (np.arange(size + 1) - (size - 1) / 2) / (size + 1)  # size cells, then the gap at +0.5
+        return (np.arange(count)[:, None] + 1 + offsets[None, :]).ravel()[:-1].astype(np.float32)
+
+    hover = "layer %{y:.0f} · head %{x:.0f}<br>weight (block max): %{z:.3f}"
+    if hover_extra is not None:
+        hover += f"<br>{esc(hover_label)}: %{{customdata:.2f}}"
     fig = go.Figure(go.Heatmap(
-        z=z, x=x.astype(np.float32), y=y.astype(np.float32), zmin=0, zmax=1, colorscale=GRID_SCALE,
-        hovertemplate="layer %{y:.0f} · head %{x:.0f}<br>weight (block max): %{z:.3f}<extra></extra>",
+        z=z, x=centres(n_heads, c2), y=centres(n_layers, c), zmin=0, zmax=1, colorscale=GRID_SCALE,
+        customdata=extra if hover_extra is not None else None, hovertemplate=hover + "<extra></extra>",
         colorbar=dict(title=dict(text="weight"), thickness=12, xpad=4), hoverongaps=False,
     ))
     fig.update_layout(title=dict(text=esc(title)), plot_bgcolor="white", height=int(min(2400, 80 + n_layers * 70)),
@@ -212,4 +199,3 @@ def head_grid(weights: np.ndarray, *, title: str = "", max_cells: int = GRID_CEL
     fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
                      zeroline=False, autorange="reversed")
     return fig
-

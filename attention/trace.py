@@ -59,6 +59,16 @@ class AttentionTrace:
             raise ValueError(f"{self.method} scores are not a sum of q_c k_c products")
         return self.q[..., i, None, :] * self.k  # (..., 1, d_k) * (..., m, d_k)
 
+    def strongest_keys(self, i: int, k: int) -> np.ndarray:
+        """Indices of the k keys with the largest weights in row i, in key order (all keys when m <= k).
+
+        Shapes: -> (min(k, m),) int
+        """
+        w = self.weights[..., i, :].reshape(-1, self.n_keys).max(axis=0)  # over any leading axes
+        if self.n_keys <= k:
+            return np.arange(self.n_keys)
+        return np.sort(np.argpartition(-w, k - 1)[:k])
+
     def weighted_values(self, i: int) -> np.ndarray:
         """alpha_ij * v_j for every key j: they sum over j to output[..., i, :].
 

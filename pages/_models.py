@@ -1,19 +1,79 @@
-"""What the model pages share: the model picker, cached loading and attention, and friendly errors.
+"""What the model pages share: the model picker, cached loading, attention and surveys, progress, errors.
 
 Models are cached once per process with st.cache_resource (LoadedModel serialises its forward passes
-with a lock, so sessions can share it). Attention per (model, text) is cached with st.cache_resource
-too, not st.cache_data: a 512-token MiniLM result is ~95 MB, and cache_data would keep it pickled and
-unpickle a fresh copy on every rerun (every click on the page). ModelAttention's arrays are read-only,
-so one shared copy is safe; max_entries bounds the memory (benchmarks: peak RSS target 1.5 GB).
+with a lock, so sessions can share it). Slow work (a forward pass over thousands of tokens, a survey of
+every head) is cached as a Job: st.cache_resource hands every session asking for the same text the
+same Job, which computes in its own thread and reports progress that each page draws as a bar. A Job
+that failed is not kept (`validate`), so the next rerun tries again.
+
+Results are read-only numpy arrays shared by every session. Memory: a result stores q, k, v and the
+hidden states (they grow as n, not n²); long texts get a cache of their own with room for one entry,
+so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 """
+
+import threading
+from collections.abc import Callable
 
 import streamlit as st
 
-from attention.models import BUNDLED, ModelAttention, ModelUnavailable, hub_allowlist, load_model
+from attention.models import (
+    BUNDLED,
+    HeadSurvey,
+    LoadedModel,
+    ModelAttention,
+    ModelUnavailable,
+    hub_allowlist,
+    load_model,
+    own_attention,
+    survey,
+)
 from pages._text import md
 
 OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
+MAX_TEXT_CHARS = 60_000  # the text box's limit: ~12,000 tokens, more than any model here reads
+LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
+
+
+class Job:
+    """A computation shared by every session that asks for it: it runs in its own thread and reports
+    how far it got, so each page can draw a progress bar while it waits."""
+
+    def __init__(self, work: Callable[[Callable[[float, str], None]], object], message: str):
+        self.fraction, self.message = 0.0, message
+        self.result, self.error = None, None
+        self._done = threading.Event()
+        threading.Thread(target=self._run, args=(work,), daemon=True, name="attention-explorer-job").start()
+
+    def _run(self, work) -> None:
+        try:
+            self.result = work(self._progress)
+        except Exception as err:  # handed to the page that waits for it
+            self.error = err
+        finally:
+            self._done.set()
+
+    def _progress(self, fraction: float, message: str) -> None:
+        self.fraction, self.message = fraction, message
+
+    def wait(self, seconds: float) -> bool:
+        return self._done.wait(seconds)
+
+    def usable(self) -> bool:
+        """False once it has failed: st.cache_resource then drops it and the next call starts again."""
+        return not (self._done.is_set() and self.error is not None)
+
+
+def follow(job: Job):
+    """Wait for a job, drawing a progress bar if it takes more than a moment; its error is raised here."""
+    if not job.wait(0.3):
+        bar = st.progress(0.0, text=job.message)
+        while not job.wait(0.2):
+            bar.progress(min(1.0, job.fraction), text=job.message)
+        bar.empty()
+    if job.error is not None:
+        raise job.error
+    return job.result
 
 
 def model_label(name: str) -> str:
@@ -27,13 +87,33 @@ def model_query(name: str) -> dict[str, str]:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def cached_model(name: str):
+def cached_model(name: str) -> LoadedModel:
     return load_model(name)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def cached_attention(name: str, text: str, target: str | None = None) -> ModelAttention:
-    return cached_model(name).attend(text, target=target)
+def _attention_job(name: str, text: str, target: str | None, loaded: LoadedModel) -> Job:
+    return Job(lambda progress: loaded.attend(text, target=target, progress=progress),
+               f"Running {model_label(name)}…")
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
+def _short_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
+    return _attention_job(name, text, target, _loaded)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False, validate=Job.usable)
+def _long_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
+    return _attention_job(name, text, target, _loaded)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
+def _survey(name: str, text: str, _att: ModelAttention) -> Job:
+    return Job(lambda progress: survey(_att, progress=progress), "Surveying every head…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_own_attention(name: str, text: str, layer: int, _loaded: LoadedModel, _att: ModelAttention):
+    return own_attention(_loaded, _att, layer)
 
 
 def pick_model(col=st) -> str:
@@ -49,27 +129,40 @@ def pick_model(col=st) -> str:
 def sentence_and_model(default: str = DEFAULT_TEXT) -> tuple[str, str]:
     """The sentence box and, beside it, the model picker (both kept in the URL). Returns (model, text)."""
     c1, c2 = st.columns([3, 1])
-    text = c1.text_area("Sentence", value=default, key="text", bind="query-params", max_chars=20_000, height=80)
+    text = c1.text_area("Sentence", value=default, key="text", bind="query-params", max_chars=MAX_TEXT_CHARS,
+                        height=80, help="Up to 512 tokens for MiniLM, 4,096 for SmolLM2 (about 3,000 words).")
     return pick_model(c2), text
 
 
-def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelAttention:
-    """Load the model and run it, with a spinner that says what is happening; errors end the page cleanly."""
-    label = model_label(name)
+def model_or_stop(name: str) -> LoadedModel:
+    """The loaded model, with a spinner that says what is happening; an unavailable model ends the page."""
     first = "" if name != "smollm2" else " (the very first time converts the bundled file: ~20 s)"
     try:
-        with st.spinner(f"Loading {label}{first} and computing attention…"):
-            att = cached_attention(name, text, target)
+        with st.spinner(f"Loading {model_label(name)}{first}…"):
+            return cached_model(name)
     except ModelUnavailable as err:
         st.error(f"**Model unavailable.** {md(err)}")
         st.stop()
+
+
+def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelAttention:
+    """Load the model and run it (a progress bar per layer on long texts); errors end the page cleanly."""
+    loaded = model_or_stop(name)
+    cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
+    try:
+        att = follow(cache(name, text, target, loaded))
     except ValueError as err:
         st.warning(md(err))
         st.stop()
     if att.truncated:
-        st.warning(f"The text has {att.n_input_tokens} tokens; {label} reads at most {len(att.tokens)}, "
-                   "so only the beginning is shown.")
+        st.warning(f"The text has {att.n_input_tokens:,} tokens; {model_label(name)} reads at most "
+                   f"{len(att.tokens):,} here, so only the beginning is shown.")
     return att
+
+
+def survey_or_stop(name: str, text: str, att: ModelAttention) -> HeadSurvey:
+    """Every head's summaries, computed once per text (a progress bar per layer on long texts)."""
+    return follow(_survey(name, text, att))
 
 
 def token_label(att: ModelAttention, i: int) -> str:

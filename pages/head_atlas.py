@@ -7,16 +7,16 @@ import streamlit as st
 
 from attention import plotting
 from attention.models import AGGREGATIONS
-from attention.models.head_stats import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, head_statistics
+from attention.models.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, model_query, sentence_and_model
+from pages._models import attention_or_stop, model_query, sentence_and_model, survey_or_stop
 
 ensure_app_frame()
 
 st.title("Head atlas")
 name, text = sentence_and_model("The animal didn't cross the street because it was too tired. It lay down.")
 att = attention_or_stop(name, text)
-stats = head_statistics(att)
+stats = survey_or_stop(name, text, att)
 L, H = att.n_layers, att.n_heads
 
 metric = st.segmented_control("Statistic", list(METRICS), default="entropy", format_func=lambda m: METRICS[m][0],
@@ -38,8 +38,8 @@ st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink**
             f"{TYPE_THRESHOLD:.0%} of its attention (averaged over tokens) goes there, as in Clark et al. 2019; "
             f"**broad** when its mean entropy exceeds {BROAD_FRACTION:.0%} of uniform (our threshold).")
 rows = [{"layer": l_ + 1, "head": h + 1, "type": stats.labels[l_, h], "entropy": stats.entropy[l_, h],
-         "special": stats.special[l_, h], "previous": stats.previous[l_, h], "next": stats.next[l_, h]}
-        for l_ in range(L) for h in range(H)]
+         "special": stats.special[l_, h], "previous": stats.previous[l_, h], "next": stats.next[l_, h],
+         "mean distance": stats.mean_distance[l_, h]} for l_ in range(L) for h in range(H)]
 table = pd.DataFrame(rows)
 counts = table["type"].replace("", "unlabelled").value_counts()
 st.write(", ".join(f"{k}: {v}" for k, v in counts.items()))
@@ -59,3 +59,16 @@ query = urlencode({"text": text, **model_query(name), "layer": layer, "head": he
 c1, c2 = st.columns(2)
 c1.link_button("Zoom into it in Model heads", f"model_heads?{query}", icon=":material/zoom_in:")
 c2.link_button("See its math in Inside one head", f"inside_head?{query}", icon=":material/calculate:")
+
+st.subheader("Attention by distance")
+st.markdown("How much weight one (query, key) pair gets, on average, by how far apart they are (query position "
+            "minus key position: 1 is the previous token, negative keys come after the query). A local head falls "
+            "off fast; a head that looks far keeps weight at long range. Ranges widen with distance so long texts "
+            "read as a curve.")
+profile = stats.distance_profile()
+curves = {f"layer {layer}, head {head}": profile.of(layer - 1, head - 1),
+          f"layer {layer}, mean of its {H} heads": profile.of(layer - 1)}
+st.plotly_chart(plotting.lines(profile.labels, curves,
+                               title="Mean weight of a (query, key) pair by distance", x_title="query − key (tokens)",
+                               y_title="mean weight", log_y=True, categorical_x=True),
+                width="stretch", key="atlas.distance")

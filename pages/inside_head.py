@@ -4,13 +4,20 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
-from attention.models import attention_row
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, sentence_and_model, token_label
+from pages._models import (
+    attention_or_stop,
+    cached_own_attention,
+    model_or_stop,
+    sentence_and_model,
+    token_label,
+)
 from pages._text import md
 
 ensure_app_frame()
+SHOWN_KEYS = 24  # above this many keys, the steps show the keys with the largest weights
+AUTO_CHECK_TOKENS = 512  # up to this length the model's own weights are fetched without asking
 
 st.title("Inside one head")
 name, text = sentence_and_model()
@@ -24,15 +31,29 @@ i = c3.selectbox("Query token", range(n), index=default_focus(att.tokens), forma
                  key="focus", bind="query-params")
 i = min(i, n - 1)
 try:
-    t = att.head_trace(layer, head)
-    gap = att.rebuild_gap(layer, head)
+    t = att.head_trace(layer, head, query=i)  # one query row: q (1, d), weights (1, n)
 except ValueError as err:
     st.warning(md(err))
     st.stop()
 d = t.d_k
 word = att.tokens[i]
-st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
-           f"Q, K, V; largest difference from the model's own attention weights: {gap:.1e}.")
+shown = t.strongest_keys(0, SHOWN_KEYS) if n > 2 * SHOWN_KEYS else range(n)
+keys = [token_label(att, j) if n > 2 * SHOWN_KEYS else att.tokens[j] for j in shown]
+
+own = None
+if n <= AUTO_CHECK_TOKENS or st.button(f"Check layer {layer + 1} against the model's own attention weights (runs "
+                                       f"the model once more over {n:,} tokens)", key="inside.check"):
+    with st.spinner("Running the model with this layer's own eager attention…"):
+        own = cached_own_attention(name, text, layer, model_or_stop(name), att)  # (H, n, n)
+    st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
+               f"Q, K, V; largest difference from the model's own attention weights over the whole head: "
+               f"{att.rebuild_gap(layer, head, own):.1e}.")
+else:
+    st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
+               "Q, K, V.")
+if n > 2 * SHOWN_KEYS:
+    st.info(f"{n:,} keys: the steps below show the {SHOWN_KEYS} with the largest weights for “{md(word)}”, in "
+            "position order (the labels give each one's position).")
 
 st.header("1 · the query and the keys")
 st.latex(rf"q_{{{i}}} = x_{{{i}}} W_Q^{{(h)}} \in \mathbb{{R}}^{{{d}}},\qquad k_j = x_j W_K^{{(h)}}")
@@ -43,16 +64,17 @@ def vectors(matrix, rows, title, key, y_title="key token", value_name="value", h
     """Rows of d-dimensional vectors, diverging colours centred on 0."""
     fig = plotting.heatmap(matrix, dims, rows, title=title, x_title="dimension", y_title=y_title,
                            value_name=value_name, colorscale=plotting.SIGNED_SCALE, zmid_zero=True, height=height,
-                           max_tick_labels=16)
+                           max_tick_labels=SHOWN_KEYS * 2)
     st.plotly_chart(fig, width="stretch", key=key)
 
 
-vectors(t.q[i:i + 1], [word], f"q for “{word}”", "inside.q", y_title="", height=170)
-vectors(t.k, att.tokens, "k for every token", "inside.k")
+vectors(t.q, [word], f"q for “{word}”", "inside.q", y_title="", height=170)
+vectors(t.k[shown], keys, "k for every token" if n <= 2 * SHOWN_KEYS else "k for the keys shown", "inside.k")
 
 st.header("2 · q × k, element by element")
 st.latex(rf"q_{{{i}}} \cdot k_j = \sum_{{c=1}}^{{{d}}} q_{{{i},c}}\, k_{{j,c}}")
-vectors(t.score_terms(i), att.tokens, "q ⊙ k_j (each row sums to the score)", "inside.products", value_name="product")
+vectors(t.score_terms(0)[shown], keys, "q ⊙ k_j (each row sums to the score)", "inside.products",
+        value_name="product")
 
 st.header("3 · scores, scaling, softmax")
 c1, c2, c3 = st.columns(3)  # one formula per column: on one line they ran off an 800 px screen
@@ -61,13 +83,16 @@ c2.latex(rf"\tilde s_j = s_j \cdot {t.scale:.4f}")
 c3.latex(r"\alpha_j = \operatorname{softmax}(\tilde s)_j")
 if t.mask is not None:
     st.caption("Masked keys (future tokens in a decoder) get −∞ before the softmax, so their weight is exactly 0.")
-table = pd.DataFrame({"key": att.tokens, "q·k": t.scores[i], "scaled": t.scaled[i], "softmax weight": t.weights[i],
-                      "model's own weight": attention_row(att, i, layer=layer, head=head)})
-st.dataframe(table.style.format(precision=4), hide_index=True, key="inside.table")
-st.plotly_chart(plotting.weights_bar(att.tokens, t.weights[i], title=f"What “{word}” attends to"), width="stretch",
+columns = {"key": keys, "q·k": t.scores[0, shown], "scaled": t.scaled[0, shown], "softmax weight": t.weights[0, shown]}
+if own is not None:
+    columns["model's own weight"] = own[head, i, shown]
+st.dataframe(pd.DataFrame(columns).style.format(precision=4), hide_index=True, key="inside.table")
+st.plotly_chart(plotting.weights_bar(keys, t.weights[0, shown], title=f"What “{word}” attends to"), width="stretch",
                 key="inside.bar")
 
 st.header("4 · weighted values and the output")
 st.latex(rf"z_{{{i}}} = \sum_j \alpha_j v_j")
-vectors(t.weighted_values(i), att.tokens, "α_j · v_j", "inside.weighted", y_title="value token")
-vectors(t.output[i:i + 1], [word], f"z: this head's output for “{word}”", "inside.output", y_title="", height=170)
+vectors(t.weighted_values(0)[shown], keys, "α_j · v_j", "inside.weighted", y_title="value token")
+vectors(t.output, [word], f"z: this head's output for “{word}”", "inside.output", y_title="", height=170)
+if n > 2 * SHOWN_KEYS:
+    st.caption(f"z sums α_j · v_j over all {n:,} keys, not only the {SHOWN_KEYS} shown.")

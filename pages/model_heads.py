@@ -6,7 +6,7 @@ from attention import plotting
 from attention.models import AGGREGATIONS, token_focus, zoom
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, sentence_and_model, token_label
+from pages._models import attention_or_stop, sentence_and_model, survey_or_stop, token_label
 from pages._text import md
 
 ensure_app_frame()
@@ -15,12 +15,16 @@ st.title("Model heads")
 name, text = sentence_and_model()
 att = attention_or_stop(name, text)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
-st.caption(f"{n} tokens · {L} layers × {H} heads · {att.kind}")
+st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.kind} · {att.nbytes / 1e6:.1f} MB stored (q, k, v and "
+           "hidden states; weights are recomputed from q and k for each view)")
 
 st.subheader("All heads at once")
-st.plotly_chart(plotting.head_grid(att.weights), width="stretch", key="heads.grid")
-st.caption("Each tile is one head: rows are queries, columns keys, in token order. Long inputs are max-pooled "
-           "to a few dozen pixels per tile so thin patterns (diagonals, a column on [SEP]) stay visible.")
+found = survey_or_stop(name, text, att)
+st.plotly_chart(plotting.head_grid(found.tiles, hover_extra=found.special, hover_label="share on the first/special "
+                                   "tokens"), width="stretch", key="heads.grid")
+st.caption("Each tile is one head: rows are queries, columns keys, in token order"
+           + (f", each cell the largest weight in a block of {found.block}×{found.block} tokens, so thin patterns "
+              "(diagonals, a column on [SEP]) stay visible." if found.block > 1 else "."))
 
 st.subheader("Zoom")
 c1, c2, c3, c4 = st.columns(4)

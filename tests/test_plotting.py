@@ -3,24 +3,26 @@
 import numpy as np
 
 from attention import plotting
+from attention.models.aggregations import pool_max
 
 rng = np.random.default_rng(7)
 
 
 def test_pool_max_equals_block_maxima():
-    w = rng.random((2, 3, 64, 64))
-    pooled = plotting.pool_max(w, 16)
+    w = rng.random((2, 3, 64, 64)).astype(np.float32)
+    pooled, block = pool_max(w, 16)
     expected = np.array([[[[w[a, h, 4 * i:4 * i + 4, 4 * j:4 * j + 4].max() for j in range(16)] for i in range(16)]
                           for h in range(3)] for a in range(2)])
+    assert block == 4
     np.testing.assert_array_equal(pooled, expected)
-    odd = rng.random((1, 1, 50, 50))
-    assert plotting.pool_max(odd, 16)[0, 0, -1, -1] == odd[0, 0, 48:, 48:].max()
-    assert plotting.pool_max(odd, 64) is odd  # small enough: untouched
+    odd = rng.random((1, 1, 50, 50)).astype(np.float32)
+    assert pool_max(odd, 16)[0][0, 0, -1, -1] == odd[0, 0, 48:, 48:].max()
+    assert pool_max(odd, 64)[0] is odd  # small enough: untouched
 
 
 def test_head_grid_coordinates_round_to_their_tile():
     w = rng.random((3, 4, 10, 10))
-    trace = plotting.head_grid(w).data[0]
+    trace = plotting.head_grid(w, hover_extra=rng.random((3, 4)), hover_label="sink").data[0]
     x, y, z = np.asarray(trace.x), np.asarray(trace.y), np.asarray(trace.z)
     c = 10
     for layer in range(3):

@@ -17,7 +17,7 @@ from attention.models.aggregations import (
     zoom,
 )
 from attention.models.ambiguous_words import compare_word, token_distribution_shift
-from attention.models.head_stats import head_statistics
+from attention.models.head_survey import distance_buckets, survey
 from attention.models.model_attention import AttentionStack, ModelAttention
 from attention.models.tokens import find_word
 
@@ -25,16 +25,34 @@ rng = np.random.default_rng(4)
 
 
 def fake_attention(weights, tokens, special=None, v=None, w_o=None):
-    """A ModelAttention around given weights (L, H, n, n), for statistics that only read weights."""
+    """A ModelAttention around given weights (L, H, n, n), kept as the model's own (the T5 path), for
+    statistics that only read weights."""
     L, H, n, _ = weights.shape
     d = 4
     v = rng.normal(size=(L, H, n, d)) if v is None else v
-    stack = AttentionStack(weights=weights, q=np.zeros((L, H, n, d)), k=np.zeros((L, H, n, d)), v=v, mask=None,
-                           scale=0.5, bias=False, modules=tuple(f"layer.{i}" for i in range(L)),
-                           w_o=None if w_o is None else tuple(w_o))
-    return ModelAttention(model_name="fake", kind="encoder", tokens=tuple(tokens), token_ids=np.arange(n),
+    stack = AttentionStack(q=np.zeros((L, H, n, d)), k=np.zeros((L, H, n, d)), v=v, mask=None, causal=False,
+                           scale=0.5, bias=True, modules=tuple(f"layer.{i}" for i in range(L)),
+                           w_o=None if w_o is None else tuple(w_o), own_weights=np.asarray(weights))
+    return _attention(stack, tokens, special)
+
+
+def random_attention(L=2, H=4, n=13, d=8, kv=2, causal=False, special=None, tokens=None):
+    """A ModelAttention whose weights are recomputed from random q and k (grouped KV heads), the way real
+    models' are."""
+    q = rng.normal(size=(L, H, n, d)).astype(np.float32)
+    k = rng.normal(size=(L, kv, n, d)).astype(np.float32)
+    mask = np.tri(n, dtype=bool) if causal else None
+    stack = AttentionStack(q=q, k=k, v=k.copy(), mask=mask, causal=causal, scale=d ** -0.5, bias=False,
+                           modules=tuple(f"layer.{i}" for i in range(L)), w_o=None)
+    return _attention(stack, tokens or [f"t{i}" for i in range(n)], special)
+
+
+def _attention(stack, tokens, special):
+    n = len(tokens)
+    return ModelAttention(model_name="fake", text=" ".join(tokens), kind="encoder", tokens=tuple(tokens),
+                          token_ids=np.arange(n),
                           special=np.zeros(n, bool) if special is None else np.asarray(special), self_attn=stack,
-                          hidden=rng.normal(size=(L + 1, n, 8)), truncated=False, n_input_tokens=n)
+                          hidden=rng.normal(size=(stack.n_layers + 1, n, 8)), truncated=False, n_input_tokens=n)
 
 
 def random_rows(*shape):
@@ -47,8 +65,8 @@ def test_rollout_is_the_product_of_mixed_layers():
     mixed = [0.5 * w[layer].mean(0) + 0.5 * np.eye(5) for layer in range(3)]
     mixed = [m / m.sum(-1, keepdims=True) for m in mixed]
     expected = mixed[2] @ mixed[1] @ mixed[0]
-    np.testing.assert_allclose(rollout(w)[2], expected, atol=1e-12)
-    np.testing.assert_allclose(rollout(w).sum(-1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(rollout(w.mean(1))[2], expected, atol=1e-12)
+    np.testing.assert_allclose(rollout(w.mean(1)).sum(-1), 1.0, atol=1e-12)
 
 
 def test_norm_weights_against_torch():
@@ -62,7 +80,7 @@ def test_norm_weights_against_torch():
     contrib = torch.einsum("hij,hjd,hde->ije", alpha, vt, wo)  # sum over heads of alpha_ij v_j W_O^h
     np.testing.assert_allclose(norm_weights(att, 1), contrib.norm(dim=-1).numpy(), rtol=1e-5)
     one = torch.einsum("ij,jd,de->ije", alpha[2], vt[2], wo[2]).norm(dim=-1).numpy()
-    np.testing.assert_allclose(norm_weights(att, 1, head=2), one, rtol=1e-10)
+    np.testing.assert_allclose(norm_weights(att, 1, head=2), one, rtol=1e-5)  # float32, as the models compute
     with pytest.raises(ValueError, match="W_O"):
         norm_weights(fake_attention(w, list("abcde"), v=v), 1)
 
@@ -92,11 +110,50 @@ def test_head_types_follow_the_thresholds():
     broad = np.full((n, n), 1 / n)
     att = fake_attention(np.stack([prev, nxt, sink, broad])[None], ["[CLS]", "a", "b", "c", ",", "d"],
                          special=[True, False, False, False, False, False])
-    stats = head_statistics(att)
+    stats = survey(att)
     assert stats.labels[0].tolist() == ["previous-token", "next-token", "sink", "broad"]
     assert stats.previous[0, 0] == pytest.approx(1.0)
     assert stats.entropy[0, 3] == pytest.approx(np.log(n))
     assert stats.punctuation[0, 3] == pytest.approx(1 / n)
+    assert stats.mean_distance[0, 0] == pytest.approx(5 / 6)  # every row one token back, but the first
+    assert stats.column_majority[0, 2, 0] == pytest.approx(1.0)  # the sink holds over half of every row
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_survey_equals_direct_sums_over_recomputed_weights(causal):
+    """One chunked pass over q and k must give what the materialised weights give, summed by hand."""
+    att = random_attention(L=2, H=4, n=37, causal=causal, special=[True] + [False] * 36)
+    w = att.weights.astype(np.float64)  # (L, H, n, n), recomputed head by head
+    got = survey(att)
+    n = 37
+    np.testing.assert_allclose(got.entropy, (-w * np.log(np.where(w > 0, w, 1))).sum(-1).mean(-1), atol=1e-5)
+    np.testing.assert_allclose(got.column_mass, w.mean(-2), atol=1e-6)
+    np.testing.assert_allclose(got.column_majority, (w > 0.5).mean(-2), atol=1e-9)
+    np.testing.assert_allclose(got.special, w[..., 0].mean(-1), atol=1e-6)
+    i, j = np.indices((n, n))
+    np.testing.assert_allclose(got.previous, (w * (i - j == 1)).sum((-1, -2)) / (n - 1), atol=1e-6)
+    np.testing.assert_allclose(got.next, (w * (i - j == -1)).sum((-1, -2)) / (n - 1), atol=1e-6)
+    np.testing.assert_allclose(got.mean_distance, (w * np.abs(i - j)).sum((-1, -2)) / n, atol=1e-4)
+    for offset in (-30, -3, 0, 2, 36):
+        pairs = ((i - j == offset) & (j <= i if causal else True)).sum()
+        assert got.offset_pairs[offset + n - 1] == pairs
+    tiles, block = got.tiles, got.block
+    assert block == 2 and tiles.shape == (2, 4, 19, 19)
+    np.testing.assert_allclose(tiles[1, 3, 5, 7], w[1, 3, 10:12, 14:16].max(), atol=1e-6)
+    profile = got.distance_profile()
+    assert (profile.ranges[:, 0] >= 0).all() == causal  # a causal model has no key after its query
+    at = next(b for b, (lo, hi) in enumerate(profile.ranges) if lo == 4)  # offsets 4-5
+    in_range = (i - j >= 4) & (i - j < 6)
+    np.testing.assert_allclose(profile.mean_weight[..., at], (w * in_range).sum((-1, -2)) / in_range.sum(), atol=1e-6)
+
+
+def test_distance_buckets_cover_every_offset_once():
+    ranges = distance_buckets(100)
+    covered = np.concatenate([np.arange(lo, hi) for lo, hi in ranges])
+    assert len(covered) == len(set(covered.tolist()))  # no offset in two ranges
+    assert (np.sort(covered) == np.arange(covered.min(), covered.max() + 1)).all()  # no gap
+    assert covered.min() <= -99 and covered.max() >= 99
+    assert [tuple(r) for r in ranges if -1 <= r[0] <= 2] == [(-1, 0), (0, 1), (1, 2), (2, 3)]  # single offsets
 
 
 def test_shift_over_token_strings():
@@ -176,3 +233,25 @@ def test_token_focus_and_attention_row():
     np.testing.assert_array_equal(focus.matrix[4], w[1, 1, 2])  # L2 H2
     np.testing.assert_array_equal(attention_row(att, 2, layer=1, head=1), w[1, 1, 2])
     np.testing.assert_allclose(attention_row(att, 2, layer=1), w[1, :, 2].mean(0))
+
+
+def test_recomputed_views_agree_with_the_materialised_weights():
+    att = random_attention(L=2, H=4, n=9, causal=True)
+    w = att.weights
+    np.testing.assert_allclose(att.head_weights(1, 3), w[1, 3], atol=1e-7)
+    np.testing.assert_allclose(aggregate(att, "mean", layer=1), w[1].mean(0), atol=1e-6)
+    np.testing.assert_allclose(aggregate(att, "max", layer=0), w[0].max(0), atol=1e-7)
+    np.testing.assert_allclose(att.self_attn.query_rows(4), w[:, :, 4], atol=1e-7)
+    trace = att.head_trace(1, 3, query=4)
+    np.testing.assert_allclose(trace.weights[0], w[1, 3, 4], atol=1e-6)
+    assert trace.weights.shape == (1, 9) and trace.weights[0, 5:].sum() == 0  # causal: nothing after the query
+
+
+def test_a_long_zoom_comes_back_as_block_maxima():
+    att = random_attention(L=1, H=2, n=600, d=4, kv=1)
+    view = zoom(att, "head", layer=0, head=1, max_shown=200)
+    assert view.matrix.shape == (200, 200) and "block maxima of 3×3" in view.title
+    np.testing.assert_allclose(view.matrix[10, 20], att.head_weights(0, 1)[30:33, 60:63].max(), atol=1e-7)
+    assert view.row_labels[10] == "30–32 t30…"
+    with pytest.raises(ValueError, match="up to 1,024 tokens"):
+        aggregate(random_attention(L=1, H=1, n=1100, d=2, kv=1), "rollout", layer=0)

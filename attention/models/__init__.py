@@ -13,20 +13,22 @@ Modules, in the order a forward pass meets them:
     model_attention ModelAttention / AttentionStack: what the pass recorded; head_trace
     tokens          display strings, special and punctuation flags, finding a word
     aggregations    the table of aggregations (mean, max, rollout, norm) and the views pages draw
-    head_stats      per-head statistics and types (the Head atlas)
+    recompute       weights recomputed from q and k, a chunk of rows at a time, on the compute device
+    head_survey     one pass over every head: the grid, Head atlas statistics, distance, sinks
     ambiguous_words one word in two sentences (the Ambiguous words page)
 
 The toy side (`import attention`) never imports this package, so toy pages start without torch.
 """
 
 from attention.models.aggregations import AGGREGATIONS, aggregate, attention_row, token_focus, zoom
+from attention.models.head_survey import HeadSurvey, survey
 from attention.models.loading import load_model
 from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
 from attention.models.registry import BUNDLED, DEFAULT_MODEL, ModelSpec, ModelUnavailable, hub_allowlist
-from attention.models.running import LoadedModel, attend
+from attention.models.running import LoadedModel, attend, own_attention
 
 __all__ = [
-    "AGGREGATIONS", "BUNDLED", "DEFAULT_MODEL", "STACKS", "AttentionStack", "LoadedModel", "ModelAttention",
-    "ModelSpec", "ModelUnavailable", "aggregate", "attend", "attention_row", "hub_allowlist", "load_model",
-    "token_focus", "zoom",
+    "AGGREGATIONS", "BUNDLED", "DEFAULT_MODEL", "STACKS", "AttentionStack", "HeadSurvey", "LoadedModel",
+    "ModelAttention", "ModelSpec", "ModelUnavailable", "aggregate", "attend", "attention_row", "hub_allowlist",
+    "load_model", "own_attention", "survey", "token_focus", "zoom",
 ]

@@ -2,9 +2,11 @@
 
 `AGGREGATIONS` is the one list of ways to show a layer: key, label (what the picker shows and a URL
 keeps), formula (LaTeX written from this module's parameters, so the screen says what the code does),
-the attention stacks it applies to, what a cell holds, and the function that computes it.
+the attention stacks it applies to, what a cell holds, the longest input it is computed for, and the
+function that computes it. Every function recomputes weights from q and k a chunk of query rows at a
+time (attention.models.recompute): no view holds all layers x heads x n x n weights at once.
 
-Shapes: weights (L, H, n, m) as in attention.models.model_attention.AttentionStack.
+Shapes: one layer's matrix (n, m); n query tokens, m key tokens (n = m for self-attention).
 """
 
 from __future__ import annotations
@@ -13,29 +15,41 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from attention.models.model_attention import STACKS, ModelAttention
+from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
+from attention.models.recompute import chunk_rows, row_chunks
 
 ROLLOUT_RESIDUAL = 0.5  # the share of the skip connection in attention rollout (Abnar & Zuidema 2020)
+MAX_SHOWN = 512  # a zoomed matrix larger than this per side is shown as block maxima (payload, readability)
 
 
-def mean_over_heads(weights: np.ndarray) -> np.ndarray:
-    """Shapes: (L, H, n, m) -> (L, n, m)"""
-    return weights.mean(axis=1)
+def _reduce_heads(s: AttentionStack, layer: int, reduce: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
+    """reduce((H, r, keys) weights) -> (r, keys), over all query rows, a chunk at a time. -> (n, m)"""
+    out = np.zeros((s.n_queries, s.n_keys), np.float32)
+    for rows in row_chunks(s.n_queries, chunk_rows(s.n_heads, s.n_keys)):
+        keys = s.keys_seen(rows)
+        out[rows, :keys] = reduce(s.layer_weights(layer, rows=rows, keys=keys)).cpu().numpy()
+    return out
 
 
-def max_over_heads(weights: np.ndarray) -> np.ndarray:
-    """Shapes: (L, H, n, m) -> (L, n, m). Rows no longer sum to 1."""
-    return weights.max(axis=1)
+def mean_over_heads(s: AttentionStack, layer: int) -> np.ndarray:
+    """Shapes: -> (n, m), rows sum to 1."""
+    return _reduce_heads(s, layer, lambda w: w.mean(0))
 
 
-def rollout(weights: np.ndarray, residual: float = ROLLOUT_RESIDUAL) -> np.ndarray:
+def max_over_heads(s: AttentionStack, layer: int) -> np.ndarray:
+    """Shapes: -> (n, m). Rows no longer sum to 1."""
+    return _reduce_heads(s, layer, lambda w: w.amax(0))
+
+
+def rollout(mean_weights: np.ndarray, residual: float = ROLLOUT_RESIDUAL) -> np.ndarray:
     """Attention rollout (Abnar & Zuidema 2020): how much token i draws on input token j by layer l.
 
     Per layer A' = (1 - residual) * mean_heads(A) + residual * I (the skip connection), rows renormalised;
-    then R_l = A'_l @ R_{l-1}, R_0 = A'_0. Shapes: (L, H, n, n) -> (L, n, n), rows sum to 1.
+    then R_l = A'_l @ R_{l-1}, R_0 = A'_0. Shapes: mean_weights (L, n, n) -> (L, n, n), rows sum to 1.
     """
-    a = mean_over_heads(weights).astype(np.float64)
+    a = np.asarray(mean_weights, dtype=np.float64)
     n = a.shape[-1]
     a = (1 - residual) * a + residual * np.eye(n)
     a /= a.sum(axis=-1, keepdims=True)
@@ -47,7 +61,7 @@ def rollout(weights: np.ndarray, residual: float = ROLLOUT_RESIDUAL) -> np.ndarr
     return out
 
 
-def norm_weights(att: ModelAttention, layer: int, head: int | None = None, *, chunk: int = 64) -> np.ndarray:
+def norm_weights(att: ModelAttention, layer: int, head: int | None = None) -> np.ndarray:
     """Norm-based attention (Kobayashi et al. 2020): ||alpha_ij f(x_j)||, with f(x_j) = v_j W_O.
 
     With `head`, the norm of that head's contribution alpha^h_ij v^h_j W_O^h; without, the norm of the
@@ -57,19 +71,18 @@ def norm_weights(att: ModelAttention, layer: int, head: int | None = None, *, ch
     s = att.self_attn
     if s.w_o is None:
         raise ValueError("this model's output projection W_O was not found, so norm-based weights are unavailable")
-    n_heads, n_kv = s.n_heads, s.v.shape[1]
-    d = s.v.shape[-1]
-    w_o = s.w_o[layer].reshape(n_heads, d, -1)  # (H, d, D): rows of W_O that read head h
-    v = np.repeat(s.v[layer], n_heads // n_kv, axis=0)  # (H, n, d) with KV heads shared
-    f = np.einsum("hjd,hdD->hjD", v, w_o)  # (H, n, D) each head's transformed value vectors
-    alpha = s.weights[layer]  # (H, n, n)
+    n_heads, n_kv, d = s.n_heads, s.v.shape[1], s.v.shape[-1]
+    w_o = torch.from_numpy(np.ascontiguousarray(s.w_o[layer], dtype=np.float32)).reshape(n_heads, d, -1)  # (H, d, D)
+    v = torch.from_numpy(np.repeat(s.v[layer], n_heads // n_kv, axis=0).astype(np.float32))  # (H, n, d), KV shared
+    f = torch.einsum("hjd,hdD->hjD", v, w_o)  # (H, n, D) each head's transformed value vectors
     if head is not None:
-        return alpha[head] * np.linalg.norm(f[head], axis=-1)[None, :]  # ||a f|| = a ||f|| for a >= 0
-    n = alpha.shape[-1]
-    out = np.empty((n, n), dtype=np.float32)
-    for start in range(0, n, chunk):  # (chunk, n, D) at a time keeps memory small at 512 tokens
-        summed = np.einsum("hij,hjD->ijD", alpha[:, start:start + chunk], f)
-        out[start:start + chunk] = np.linalg.norm(summed, axis=-1)
+        return s.head_weights(layer, head) * torch.linalg.norm(f[head], dim=-1).numpy()[None, :]  # ||a f|| = a ||f||
+    out = np.zeros((s.n_queries, s.n_keys), np.float32)
+    for rows in row_chunks(s.n_queries, max(1, 4_000_000 // (s.n_keys * f.shape[-1]))):  # (r, m, D) per chunk
+        keys = s.keys_seen(rows)
+        alpha = s.layer_weights(layer, rows=rows, keys=keys).cpu().float()
+        summed = torch.einsum("hij,hjD->ijD", alpha, f[:, :keys])  # (r, keys, D): the sum over heads
+        out[rows, :keys] = torch.linalg.norm(summed, dim=-1).numpy()
     return out
 
 
@@ -84,6 +97,7 @@ class Aggregation:
     value_name: str  # what a cell holds: "weight" or "norm"
     rows_sum_to_one: bool  # True when each row is a distribution (hiding tokens renormalises it)
     compute: Callable[[ModelAttention, int, int, str], np.ndarray]  # (att, layer, head, stack) -> (n, m)
+    max_tokens: int | None = None  # longer inputs are refused with a message (cost grows as n^3 or n^2 D)
 
 
 def _rollout_formula(residual: float) -> str:
@@ -92,19 +106,19 @@ def _rollout_formula(residual: float) -> str:
 
 
 def _one_head(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return att.attention_stack(stack).weights[layer, head]
+    return att.attention_stack(stack).head_weights(layer, head)
 
 
 def _mean(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return mean_over_heads(att.attention_stack(stack).weights[layer:layer + 1])[0]
+    return mean_over_heads(att.attention_stack(stack), layer)
 
 
 def _max(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return max_over_heads(att.attention_stack(stack).weights[layer:layer + 1])[0]
+    return max_over_heads(att.attention_stack(stack), layer)
 
 
 def _rollout(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return rollout(att.weights[: layer + 1])[layer]
+    return rollout(np.stack([mean_over_heads(att.self_attn, i) for i in range(layer + 1)]))[layer]
 
 
 def _norm(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
@@ -119,10 +133,10 @@ AGGREGATIONS = {a.key: a for a in (
                 True, _mean),
     Aggregation("max", "max over heads", r"A^{(\ell)}_{\max} = \max_h A^{(\ell,h)}", STACKS, "weight", False, _max),
     Aggregation("rollout", "attention rollout", _rollout_formula(ROLLOUT_RESIDUAL), ("self",), "weight", True,
-                _rollout),
+                _rollout, max_tokens=1024),
     Aggregation("norm", "norm-based ‖α f(x)‖",
                 r"N^{(\ell)}_{ij} = \Big\lVert \sum_h \alpha^{(\ell,h)}_{ij}\, v^{(h)}_j W_O^{(h)} \Big\rVert",
-                ("self",), "norm", False, _norm),
+                ("self",), "norm", False, _norm, max_tokens=1024),
 )}
 
 
@@ -138,6 +152,10 @@ def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack
         allowed = ", ".join(k for k, a in AGGREGATIONS.items() if stack in a.stacks)
         raise ValueError(f"{agg.label} is defined for self-attention only; choose {allowed}")
     att.check_head(layer, head, stack)
+    n = att.attention_stack(stack).n_queries
+    if agg.max_tokens is not None and n > agg.max_tokens:
+        raise ValueError(f"{agg.label} is computed for up to {agg.max_tokens:,} tokens (its cost grows faster than "
+                         f"n²); this text has {n:,}. Choose one head, the mean or the max, or a shorter text.")
     return agg.compute(att, layer, head, stack)
 
 
@@ -166,11 +184,33 @@ class MatrixView:
     zmax: float | None  # top of the colour scale: 1 for weights, None (the largest value) for norms
 
 
+def pool_max(w: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Max-pool the last two axes down to at most size x size, so thin lines (a diagonal) survive.
+
+    Shapes: (..., n, m) -> ((..., ceil(n / b), ceil(m / b)), b) with b = ceil(max(n, m) / size).
+    """
+    n, m = w.shape[-2:]
+    b = -(-max(n, m) // size)
+    if b <= 1:
+        return w, 1
+    t = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32))
+    pooled = torch.nn.functional.max_pool2d(t.reshape(-1, 1, n, m), b, b, ceil_mode=True)
+    return pooled.reshape(*w.shape[:-2], *pooled.shape[-2:]).numpy(), b
+
+
+def _block_labels(tokens, b: int) -> tuple[str, ...]:
+    """Labels of blocks of b tokens: "40–47 bank…" (first position, last position, first token)."""
+    if b == 1:
+        return tuple(tokens)
+    return tuple(f"{i}–{min(i + b, len(tokens)) - 1} {tokens[i]}…" for i in range(0, len(tokens), b))
+
+
 def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str = "self",
-         hide_special: bool = False) -> MatrixView:
+         hide_special: bool = False, max_shown: int = MAX_SHOWN) -> MatrixView:
     """One layer as one matrix (an aggregation), optionally without special tokens ([CLS], [SEP], BOS).
 
-    Hiding drops their rows and columns and, for distributions, renormalises each row to sum to 1.
+    Hiding drops their rows and columns and, for distributions, renormalises each row to sum to 1. A
+    matrix larger than max_shown per side comes back as block maxima, labelled by position ranges.
     """
     agg = AGGREGATIONS.get(how)
     matrix = aggregate(att, how, layer=layer, head=head, stack=stack)
@@ -182,23 +222,30 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
         matrix = drop_tokens(matrix, keep, renormalise=agg.rows_sum_to_one)
         rows = cols = tuple(t for t, k in zip(att.tokens, keep, strict=True) if k)
         mask = None if mask is None else mask[np.ix_(keep, keep)]
-    return MatrixView(matrix=matrix, row_labels=tuple(rows), col_labels=tuple(cols), mask=mask, title=title,
-                      value_name=agg.value_name, zmax=1.0 if agg.value_name == "weight" else None)
+    matrix, b = pool_max(matrix, max_shown)
+    if b > 1:
+        mask = None if mask is None else pool_max(mask.astype(np.float32), max_shown)[0] > 0
+        title += f" (block maxima of {b}×{b} tokens)"
+    return MatrixView(matrix=matrix, row_labels=_block_labels(rows, b), col_labels=_block_labels(cols, b), mask=mask,
+                      title=title, value_name=agg.value_name, zmax=1.0 if agg.value_name == "weight" else None)
 
 
-def token_focus(att: ModelAttention, token: int, *, stack: str = "self") -> MatrixView:
+def token_focus(att: ModelAttention, token: int, *, stack: str = "self", max_shown: int = MAX_SHOWN) -> MatrixView:
     """Where one query token looks in every head: one row per (layer, head), "L1 H1" first.
 
-    Shapes: -> matrix (L * H, m).
+    Recomputes one row per head. Shapes: -> matrix (L * H, m), keys pooled to max_shown blocks if longer.
     """
     s = att.attention_stack(stack)
     queries = att.query_tokens(stack)
     if not 0 <= token < len(queries):
         raise ValueError(f"token {token} is outside the {len(queries)} tokens")
-    rows = s.weights[:, :, token, :].reshape(s.n_layers * s.n_heads, -1)  # (L*H, m)
+    rows = s.query_rows(token).reshape(s.n_layers * s.n_heads, -1)  # (L*H, m)
+    b = -(-rows.shape[-1] // max_shown)
+    if b > 1:  # block maxima along the keys only
+        rows = torch.nn.functional.max_pool1d(torch.from_numpy(rows)[:, None], b, b, ceil_mode=True)[:, 0].numpy()
     labels = tuple(f"L{layer + 1} H{head + 1}" for layer in range(s.n_layers) for head in range(s.n_heads))
-    mask = None if s.mask is None else np.broadcast_to(s.mask[token], rows.shape)
-    return MatrixView(matrix=rows, row_labels=labels, col_labels=att.key_tokens(stack), mask=mask,
+    mask = None if s.mask is None or b > 1 else np.broadcast_to(s.mask[token], rows.shape)
+    return MatrixView(matrix=rows, row_labels=labels, col_labels=_block_labels(att.key_tokens(stack), b), mask=mask,
                       title=f"“{queries[token]}” as the query", value_name="weight", zmax=1.0)
 
 
@@ -207,5 +254,5 @@ def attention_row(att: ModelAttention, token: int, *, layer: int, head: int | No
 
     Shapes: -> (n,), sums to 1.
     """
-    w = att.weights[layer, :, token, :]  # (H, n)
+    w = att.self_attn.layer_weights(layer, rows=slice(token, token + 1))[:, 0].cpu().numpy()  # (H, n)
     return w.mean(axis=0) if head is None else w[head]

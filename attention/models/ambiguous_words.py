@@ -66,7 +66,7 @@ class WordComparison:
 
 def compare_word(a: ModelAttention, b: ModelAttention, word: str) -> WordComparison:
     ia, ib = find_word(a.tokens, word), find_word(b.tokens, word)
-    shift = token_distribution_shift(a.tokens, a.weights[:, :, ia, :], b.tokens, b.weights[:, :, ib, :])
+    shift = token_distribution_shift(a.tokens, a.self_attn.query_rows(ia), b.tokens, b.self_attn.query_rows(ib))
     cosine = cosine_per_layer(a.hidden[:, ia], b.hidden[:, ib])
     return WordComparison(a=a, b=b, ia=ia, ib=ib, shift=shift, cosine=cosine)
 

@@ -5,7 +5,8 @@ calls it with the tensors the kernel sees: query (B, H, n, d) and key/value (B, 
 rotary position embeddings (llama) and before KV heads are repeated (grouped-query attention), plus
 the additive mask and the scaling. Models load with `attn_implementation=CAPTURE`: our function
 records those inputs when a `recording()` block is open on this thread, then runs the architecture's
-own eager kernel, so outputs and `output_attentions` are exactly the eager ones.
+own eager kernel (outputs and `output_attentions` exactly the eager ones) or, for long inputs, the fused
+SDPA kernel, which never materialises the (heads, n, m) weights.
 
 This does what forward hooks on q_proj/k_proj/v_proj would, without re-implementing each model's
 rotary embedding: the captured q, k are the ones the model multiplies.
@@ -16,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from transformers import AttentionInterface, AttentionMaskInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import eager_mask
 
 CAPTURE = "explorer_capture"
@@ -28,7 +31,8 @@ CAPTURE = "explorer_capture"
 
 @dataclass(frozen=True)
 class CapturedCall:
-    """One attention call. Shapes: q (H, n, d), k and v (H_kv, m, d), mask (n, m) bool or None."""
+    """One attention call. Shapes: q (H, n, d), k and v (H_kv, m, d), mask (n, m) bool or None,
+    weights (H, n, m) or None."""
 
     module: str  # the attention module's qualified name, e.g. "encoder.layer.3.attention.self"
     q: np.ndarray
@@ -37,56 +41,96 @@ class CapturedCall:
     mask: np.ndarray | None  # True = may attend (from the additive mask: 0 kept, very negative masked)
     bias: bool  # the additive mask held finite non-zero values (a position bias, as in T5)
     scale: float
+    weights: np.ndarray | None = None  # the eager kernel's own weights, for the modules asked for
+
+
+@dataclass
+class _Recording:
+    names: dict[int, str]  # id(attention module) -> qualified name
+    kernel: str  # "eager" or "sdpa"
+    eager_for: frozenset[str]  # modules run (and their weights kept) with the eager kernel anyway
+    on_call: Callable[[int], None] | None  # told how many calls were recorded so far
+    calls: list[CapturedCall] = field(default_factory=list)
+    masks: dict = field(default_factory=dict)  # one bool mask per mask tensor: every layer shares it
 
 
 _local = threading.local()
 
 
 @contextlib.contextmanager
-def recording(names: dict[int, str]):
+def recording(names: dict[int, str], *, kernel: str = "eager", eager_for=frozenset(),
+              on_call: Callable[[int], None] | None = None):
     """Collect the CapturedCalls of the forward passes run inside the block, on this thread.
 
-    `names` maps id(attention module) -> its qualified name. Yields the list being filled.
+    kernel "eager" runs transformers' eager attention (it returns weights: output_attentions works);
+    "sdpa" runs the fused kernel, which never builds the (H, n, m) weights, so long inputs fit in memory:
+    weights are recomputed later from the captured q and k. Modules named in `eager_for` run eagerly
+    whatever the kernel, and their weights are kept (a check of one layer against the model itself).
+    Yields the list being filled.
     """
-    calls: list[CapturedCall] = []
-    _local.active = (names, calls)
+    if kernel not in ("eager", "sdpa"):
+        raise ValueError(f"kernel must be 'eager' or 'sdpa', got {kernel!r}")
+    active = _Recording(names, kernel, frozenset(eager_for), on_call)
+    _local.active = active
     try:
-        yield calls
+        yield active.calls
     finally:
         _local.active = None
 
 
 def _capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    active = getattr(_local, "active", None)
-    if active is not None:
-        names, calls = active
-        mask, bias = _bool_mask(attention_mask, query.shape[-2], key.shape[-2])
-        extra = kwargs.get("position_bias")  # T5 passes its learned relative bias separately
-        bias = bias or (isinstance(extra, torch.Tensor) and bool(torch.any(extra != 0)))
-        scale = float(scaling) if scaling is not None else float(query.shape[-1]) ** -0.5
-        calls.append(CapturedCall(
-            module=names.get(id(module), type(module).__name__),
-            q=_np(query[0]), k=_np(key[0]), v=_np(value[0]), mask=mask, bias=bias, scale=scale,
-        ))
-    eager = importlib.import_module(type(module).__module__).eager_attention_forward
-    return eager(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    active: _Recording | None = getattr(_local, "active", None)
+    if active is None:  # outside a recording (e.g. generate()): the model's own eager attention
+        return _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    name = active.names.get(id(module), type(module).__name__)
+    mask, bias, causal = _bool_mask(active.masks, attention_mask, query.shape[-2], key.shape[-2])
+    extra = kwargs.get("position_bias")  # T5 passes its learned relative bias separately
+    bias = bias or (isinstance(extra, torch.Tensor) and bool(torch.any(extra != 0)))
+    scale = float(scaling) if scaling is not None else float(query.shape[-1]) ** -0.5
+    if active.kernel == "eager" or name in active.eager_for:
+        out, weights = _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                      **kwargs)
+    else:
+        # A plain causal mask goes as is_causal (the fused kernel's fast path); any other mask as given.
+        out, weights = sdpa_attention_forward(module, query, key, value, None if causal else attention_mask,
+                                              dropout=dropout, scaling=scaling, is_causal=causal or None, **kwargs)
+    active.calls.append(CapturedCall(
+        module=name, q=_np(query[0]), k=_np(key[0]), v=_np(value[0]), mask=mask, bias=bias, scale=scale,
+        weights=_np(weights[0]) if weights is not None and name in active.eager_for else None,
+    ))
+    if active.on_call is not None:
+        active.on_call(len(active.calls))
+    return out, weights
+
+
+def _eager(module):
+    return importlib.import_module(type(module).__module__).eager_attention_forward
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float32).cpu().numpy()
 
 
-def _bool_mask(mask, n: int, m: int) -> tuple[np.ndarray | None, bool]:
-    """(B, 1, n, m) additive float mask -> ((n, m) bool with True = may attend, has a finite bias)."""
+def _bool_mask(seen: dict, mask, n: int, m: int) -> tuple[np.ndarray | None, bool, bool]:
+    """(B, 1, n, m) additive float mask -> ((n, m) bool with True = may attend, it holds a finite bias,
+    it is exactly causal: query i sees keys 0..i).
+
+    Every layer gets the same mask tensor: it is converted once per forward pass (`seen`).
+    """
     if mask is None:
-        return None, False
-    a = mask[0, 0, -n:, -m:].detach()
-    if a.dtype == torch.bool:
-        return a.cpu().numpy(), False
-    a = a.to(torch.float32)
-    blocked = a <= torch.finfo(torch.float32).min / 2
-    bias = bool(torch.any((a != 0) & ~blocked))
-    return (~blocked).cpu().numpy(), bias
+        return None, False, False
+    key = (mask.data_ptr(), tuple(mask.shape), n, m)
+    if key not in seen:
+        a = mask[0, 0, -n:, -m:].detach()
+        if a.dtype == torch.bool:
+            visible, bias = a.cpu().numpy(), False
+        else:
+            a = a.to(torch.float32)
+            blocked = a <= torch.finfo(torch.float32).min / 2
+            visible, bias = (~blocked).cpu().numpy(), bool(torch.any((a != 0) & ~blocked))
+        causal = n == m and np.array_equal(visible, np.tri(n, dtype=bool))
+        seen[key] = (visible, bias, causal)
+    return seen[key]
 
 
 AttentionInterface.register(CAPTURE, _capture_attention)

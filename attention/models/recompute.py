@@ -1,0 +1,119 @@
+"""Attention weights recomputed from the captured q and k, when a view needs them.
+
+For long inputs the model runs with the fused kernel, which never builds the (heads, n, m) weights;
+q and k grow only as n, and any head's weights follow from them the way the model's eager kernel
+computes them:
+
+    weights = softmax(q @ k^T * scale, masked keys at the most negative float32)     in float32
+
+so recomputed weights equal the model's own output_attentions to ~1e-7 (tests check <= 1e-5). The
+step-by-step trace of one head (ModelAttention.head_trace) is the toy kernel in float64 on the same q, k.
+
+Work runs on compute_device(): ATTENTION_EXPLORER_DEVICE=cpu (default) or cuda when asked and available.
+Shapes for one layer: q (H, n, d), k (H_kv, m, d), mask (n, m) bool; weights (H, r, m) for r query rows.
+Query head h reads key head h // (H / H_kv) (grouped-query attention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+
+import numpy as np
+import torch
+
+# q, k and masks are read-only numpy arrays shared by every session; torch.from_numpy views them without a
+# copy and warns that they are not writable. Nothing here writes to them.
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+
+LONG_WORK_TOKENS = 1024  # from this length on, forward passes and surveys use every core
+
+
+@contextlib.contextmanager
+def work_threads(n_tokens: int):
+    """Every core for long work, for its duration. The server runs short work on one torch thread, so that
+    sessions share the cores (serving.configure_process); a pass over thousands of tokens takes seconds,
+    and on this 2-core machine two threads halve it."""
+    if n_tokens < LONG_WORK_TOKENS:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(before, os.cpu_count() or 1))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def compute_device() -> torch.device:
+    """The device models and recomputation run on: $ATTENTION_EXPLORER_DEVICE (cpu, cuda, cuda:1...).
+
+    Asking for cuda where none is available warns and falls back to the CPU.
+    """
+    asked = os.environ.get("ATTENTION_EXPLORER_DEVICE", "cpu").strip().lower() or "cpu"
+    if asked.startswith("cuda") and not torch.cuda.is_available():
+        warnings.warn(f"ATTENTION_EXPLORER_DEVICE={asked} but no CUDA device is available; using the CPU",
+                      stacklevel=2)
+        return torch.device("cpu")
+    return torch.device(asked)
+
+
+def layer_scores(q: np.ndarray, k: np.ndarray, *, scale: float, mask: np.ndarray | None, causal: bool = False,
+                 rows: slice = slice(None), keys: int | None = None, heads=None,
+                 out: torch.Tensor | None = None) -> torch.Tensor:
+    """Scaled, masked scores q @ k^T * scale of some query rows of one layer (masked: the most negative
+    float32, as the eager kernel adds it, so softmax gives exactly 0 and 0 * score stays 0).
+
+    `keys` keeps only the first keys (a causal chunk never sees later ones: their weights are 0 and the
+    caller knows it); `causal` says the mask is exactly causal, so only the chunk's diagonal block needs
+    masking; `heads` picks query heads (default all); `out`, a flat float32 buffer at least h * r * keys
+    long, receives the scores (long loops reuse one buffer instead of allocating one per chunk).
+    Shapes: q (H, n, d), k (H_kv, m, d), mask (n, m) -> (h, r, keys) float32 on compute_device().
+    """
+    device = compute_device()
+    n_heads, n_kv = q.shape[0], k.shape[0]
+    group = n_heads // n_kv
+    keys = k.shape[1] if keys is None else keys
+    start, stop, _ = rows.indices(q.shape[1])
+    if heads is None:  # all heads, grouped by the KV head they share: k is read in place, never repeated
+        qg = torch.from_numpy(q[:, start:stop]).to(device).reshape(n_kv, group * (stop - start), -1)
+        kg = torch.from_numpy(k[:, :keys]).to(device)  # (H_kv, keys, d)
+        shape = (n_heads, stop - start, keys)
+    else:
+        heads = np.asarray(heads).reshape(-1)
+        qg = torch.from_numpy(q[heads, start:stop]).to(device)  # (h, r, d)
+        kg = torch.from_numpy(k[heads // group, :keys]).to(device)  # (h, keys, d)
+        shape = (len(heads), stop - start, keys)
+    scores = None if out is None else out[:int(np.prod(shape))].view(qg.shape[0], qg.shape[1], keys)
+    scores = torch.matmul(qg, kg.transpose(-1, -2), out=scores).view(shape)  # (h, r, d) @ (h, d, keys)
+    scores.mul_(scale)
+    if mask is None:
+        return scores
+    first = start if causal else 0  # causal: every key before the chunk's first row is visible to all its rows
+    visible = torch.from_numpy(mask[start:stop, first:keys]).to(device)  # (r, keys - first)
+    scores[..., first:].masked_fill_(~visible, torch.finfo(torch.float32).min)
+    return scores
+
+
+def layer_weights(q: np.ndarray, k: np.ndarray, *, scale: float, mask: np.ndarray | None, causal: bool = False,
+                  rows: slice = slice(None), keys: int | None = None, heads=None) -> torch.Tensor:
+    """softmax(layer_scores(...)): the weights of some query rows of one layer, as the model's eager kernel
+    computes them. Shapes: -> (h, r, keys) float32 on compute_device()."""
+    return torch.softmax(layer_scores(q, k, scale=scale, mask=mask, causal=causal, rows=rows, keys=keys,
+                                      heads=heads), dim=-1)
+
+
+def row_chunks(n: int, rows_per_chunk: int):
+    """Slices of query rows, `rows_per_chunk` at a time: bounded memory at any length."""
+    for start in range(0, n, rows_per_chunk):
+        yield slice(start, min(n, start + rows_per_chunk))
+
+
+def chunk_rows(n_heads: int, n_keys: int, budget_floats: int = 4_000_000, multiple: int = 1) -> int:
+    """How many query rows fit in one chunk of (heads, rows, keys) float32 within the budget (16 MB by
+    default: below glibc's largest mmap threshold, 32 MB, and small enough to stay in cache longer),
+    rounded down to a multiple of `multiple` (a pooling block)."""
+    rows = max(1, budget_floats // max(1, n_heads * n_keys))
+    return max(multiple, rows // multiple * multiple)
