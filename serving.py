@@ -74,7 +74,11 @@ def streamlit_command(port: int = 8501, address: str = "127.0.0.1") -> list[str]
     return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
             "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
             # Do not watch source files: a project folder holding .venv overflowed inotify's queue.
-            "--server.fileWatcherType", "none"]
+            "--server.fileWatcherType", "none",
+            # No full gc.collect() after every script run: with torch and transformers loaded it takes
+            # ~0.3-0.5 s holding the GIL, so the next click waited for it (512 tokens -> grid: 1.19 s ->
+            # 0.77 s). Long texts collect once before they are computed (pages/_models.py).
+            "--runner.postScriptGC", "false"]
 
 
 def app_environment(extra: dict | None = None) -> dict:

@@ -91,8 +91,10 @@ def slider_steps(browser, url: str, steps: int) -> dict:
     return summary(ms)
 
 
-def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm") -> dict:
-    """Ctrl+Enter in the sentence box -> the script has finished and the all-heads grid is painted."""
+def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm", keep_open: bool = False):
+    """Ctrl+Enter in the sentence box -> the script has finished and the all-heads grid is painted.
+
+    With keep_open, returns (summary, the page still showing the last text) for views_after_load."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(url, "model_heads", model=BUNDLED[model].label))  # the URL holds the picker's label
     wait_idle(page, timeout=180_000)  # the first visit loads the model: not part of the figure
@@ -108,11 +110,49 @@ def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm")
         box.press("Control+Enter")
         done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
             document.querySelector("{DONE}") &&
-            document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 60000)""")
+            document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 120000)""")
         ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
-        wait_idle(page)
+        wait_idle(page, timeout=120_000)
+    if keep_open:
+        return summary(ms), page
     page.close()
     return summary(ms)
+
+
+# The views of one text once it is loaded: each is a click, timed from the click to the view painted.
+VIEWS = {  # name -> (what to click, what must be on screen afterwards)
+    "zoom (next layer)": ("[data-testid='stNumberInput'] button[data-testid='stNumberInputStepUp']",
+                          "[...document.querySelectorAll('[data-testid=stPlotlyChart] .gtitle')]"
+                          ".some(t => t.textContent.startsWith('Layer 2'))"),
+    "one head (Inside one head)": ("[data-testid='stSidebarNav'] a:has-text('Inside one head')",
+                                   "document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg').length >= 5"),
+    "statistics and distance (Head atlas)": ("[data-testid='stSidebarNav'] a:has-text('Head atlas')",
+                                             "document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg')"
+                                             ".length >= 2"),
+    "back to Model heads (grid, zoom, focus)": ("[data-testid='stSidebarNav'] a:has-text('Model heads')",
+                                                "document.querySelector('[data-testid=stPlotlyChart] "
+                                                ".heatmaplayer image')"),
+}
+
+
+def views_after_load(page, rounds: int) -> dict:
+    """Every view of the text the page holds, `rounds` times each: the long input's cost is paid once."""
+    page.evaluate("() => { window.__clicks = []; document.addEventListener('click', "
+                  "() => window.__clicks.push(performance.now()), true); }")
+    out = {name: [] for name in VIEWS}
+    for _ in range(rounds):
+        for name, (target, shown) in VIEWS.items():
+            runs = page.evaluate("() => window.__runs")
+            page.locator(target).first.click()
+            done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
+                document.querySelector("{DONE}") && ({shown}), 60000)""")
+            out[name].append(done - page.evaluate("() => window.__clicks[window.__clicks.length - 1]"))
+            wait_idle(page, timeout=60_000)
+            if name.startswith("zoom"):  # back to layer 1 for the next round
+                page.locator("[data-testid='stNumberInput'] button[data-testid='stNumberInputStepDown']").first.click()
+                wait_idle(page, timeout=60_000)
+    page.close()
+    return {name: summary(ms) for name, ms in out.items()}
 
 
 def websocket_bytes(browser, url: str, text: str) -> int:
@@ -137,16 +177,24 @@ def server_memory_mb(pid: int) -> dict:
     return {k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
 
 
-def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dict) -> dict:
+def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dict, long_texts: dict) -> dict:
+    """long_texts: tokens -> SmolLM2 texts of that length (2,048 and 4,096 tokens)."""
     out = {}
     with chromium() as browser:
         out["cold_start"] = cold_start(browser, 1 if smoke else 3)
         with running_app() as url:
             out["slider"] = slider_steps(browser, url, 4 if smoke else 30)
             out["sentence16"] = sentence_to_grid(browser, url, texts16)
-            if not smoke:
+            if smoke:
+                out["views"] = views_after_load(sentence_to_grid(browser, url, texts16[:1], keep_open=True)[1], 1)
+            else:
                 out["sentence512"] = sentence_to_grid(browser, url, texts512)
                 out["ws_bytes"] = {n: websocket_bytes(browser, url, t) for n, t in payload_texts.items()}
-                sentence_to_grid(browser, url, texts16[:1], model="smollm2")  # both models in the server
+                for n, texts in long_texts.items():
+                    out[f"smollm2_{n}"], page = sentence_to_grid(browser, url, texts, model="smollm2", keep_open=True)
+                    if n == max(long_texts):
+                        out["views"] = views_after_load(page, 3)
+                    else:
+                        page.close()
             out["server_memory"] = server_memory_mb(url.pid)
     return out

@@ -94,16 +94,28 @@ def models(smoke: bool) -> dict:
     return result
 
 
+def long_inputs(smoke: bool) -> list[dict]:
+    """Per model and length: forward pass, survey of every head, bytes stored, peak RSS of the process.
+
+    A child process per model, with the server's malloc settings (serving.configure_process), so the
+    figures are those the app gets.
+    """
+    env = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": str(1 << 20)}
+    plan = [("minilm", "512")] if smoke else [("minilm", "512"), ("smollm2", "1024,2048,4096")]
+    return [row for name, sizes in plan for row in _child("long", name, sizes, env=env)["rows"]]
+
+
 def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
     """JSON bytes of the all-heads grid figure vs BertViz model_view HTML, same model and sentence."""
     from attention import plotting
-    from attention.models import load_model
+    from attention.models import load_model, survey
 
     m = load_model("minilm")
     rows = []
     for n in (16,) if smoke else (16, 128, 512):
         att = m.attend(text_of_tokens(m.tokenizer, n))
-        fig = plotting.head_grid(att.weights)
+        found = survey(att)
+        fig = plotting.head_grid(found.tiles, hover_extra=found.special, hover_label="on the first/special tokens")
         row = {"n": len(att.tokens), "grid_bytes": len(fig.to_json().encode())}
         if with_bertviz:
             row.update(_child("bertviz", str(n)))
@@ -147,6 +159,27 @@ def _job_both() -> dict:
     return {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def _job_long(name: str, sizes: str) -> dict:
+    from attention.models import load_model, survey
+
+    m = load_model(name)
+    m.attend("warm up")
+    rows = []
+    for n in map(int, sizes.split(",")):
+        text = text_of_tokens(m.tokenizer, n)
+        t = time.perf_counter()
+        att = m.attend(text)
+        forward = time.perf_counter() - t
+        t = time.perf_counter()
+        survey(att)
+        rows.append({"model": name, "n": len(att.tokens), "forward": forward, "survey": time.perf_counter() - t,
+                     "stored_mb": att.nbytes / 1e6,
+                     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                     "weights_mb": att.n_layers * att.n_heads * len(att.tokens) ** 2 * 4 / 1e6})
+        del att
+    return {"rows": rows}
+
+
 def _job_bertviz(n: str) -> dict:
     import torch
     from bertviz import model_view
@@ -169,5 +202,5 @@ def _job_bertviz(n: str) -> dict:
 
 if __name__ == "__main__":
     job, *job_args = sys.argv[1:]
-    jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz}
+    jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz, "long": _job_long}
     print(json.dumps(jobs[job](*job_args)))

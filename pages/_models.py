@@ -11,6 +11,7 @@ hidden states (they grow as n, not n²); long texts get a cache of their own wit
 so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 """
 
+import gc
 import threading
 from collections.abc import Callable
 
@@ -33,6 +34,7 @@ OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
 MAX_TEXT_CHARS = 60_000  # the text box's limit: ~12,000 tokens, more than any model here reads
 LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
+HUGE_TEXT_CHARS = 8_000  # above this (~2,000 tokens, a SmolLM2 result of ~0.4 GB) collect garbage first
 
 
 class Job:
@@ -96,6 +98,18 @@ def _attention_job(name: str, text: str, target: str | None, loaded: LoadedModel
                f"Running {model_label(name)}…")
 
 
+def _long_attention_job(name: str, text: str, target: str | None, loaded: LoadedModel) -> Job:
+    def work(progress):
+        # The result this one replaces in the cache may still be held by the page run that showed it: a
+        # run's namespace is a reference cycle (its functions point back at it), freed only by the cyclic
+        # collector, whose oldest generation runs rarely. For huge texts collect now, not after 0.8 GB
+        # more is allocated (a full collection costs ~0.3 s with both models loaded: not worth it below).
+        if len(text) > HUGE_TEXT_CHARS:
+            gc.collect()
+        return loaded.attend(text, target=target, progress=progress)
+    return Job(work, f"Running {model_label(name)}…")
+
+
 @st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
 def _short_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
     return _attention_job(name, text, target, _loaded)
@@ -103,7 +117,7 @@ def _short_attention(name: str, text: str, target: str | None, _loaded: LoadedMo
 
 @st.cache_resource(max_entries=1, show_spinner=False, validate=Job.usable)
 def _long_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
-    return _attention_job(name, text, target, _loaded)
+    return _long_attention_job(name, text, target, _loaded)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
@@ -116,21 +130,43 @@ def cached_own_attention(name: str, text: str, layer: int, _loaded: LoadedModel,
     return own_attention(_loaded, _att, layer)
 
 
+def carried(key: str, default):
+    """The value the widget `key` had on the last model page, else `default`: pass it as the widget's
+    default, and remember() what the widget returns.
+
+    Streamlit forgets a widget's state when its page is left, so a sentence typed on Model heads was gone on
+    Inside one head, and a 4,000-token text cannot travel in a URL (uvicorn refuses request lines over
+    16 KB). A URL's own ?text= still wins: it sets the widget when the page opens.
+    """
+    return st.session_state.get(f"carried.{key}", default)
+
+
+def remember(key: str, value) -> None:
+    st.session_state[f"carried.{key}"] = value
+
+
 def pick_model(col=st) -> str:
-    """The model selectbox (bundled models, or an allowlisted hub id typed in)."""
+    """The model selectbox (bundled models, or an allowlisted hub id typed in), kept across pages."""
     options = list(BUNDLED) + [OTHER]
-    choice = col.selectbox("Model", options, key="model", bind="query-params", format_func=model_label)
+    choice = col.selectbox("Model", options, index=options.index(carried("model", options[0])), key="model",
+                           bind="query-params", format_func=model_label)
+    remember("model", choice)
     if choice != OTHER:
         return choice
-    return col.text_input("Hugging Face model id", value="bert-base-uncased", key="hub_id", bind="query-params",
-                          max_chars=100, help="Allowed here: " + ", ".join(hub_allowlist()))
+    hub_id = col.text_input("Hugging Face model id", value=carried("hub_id", "bert-base-uncased"), key="hub_id",
+                            bind="query-params", max_chars=100, help="Allowed here: " + ", ".join(hub_allowlist()))
+    remember("hub_id", hub_id)
+    return hub_id
 
 
 def sentence_and_model(default: str = DEFAULT_TEXT) -> tuple[str, str]:
-    """The sentence box and, beside it, the model picker (both kept in the URL). Returns (model, text)."""
+    """The sentence box and, beside it, the model picker (both kept in the URL and across model pages).
+    Returns (model, text)."""
     c1, c2 = st.columns([3, 1])
-    text = c1.text_area("Sentence", value=default, key="text", bind="query-params", max_chars=MAX_TEXT_CHARS,
-                        height=80, help="Up to 512 tokens for MiniLM, 4,096 for SmolLM2 (about 3,000 words).")
+    text = c1.text_area("Sentence", value=carried("text", default), key="text", bind="query-params",
+                        max_chars=MAX_TEXT_CHARS, height=80,
+                        help="Up to 512 tokens for MiniLM, 4,096 for SmolLM2 (about 3,000 words).")
+    remember("text", text)
     return pick_model(c2), text
 
 
@@ -163,7 +199,3 @@ def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelA
 def survey_or_stop(name: str, text: str, att: ModelAttention) -> HeadSurvey:
     """Every head's summaries, computed once per text (a progress bar per layer on long texts)."""
     return follow(_survey(name, text, att))
-
-
-def token_label(att: ModelAttention, i: int) -> str:
-    return f"{i}: {att.tokens[i]}"

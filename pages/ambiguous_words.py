@@ -7,15 +7,18 @@ from attention import examples as ex
 from attention import plotting
 from attention.models.ambiguous_words import compare_word, difference_by_token
 from pages._frame import ensure_app_frame
+from pages._labels import label_of
 from pages._models import attention_or_stop, pick_model
 from pages._text import md
 
 ensure_app_frame()
 
+QUOTED = {pair: f"“{pair}”" for pair in ex.AMBIGUOUS_PAIRS}  # the example picker's labels
+
 st.title("Ambiguous words")
 c1, c2 = st.columns([1, 2])
 pair = c1.selectbox("Example", list(ex.AMBIGUOUS_PAIRS), key="pair", bind="query-params",
-                    format_func=lambda p: f"“{p}”")
+                    format_func=label_of(QUOTED))
 with c2:
     name = pick_model()
 s1_default, s2_default, word_default = ex.AMBIGUOUS_PAIRS[pair]

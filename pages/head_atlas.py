@@ -9,6 +9,7 @@ from attention import plotting
 from attention.models import AGGREGATIONS
 from attention.models.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD
 from pages._frame import ensure_app_frame
+from pages._labels import label_of
 from pages._models import attention_or_stop, model_query, sentence_and_model, survey_or_stop
 
 ensure_app_frame()
@@ -19,7 +20,7 @@ att = attention_or_stop(name, text)
 stats = survey_or_stop(name, text, att)
 L, H = att.n_layers, att.n_heads
 
-metric = st.segmented_control("Statistic", list(METRICS), default="entropy", format_func=lambda m: METRICS[m][0],
+metric = st.segmented_control("Statistic", list(METRICS), default="entropy", format_func=label_of(METRICS),
                               key="metric", bind="query-params") or "entropy"
 title, help_text = METRICS[metric]
 values = getattr(stats, metric)

@@ -6,12 +6,12 @@ import streamlit as st
 from attention import plotting
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
+from pages._labels import token_labels
 from pages._models import (
     attention_or_stop,
     cached_own_attention,
     model_or_stop,
     sentence_and_model,
-    token_label,
 )
 from pages._text import md
 
@@ -27,8 +27,9 @@ L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 c1, c2, c3 = st.columns(3)
 layer = min(c1.number_input("Layer", 1, L, 1, key="layer", bind="query-params"), L) - 1
 head = min(c2.number_input("Head", 1, H, 1, key="head", bind="query-params"), H) - 1
-i = c3.selectbox("Query token", range(n), index=default_focus(att.tokens), format_func=lambda j: token_label(att, j),
-                 key="focus", bind="query-params")
+label = token_labels(att.tokens)
+i = c3.selectbox("Query token", range(n), index=default_focus(att.tokens), format_func=label, key="focus",
+                 bind="query-params")
 i = min(i, n - 1)
 try:
     t = att.head_trace(layer, head, query=i)  # one query row: q (1, d), weights (1, n)
@@ -38,7 +39,7 @@ except ValueError as err:
 d = t.d_k
 word = att.tokens[i]
 shown = t.strongest_keys(0, SHOWN_KEYS) if n > 2 * SHOWN_KEYS else range(n)
-keys = [token_label(att, j) if n > 2 * SHOWN_KEYS else att.tokens[j] for j in shown]
+keys = [label(j) if n > 2 * SHOWN_KEYS else att.tokens[j] for j in shown]
 
 own = None
 if n <= AUTO_CHECK_TOKENS or st.button(f"Check layer {layer + 1} against the model's own attention weights (runs "

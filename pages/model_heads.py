@@ -6,7 +6,8 @@ from attention import plotting
 from attention.models import AGGREGATIONS, token_focus, zoom
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
-from pages._models import attention_or_stop, sentence_and_model, survey_or_stop, token_label
+from pages._labels import label_of, token_labels
+from pages._models import attention_or_stop, sentence_and_model, survey_or_stop
 from pages._text import md
 
 ensure_app_frame()
@@ -28,7 +29,7 @@ st.caption("Each tile is one head: rows are queries, columns keys, in token orde
 
 st.subheader("Zoom")
 c1, c2, c3, c4 = st.columns(4)
-how = c1.selectbox("Show", list(AGGREGATIONS), format_func=lambda key: AGGREGATIONS[key].label, key="agg",
+how = c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key="agg",
                    bind="query-params")
 layer = min(c2.number_input("Layer", 1, L, 1, key="layer", bind="query-params"), L) - 1
 head = min(c3.number_input("Head", 1, H, 1, key="head", bind="query-params", disabled=how != "head"), H) - 1
@@ -45,7 +46,7 @@ st.plotly_chart(plotting.heatmap(view.matrix, view.col_labels, view.row_labels, 
                 width="stretch", key="heads.zoom")
 
 st.subheader("Where does one token look, in every head?")
-focus = st.selectbox("Token", range(n), format_func=lambda i: token_label(att, i), key="focus",
+focus = st.selectbox("Token", range(n), format_func=token_labels(att.tokens), key="focus",
                      bind="query-params", index=default_focus(att.tokens))
 focus_view = token_focus(att, min(focus, n - 1))
 st.plotly_chart(plotting.heatmap(focus_view.matrix, focus_view.col_labels, focus_view.row_labels,

@@ -6,6 +6,7 @@ import streamlit as st
 from attention import attention_from_embeddings, plotting
 from attention import examples as ex
 from pages._frame import ensure_app_frame
+from pages._labels import token_labels
 
 ensure_app_frame()
 
@@ -24,7 +25,7 @@ c1, c2 = st.columns([2, 1])
 name = c1.selectbox("Example", list(EXAMPLES), key="self.example", bind="query-params")
 data = load_example(name)
 tokens = list(data.tokens)
-query_tok = c2.selectbox("Query token", range(len(tokens)), format_func=lambda i: f"{i}: {tokens[i]}",
+query_tok = c2.selectbox("Query token", range(len(tokens)), format_func=token_labels(tokens),
                          key="self.query", bind="query-params")
 query_tok = min(query_tok, len(tokens) - 1)
 shown = st.select_slider("Show steps up to", options=STEPS, value=STEPS[-1], key="self.step", bind="query-params")

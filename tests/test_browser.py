@@ -78,6 +78,12 @@ def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
     assert charts.count() >= 3  # grid, zoom, token focus
     assert "Penguins" in page.url or "penguins" in page.url.lower()
     page.screenshot(path=str(SHOTS / "test-model-heads-typed.png"), full_page=True)
+    # The sentence follows to the next model page (Streamlit alone would forget it on leaving the page).
+    page.locator("[data-testid='stSidebarNav'] a", has_text="Inside one head").click()
+    page.wait_for_function("() => location.pathname.endsWith('inside_head')")
+    wait_idle(page)
+    assert page.locator("[data-testid='stTextArea'] textarea").first.input_value().startswith("Penguins waddle")
+    assert "penguins" in page.locator("[data-testid='stMain']").inner_text().lower()
     page.close()
 
 

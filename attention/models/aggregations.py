@@ -18,29 +18,38 @@ import numpy as np
 import torch
 
 from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
-from attention.models.recompute import chunk_rows, row_chunks
+from attention.models.recompute import block_max, chunk_rows, row_chunks
 
 ROLLOUT_RESIDUAL = 0.5  # the share of the skip connection in attention rollout (Abnar & Zuidema 2020)
-MAX_SHOWN = 512  # a zoomed matrix larger than this per side is shown as block maxima (payload, readability)
+MAX_SHOWN = 256  # larger matrices are shown as block maxima: at 512 tokens a cell would be ~2 px wide, too small
+# to see or hover, and the 512 x 512 zoom alone made a 512-token sentence take 0.9-1.0 s to appear instead of ~0.7 s
 
 
-def _reduce_heads(s: AttentionStack, layer: int, reduce: Callable[[torch.Tensor], torch.Tensor]) -> np.ndarray:
-    """reduce((H, r, keys) weights) -> (r, keys), over all query rows, a chunk at a time. -> (n, m)"""
-    out = np.zeros((s.n_queries, s.n_keys), np.float32)
-    for rows in row_chunks(s.n_queries, chunk_rows(s.n_heads, s.n_keys)):
+def _reduce_heads(s: AttentionStack, layer: int, reduce: Callable[[torch.Tensor], torch.Tensor],
+                  block: int = 1, heads=None) -> np.ndarray:
+    """reduce((h, r, keys) weights of `heads`, default all) -> (r, keys) over all query rows, a chunk at a
+    time; with block > 1 only the maxima of block x block cells are kept (a long input's view never holds
+    n x m values). Shapes: -> (ceil(n / block), ceil(m / block))."""
+    out = np.zeros((-(-s.n_queries // block), -(-s.n_keys // block)), np.float32)
+    n_heads = s.n_heads if heads is None else len(heads)
+    for rows in row_chunks(s.n_queries, chunk_rows(n_heads, s.n_keys, multiple=block)):
         keys = s.keys_seen(rows)
-        out[rows, :keys] = reduce(s.layer_weights(layer, rows=rows, keys=keys)).cpu().numpy()
+        part = reduce(s.layer_weights(layer, rows=rows, keys=keys, heads=heads))  # (r, keys)
+        if block > 1:
+            part = block_max(part[None], block)[0]
+        first = rows.start // block
+        out[first:first + part.shape[0], :part.shape[1]] = part.cpu().numpy()
     return out
 
 
-def mean_over_heads(s: AttentionStack, layer: int) -> np.ndarray:
-    """Shapes: -> (n, m), rows sum to 1."""
-    return _reduce_heads(s, layer, lambda w: w.mean(0))
+def mean_over_heads(s: AttentionStack, layer: int, block: int = 1) -> np.ndarray:
+    """Shapes: -> (n, m), rows sum to 1 (block maxima when block > 1)."""
+    return _reduce_heads(s, layer, lambda w: w.mean(0), block)
 
 
-def max_over_heads(s: AttentionStack, layer: int) -> np.ndarray:
-    """Shapes: -> (n, m). Rows no longer sum to 1."""
-    return _reduce_heads(s, layer, lambda w: w.amax(0))
+def max_over_heads(s: AttentionStack, layer: int, block: int = 1) -> np.ndarray:
+    """Shapes: -> (n, m). Rows no longer sum to 1 (block maxima when block > 1)."""
+    return _reduce_heads(s, layer, lambda w: w.amax(0), block)
 
 
 def rollout(mean_weights: np.ndarray, residual: float = ROLLOUT_RESIDUAL) -> np.ndarray:
@@ -96,7 +105,8 @@ class Aggregation:
     stacks: tuple[str, ...]  # the attention stacks it is defined for
     value_name: str  # what a cell holds: "weight" or "norm"
     rows_sum_to_one: bool  # True when each row is a distribution (hiding tokens renormalises it)
-    compute: Callable[[ModelAttention, int, int, str], np.ndarray]  # (att, layer, head, stack) -> (n, m)
+    compute: Callable[[ModelAttention, int, int, str, int], np.ndarray]  # (att, layer, head, stack, block)
+    # -> (n, m), or with block > 1 the maxima of block x block cells
     max_tokens: int | None = None  # longer inputs are refused with a message (cost grows as n^3 or n^2 D)
 
 
@@ -105,24 +115,30 @@ def _rollout_formula(residual: float) -> str:
             rf"{residual:g}\, I\right),\quad R^{{(\ell)}} = \tilde A^{{(\ell)}} R^{{(\ell-1)}}")
 
 
-def _one_head(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return att.attention_stack(stack).head_weights(layer, head)
+def _one_head(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
+    return _reduce_heads(att.attention_stack(stack), layer, lambda w: w[0], block, heads=[head])
 
 
-def _mean(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return mean_over_heads(att.attention_stack(stack), layer)
+def _mean(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
+    return mean_over_heads(att.attention_stack(stack), layer, block)
 
 
-def _max(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return max_over_heads(att.attention_stack(stack), layer)
+def _max(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
+    return max_over_heads(att.attention_stack(stack), layer, block)
 
 
-def _rollout(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return rollout(np.stack([mean_over_heads(att.self_attn, i) for i in range(layer + 1)]))[layer]
+def _rollout(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
+    return _pooled(rollout(np.stack([mean_over_heads(att.self_attn, i) for i in range(layer + 1)]))[layer], block)
 
 
-def _norm(att: ModelAttention, layer: int, head: int, stack: str) -> np.ndarray:
-    return norm_weights(att, layer)
+def _norm(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
+    return _pooled(norm_weights(att, layer), block)
+
+
+def _pooled(matrix: np.ndarray, block: int) -> np.ndarray:
+    if block == 1:
+        return matrix
+    return block_max(torch.from_numpy(np.ascontiguousarray(matrix, np.float32)), block).numpy()
 
 
 AGGREGATIONS = {a.key: a for a in (
@@ -140,10 +156,12 @@ AGGREGATIONS = {a.key: a for a in (
 )}
 
 
-def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str = "self") -> np.ndarray:
-    """The matrix one aggregation gives for one layer (0-based layer and head).
+def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str = "self",
+              block: int = 1) -> np.ndarray:
+    """The matrix one aggregation gives for one layer (0-based layer and head); with block > 1, the
+    maxima of its block x block cells, computed without holding the whole matrix where it can.
 
-    Shapes: -> (n, n) for self-attention, (t, n) for cross, (t, t) for decoder.
+    Shapes: -> (n, n) for self-attention, (t, n) for cross, (t, t) for decoder; divided by block.
     """
     if how not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {how!r}; choose one of {', '.join(AGGREGATIONS)}")
@@ -156,7 +174,7 @@ def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack
     if agg.max_tokens is not None and n > agg.max_tokens:
         raise ValueError(f"{agg.label} is computed for up to {agg.max_tokens:,} tokens (its cost grows faster than "
                          f"n²); this text has {n:,}. Choose one head, the mean or the max, or a shorter text.")
-    return agg.compute(att, layer, head, stack)
+    return agg.compute(att, layer, head, stack, block)
 
 
 def drop_tokens(matrix: np.ndarray, keep: np.ndarray, *, renormalise: bool = True) -> np.ndarray:
@@ -193,9 +211,7 @@ def pool_max(w: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     b = -(-max(n, m) // size)
     if b <= 1:
         return w, 1
-    t = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32))
-    pooled = torch.nn.functional.max_pool2d(t.reshape(-1, 1, n, m), b, b, ceil_mode=True)
-    return pooled.reshape(*w.shape[:-2], *pooled.shape[-2:]).numpy(), b
+    return _pooled(w.reshape(-1, n, m), b).reshape(*w.shape[:-2], -(-n // b), -(-m // b)), b
 
 
 def _block_labels(tokens, b: int) -> tuple[str, ...]:
@@ -213,16 +229,19 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     matrix larger than max_shown per side comes back as block maxima, labelled by position ranges.
     """
     agg = AGGREGATIONS.get(how)
-    matrix = aggregate(att, how, layer=layer, head=head, stack=stack)
     rows, cols = att.query_tokens(stack), att.key_tokens(stack)
     mask = att.attention_stack(stack).mask
     title = f"Layer {layer + 1}, " + (f"head {head + 1}" if how == "head" else agg.label)
     keep = ~att.special
     if hide_special and stack == "self" and keep.any():
-        matrix = drop_tokens(matrix, keep, renormalise=agg.rows_sum_to_one)
+        matrix = drop_tokens(aggregate(att, how, layer=layer, head=head, stack=stack), keep,
+                             renormalise=agg.rows_sum_to_one)
         rows = cols = tuple(t for t, k in zip(att.tokens, keep, strict=True) if k)
         mask = None if mask is None else mask[np.ix_(keep, keep)]
-    matrix, b = pool_max(matrix, max_shown)
+        matrix, b = pool_max(matrix, max_shown)
+    else:  # block maxima straight from the chunks: a 4,096-token head never sits in memory whole
+        b = -(-max(len(rows), len(cols)) // max_shown)
+        matrix = aggregate(att, how, layer=layer, head=head, stack=stack, block=b)
     if b > 1:
         mask = None if mask is None else pool_max(mask.astype(np.float32), max_shown)[0] > 0
         title += f" (block maxima of {b}×{b} tokens)"

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from attention.models.model_attention import ModelAttention
-from attention.models.recompute import chunk_rows, row_chunks, work_threads
+from attention.models.recompute import block_max, chunk_rows, row_chunks, work_threads
 from attention.models.tokens import is_punctuation
 
 GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
@@ -108,22 +108,22 @@ class HeadSurvey:
     def _offset(self, offset: int) -> np.ndarray:
         return self.offset_mass[..., offset + self.n_tokens - 1]
 
-    @property
+    @cached_property
     def previous(self) -> np.ndarray:
         """(L, H) share on token i - 1, over the rows that have one."""
         return self._offset(1) / max(self.n_tokens - 1, 1)
 
-    @property
+    @cached_property
     def same(self) -> np.ndarray:
         """(L, H) share on token i itself."""
         return self._offset(0) / self.n_tokens
 
-    @property
+    @cached_property
     def next(self) -> np.ndarray:
         """(L, H) share on token i + 1, over the rows that have one."""
         return self._offset(-1) / max(self.n_tokens - 1, 1)
 
-    @property
+    @cached_property
     def mean_distance(self) -> np.ndarray:
         """(L, H) mean |query - key| in tokens, weighted by attention: local heads low, long-range high."""
         return (self.offset_mass * np.abs(self.offsets)).sum(-1) / self.n_tokens
@@ -222,7 +222,7 @@ class _Totals:
         entropy = row_max + torch.log(z) - torch.einsum("hrk,hrk->hr", w, scores)
         self.entropy[layer] += entropy.sum(-1).cpu().numpy()
         first = rows.start // self.block
-        pooled = _block_max(w, self.block)
+        pooled = block_max(w, self.block)
         self.tiles[layer, :, first:first + pooled.shape[1], :pooled.shape[2]] = pooled.cpu().numpy()
         self.column_mass[layer, :, :keys] += w.sum(1).cpu().numpy()
         majority = torch.zeros(h, keys).scatter_add_(1, top_key, (z < 2).float())  # 1 / Z > 0.5: over half
@@ -236,19 +236,6 @@ class _Totals:
         lowest, pairs = _diagonal_sums(visible[None], rows.start, causal)
         at = lowest + self.m - 1
         self.offset_pairs[at:at + pairs.shape[1]] += pairs[0].numpy()
-
-
-def _block_max(w: torch.Tensor, b: int) -> torch.Tensor:
-    """Maxima over b x b blocks (partial blocks at the edges), from reshaped views: over the keys, then
-    the rows. Shapes: (H, r, k) -> (H, ceil(r / b), ceil(k / b))."""
-    def along(x: torch.Tensor, dim: int) -> torch.Tensor:
-        size = x.shape[dim]
-        whole = size // b * b
-        parts = [] if whole == 0 else [x.narrow(dim, 0, whole).unflatten(dim, (whole // b, b)).amax(dim + 1)]
-        if whole < size:
-            parts.append(x.narrow(dim, whole, size - whole).amax(dim, keepdim=True))
-        return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
-    return along(along(w, 2), 1)
 
 
 def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
