@@ -47,7 +47,7 @@ def heatmap(
     z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
     value_name: str = "weight", zmin=None, zmax=None, colorscale: str = WEIGHT_SCALE, mask=None,
     digits: int = 2, show_values: bool | None = None, height: int | None = None, zmid_zero: bool = False,
-    show_scale: bool = True, max_tick_labels: int = 40,
+    show_scale: bool = True, max_tick_labels: int = 40, max_y_tick_labels: int | None = None,
 ) -> go.Figure:
     """A labelled matrix; cells where `mask` is False are greyed and read "masked".
     `zmid_zero` centres a diverging colour scale on 0 (for signed vectors).
@@ -82,7 +82,8 @@ def heatmap(
         height=height or max(260, 80 + 34 * n),
     )
     fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, max_tick_labels))
-    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **_ticks(yl, max_tick_labels))
+    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False,
+                     **_ticks(yl, max_y_tick_labels or max_tick_labels))
     return fig
 
 
@@ -105,21 +106,26 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
 
 
 def lines(x, series: dict, *, title: str = "", x_title: str = "", y_title: str = "", log_x: bool = False,
-          log_y: bool = False, marker_x=None, categorical_x: bool = False) -> go.Figure:
+          log_y: bool = False, marker_x=None, categorical_x: bool = False, x_hover=None) -> go.Figure:
     """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d);
-    `categorical_x` spaces labelled x values (such as offset ranges) evenly."""
+    `categorical_x` spaces labelled x values (such as offset ranges) evenly, and `x_hover` says what
+    each one covers on hover. A log y axis is labelled once per decade (0.001, 0.01, 0.1, 1)."""
     fig = go.Figure()
     xs = [esc(v) for v in x] if categorical_x else np.asarray(x)
+    shown_x = "%{customdata}" if x_hover is not None else "%{x}"
     for name, y in series.items():
         fig.add_trace(go.Scatter(x=xs, y=np.asarray(y), mode="lines+markers", name=esc(name),
-                                 hovertemplate=f"{esc(x_title)}: %{{x}}<br>{esc(y_title)}: %{{y:.4g}}"
+                                 customdata=None if x_hover is None else [esc(h) for h in x_hover],
+                                 hovertemplate=f"{esc(x_title)}: {shown_x}<br>{esc(y_title)}: %{{y:.4g}}"
                                                f"<extra>{esc(name)}</extra>"))
     if marker_x is not None:
         fig.add_vline(x=marker_x, line_dash="dot", line_color="grey")
     fig.update_layout(title=dict(text=esc(title)), height=320, margin=dict(l=10, r=10, t=50, b=10),
                       legend=dict(orientation="h", y=-0.25))
-    fig.update_xaxes(title_text=x_title, type="category" if categorical_x else "log" if log_x else "linear")
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
+    fig.update_xaxes(title_text=x_title, type="category" if categorical_x else "log" if log_x else "linear",
+                     tickangle=0 if categorical_x else None)
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear",
+                     **(dict(dtick=1, tickformat="~g") if log_y else {}))
     return fig
 
 

@@ -60,14 +60,16 @@ class AttentionTrace:
         return self.q[..., i, None, :] * self.k  # (..., 1, d_k) * (..., m, d_k)
 
     def strongest_keys(self, i: int, k: int) -> np.ndarray:
-        """Indices of the k keys with the largest weights in row i, in key order (all keys when m <= k).
+        """Indices of the (at most) k keys with the largest weights in row i, in key order; masked keys
+        (weight exactly 0) are never among them.
 
-        Shapes: -> (min(k, m),) int
+        Shapes: -> (<= k,) int
         """
         w = self.weights[..., i, :].reshape(-1, self.n_keys).max(axis=0)  # over any leading axes
-        if self.n_keys <= k:
-            return np.arange(self.n_keys)
-        return np.sort(np.argpartition(-w, k - 1)[:k])
+        visible = np.flatnonzero(w > 0)
+        if len(visible) <= k:
+            return visible
+        return np.sort(visible[np.argpartition(-w[visible], k - 1)[:k]])
 
     def weighted_values(self, i: int) -> np.ndarray:
         """alpha_ij * v_j for every key j: they sum over j to output[..., i, :].

@@ -83,11 +83,6 @@ def model_label(name: str) -> str:
     return BUNDLED[name].label if name in BUNDLED else name
 
 
-def model_query(name: str) -> dict[str, str]:
-    """The query parameters that make pick_model() choose `name` (a bundled model or a hub id)."""
-    return {"model": model_label(name)} if name in BUNDLED else {"model": OTHER, "hub_id": name}
-
-
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_model(name: str) -> LoadedModel:
     return load_model(name)
@@ -168,6 +163,33 @@ def sentence_and_model(default: str = DEFAULT_TEXT) -> tuple[str, str]:
                         help="Up to 512 tokens for MiniLM, 4,096 for SmolLM2 (about 3,000 words).")
     remember("text", text)
     return pick_model(c2), text
+
+
+def layer_and_head(col_layer, col_head, n_layers: int, n_heads: int, *, head_disabled: bool = False) -> tuple[int, int]:
+    """The Layer and Head inputs (1-based on screen), kept in the URL and across model pages. Returns
+    0-based (layer, head)."""
+    layer = col_layer.number_input("Layer", 1, n_layers, min(carried("layer", 1), n_layers), key="layer",
+                                   bind="query-params")
+    head = col_head.number_input("Head", 1, n_heads, min(carried("head", 1), n_heads), key="head",
+                                 bind="query-params", disabled=head_disabled)
+    layer, head = min(layer, n_layers), min(head, n_heads)
+    remember("layer", layer)
+    remember("head", head)
+    return layer - 1, head - 1
+
+
+def open_head_buttons(layer: int, head: int, *, key: str) -> None:
+    """Buttons that open Model heads and Inside one head on this model, text, layer and head (0-based)
+    in this tab: the text may be far too long for a link, and every model page reads what is carried."""
+    c1, c2 = st.columns(2)
+    for col, page, label, icon in ((c1, "pages/model_heads.py", "Zoom into it in Model heads", ":material/zoom_in:"),
+                                   (c2, "pages/inside_head.py", "See its math in Inside one head",
+                                    ":material/calculate:")):
+        if col.button(label, icon=icon, key=f"{key}.{page}"):
+            remember("layer", layer + 1)
+            remember("head", head + 1)
+            remember("agg", "head")
+            st.switch_page(page)
 
 
 def model_or_stop(name: str) -> LoadedModel:

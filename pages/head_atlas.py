@@ -1,16 +1,13 @@
 """Head atlas: what each head of a model does on your sentence (Clark et al. 2019, "What does BERT look at?")."""
 
-from urllib.parse import urlencode
-
 import pandas as pd
 import streamlit as st
 
 from attention import plotting
-from attention.models import AGGREGATIONS
 from attention.models.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD
 from pages._frame import ensure_app_frame
 from pages._labels import label_of
-from pages._models import attention_or_stop, model_query, sentence_and_model, survey_or_stop
+from pages._models import attention_or_stop, layer_and_head, open_head_buttons, sentence_and_model, survey_or_stop
 
 ensure_app_frame()
 
@@ -49,17 +46,11 @@ st.dataframe(table[table["type"] != ""].style.format(precision=3), hide_index=Tr
 
 st.subheader("Open a head (or click a cell above)")
 c1, c2, c3 = st.columns([1, 1, 2])
-layer = min(c1.number_input("Layer", 1, L, 1, key="layer", bind="query-params"), L)
-head = min(c2.number_input("Head", 1, H, 1, key="head", bind="query-params"), H)
-kind = stats.labels[layer - 1, head - 1] or "no clear type"
-c3.markdown(f"Layer {layer}, head {head}: **{kind}**, entropy {stats.entropy[layer - 1, head - 1]:.2f} nats.")
-# A full link, opened in a new tab: st.page_link switches pages inside the session, and the target page's
-# URL-bound widgets (same keys: text, model, layer, head) then ignore the link's query string. Those
-# selectboxes read their *label* from the URL, so the link passes labels, not keys.
-query = urlencode({"text": text, **model_query(name), "layer": layer, "head": head, "agg": AGGREGATIONS["head"].label})
-c1, c2 = st.columns(2)
-c1.link_button("Zoom into it in Model heads", f"model_heads?{query}", icon=":material/zoom_in:")
-c2.link_button("See its math in Inside one head", f"inside_head?{query}", icon=":material/calculate:")
+layer, head = layer_and_head(c1, c2, L, H)
+kind = stats.labels[layer, head] or "no clear type"
+c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{kind}**, entropy {stats.entropy[layer, head]:.2f} nats, "
+            f"mean distance {stats.mean_distance[layer, head]:.1f} tokens.")
+open_head_buttons(layer, head, key="atlas.open")
 
 st.subheader("Attention by distance")
 st.markdown("How much weight one (query, key) pair gets, on average, by how far apart they are (query position "
@@ -67,9 +58,9 @@ st.markdown("How much weight one (query, key) pair gets, on average, by how far 
             "off fast; a head that looks far keeps weight at long range. Ranges widen with distance so long texts "
             "read as a curve.")
 profile = stats.distance_profile()
-curves = {f"layer {layer}, head {head}": profile.of(layer - 1, head - 1),
-          f"layer {layer}, mean of its {H} heads": profile.of(layer - 1)}
+curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head),
+          f"layer {layer + 1}, mean of its {H} heads": profile.of(layer)}
 st.plotly_chart(plotting.lines(profile.labels, curves,
                                title="Mean weight of a (query, key) pair by distance", x_title="query − key (tokens)",
-                               y_title="mean weight", log_y=True, categorical_x=True),
+                               y_title="mean weight", log_y=True, categorical_x=True, x_hover=profile.spans),
                 width="stretch", key="atlas.distance")

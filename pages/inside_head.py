@@ -10,6 +10,7 @@ from pages._labels import token_labels
 from pages._models import (
     attention_or_stop,
     cached_own_attention,
+    layer_and_head,
     model_or_stop,
     sentence_and_model,
 )
@@ -25,8 +26,7 @@ att = attention_or_stop(name, text)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 
 c1, c2, c3 = st.columns(3)
-layer = min(c1.number_input("Layer", 1, L, 1, key="layer", bind="query-params"), L) - 1
-head = min(c2.number_input("Head", 1, H, 1, key="head", bind="query-params"), H) - 1
+layer, head = layer_and_head(c1, c2, L, H)
 label = token_labels(att.tokens)
 i = c3.selectbox("Query token", range(n), index=default_focus(att.tokens), format_func=label, key="focus",
                  bind="query-params")
@@ -65,7 +65,7 @@ def vectors(matrix, rows, title, key, y_title="key token", value_name="value", h
     """Rows of d-dimensional vectors, diverging colours centred on 0."""
     fig = plotting.heatmap(matrix, dims, rows, title=title, x_title="dimension", y_title=y_title,
                            value_name=value_name, colorscale=plotting.SIGNED_SCALE, zmid_zero=True, height=height,
-                           max_tick_labels=SHOWN_KEYS * 2)
+                           max_tick_labels=16, max_y_tick_labels=SHOWN_KEYS * 2)
     st.plotly_chart(fig, width="stretch", key=key)
 
 

@@ -7,7 +7,14 @@ from attention.models import AGGREGATIONS, token_focus, zoom
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
 from pages._labels import label_of, token_labels
-from pages._models import attention_or_stop, sentence_and_model, survey_or_stop
+from pages._models import (
+    attention_or_stop,
+    carried,
+    layer_and_head,
+    remember,
+    sentence_and_model,
+    survey_or_stop,
+)
 from pages._text import md
 
 ensure_app_frame()
@@ -29,10 +36,11 @@ st.caption("Each tile is one head: rows are queries, columns keys, in token orde
 
 st.subheader("Zoom")
 c1, c2, c3, c4 = st.columns(4)
-how = c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key="agg",
-                   bind="query-params")
-layer = min(c2.number_input("Layer", 1, L, 1, key="layer", bind="query-params"), L) - 1
-head = min(c3.number_input("Head", 1, H, 1, key="head", bind="query-params", disabled=how != "head"), H) - 1
+aggregations = list(AGGREGATIONS)
+how = c1.selectbox("Show", aggregations, index=aggregations.index(carried("agg", "head")),
+                   format_func=label_of(AGGREGATIONS, "label"), key="agg", bind="query-params")
+remember("agg", how)
+layer, head = layer_and_head(c2, c3, L, H, head_disabled=how != "head")
 hide = c4.toggle("Hide special tokens", value=False, key="hide_special", bind="query-params",
                  help="Drop [CLS]/[SEP]/BOS rows and columns and renormalise each row")
 st.latex(AGGREGATIONS[how].formula)

@@ -88,26 +88,27 @@ def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
 
 
 @pytest.mark.slow
-def test_atlas_link_opens_the_same_model_and_head(app_url, browser):
-    """Links carry what URL-bound selectboxes read (their labels): a SmolLM2 head must open in SmolLM2."""
+def test_atlas_button_opens_the_same_model_text_and_head(app_url, browser):
+    """The atlas opens a head in Model heads in the same tab, on the same model (a SmolLM2 head must open
+    in SmolLM2), text, layer and head: they follow from page to page, as no URL could hold a long text."""
     from attention.models import BUNDLED
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(page_url(app_url, "head_atlas", model=BUNDLED["smollm2"].label, layer="3", head="7"))
+    page.goto(page_url(app_url, "head_atlas", model=BUNDLED["smollm2"].label, layer="3", head="7",
+                       text="The otter dove into the cold river and came up with a fish."))
     wait_idle(page, timeout=180_000)
     page.locator("[data-testid='stPlotlyChart']").first.wait_for()
     rows = page.evaluate("() => document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot')"
                          "._fullData[0].z.length")
     assert rows == 30  # the atlas shows SmolLM2's 30 layers
-    with page.expect_popup() as opened:
-        page.get_by_role("link", name="Zoom into it in Model heads").click()
-    atlas, page = page, opened.value
+    page.get_by_role("button", name="Zoom into it in Model heads").click()
+    page.wait_for_function("() => location.pathname.endsWith('model_heads')")
     wait_idle(page, timeout=120_000)
     page.locator("[data-testid='stPlotlyChart']").first.wait_for()
     main = page.locator("[data-testid='stMain']").inner_text()
     assert "30 layers × 9 heads" in main and "Layer 3, head 7" in main
+    assert "otter" in page.locator("[data-testid='stTextArea'] textarea").first.input_value()
     page.close()
-    atlas.close()
 
 
 INJECTION = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script><b>bold</b>'

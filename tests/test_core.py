@@ -172,3 +172,13 @@ def test_named_steps_score_terms_and_weighted_values_against_torch():
     additive = scored_attention(q[0, 0], k[0, 0], v[0, 0], "additive", w1=np.eye(4), w2=np.eye(4), v_a=np.ones(4))
     with pytest.raises(ValueError, match="not a sum"):
         additive.score_terms(0)
+
+
+def test_strongest_keys_are_the_largest_weights_and_never_masked_ones():
+    rng_local = np.random.default_rng(3)
+    x = rng_local.normal(size=(30, 4))
+    t = scaled_dot_product_attention(x, x, x, mask=causal_mask(30))
+    got = t.strongest_keys(20, 5)
+    expected = np.sort(np.argsort(-t.weights[20])[:5])
+    assert got.tolist() == expected.tolist()
+    assert t.strongest_keys(2, 5).tolist() == [0, 1, 2]  # query 2 sees three keys only

@@ -72,13 +72,18 @@ class DistanceProfile:
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """"0", "1", "4–5" for keys before the query; "−1", "−5…−4" for keys after it."""
-        def label(lo: int, hi: int) -> str:
+        """Where each range starts, for an axis: "0", "1", "4" for keys before the query, "−1", "−5" after it."""
+        return tuple(f"{int(lo if lo >= 0 else hi - 1)}".replace("-", "−") for lo, hi in self.ranges)
+
+    @property
+    def spans(self) -> tuple[str, ...]:
+        """The offsets each range holds, for hover: "1", "4–5", "−5…−4"."""
+        def span(lo: int, hi: int) -> str:
             last = hi - 1
             if lo == last:
                 return f"{lo}".replace("-", "−")
             return f"{lo}–{last}" if lo >= 0 else f"{lo}…{last}".replace("-", "−")
-        return tuple(label(int(lo), int(hi)) for lo, hi in self.ranges)
+        return tuple(span(int(lo), int(hi)) for lo, hi in self.ranges)
 
 
 @dataclass(frozen=True)
@@ -132,8 +137,8 @@ class HeadSurvey:
         """Attention by distance, in the offset ranges of distance_buckets: the mean weight of one
         (query, key) pair in each range. Ranges no pair falls in (keys after the query, for a causal
         model) are left out."""
-        ranges = distance_buckets(self.n_tokens)
         index = self.offsets
+        ranges = np.clip(distance_buckets(self.n_tokens), index[0], index[-1] + 1)  # no offset beyond the text
         inside = [(index >= lo) & (index < hi) for lo, hi in ranges]
         pairs = np.array([self.offset_pairs[at].sum() for at in inside])
         mass = np.stack([self.offset_mass[..., at].sum(-1) for at in inside], -1)
