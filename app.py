@@ -29,6 +29,7 @@ PAGES = {
         st.Page("pages/inside_head.py", title="Inside one head", icon=":material/calculate:"),
         st.Page("pages/ambiguous_words.py", title="Ambiguous words", icon=":material/compare_arrows:"),
         st.Page("pages/head_atlas.py", title="Head atlas", icon=":material/map:"),
+        st.Page("pages/predictions.py", title="Predictions and head effects", icon=":material/target:"),
     ],
 }
 

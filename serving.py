@@ -78,7 +78,10 @@ def streamlit_command(port: int = 8501, address: str = "127.0.0.1") -> list[str]
             # No full gc.collect() after every script run: with torch and transformers loaded it takes
             # ~0.3-0.5 s holding the GIL, so the next click waited for it (512 tokens -> grid: 1.19 s ->
             # 0.77 s). Long texts collect once before they are computed (pages/_models.py).
-            "--runner.postScriptGC", "false"]
+            "--runner.postScriptGC", "false",
+            # Widgets on model pages take a default carried from the last page and may also be set by a
+            # button's callback (an example, a model switch): intended, so no log warning about it.
+            "--global.disableWidgetStateDuplicationWarning", "true"]
 
 
 def app_environment(extra: dict | None = None) -> dict:

@@ -210,3 +210,20 @@ AMBIGUOUS_PAIRS = {  # name -> (sentence 1, sentence 2, the word to follow)
     "it": (*IT_SENTENCES, "it"),
     "plant": (*PLANT_SENTENCES, "plant"),
 }
+
+
+# --- Predictions and head effects -----------------------------------------------------------------------
+# Decoders: a prompt, the next token expected and an alternative (leading spaces matter: " Mary" is one
+# SmolLM2 token, "Mary" another). SmolLM2 gives " Mary" p = 0.92 and " Paris" p = 0.77; after the "it"
+# prompt it prefers " far", but its logit difference still says whether " tired" beats " wide".
+PREDICTION_EXAMPLES = {  # name -> (prompt, target, foil)
+    "Mary and John": ("When Mary and John went to the store, John gave a drink to", " Mary", " John"),
+    "capital of France": ("The capital of France is", " Paris", " London"),
+    "it: tired or wide": ("The animal didn't cross the street because it was too", " tired", " wide"),
+}
+# Encoders predict no next token: their head effects follow one word's final vector.
+VECTOR_EXAMPLES = {  # name -> (sentence, the word whose vector is followed)
+    "bank by the river": ("I sat on the river bank", "bank"),
+    "bank with money": ("I paid money into the bank", "bank"),
+    "it was too tired": (IT_SENTENCES[0], "it"),
+}

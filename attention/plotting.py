@@ -48,9 +48,12 @@ def heatmap(
     value_name: str = "weight", zmin=None, zmax=None, colorscale: str = WEIGHT_SCALE, mask=None,
     digits: int = 2, show_values: bool | None = None, height: int | None = None, zmid_zero: bool = False,
     show_scale: bool = True, max_tick_labels: int = 40, max_y_tick_labels: int | None = None,
+    row_groups: int | None = None,
 ) -> go.Figure:
     """A labelled matrix; cells where `mask` is False are greyed and read "masked".
-    `zmid_zero` centres a diverging colour scale on 0 (for signed vectors).
+    `zmid_zero` centres a diverging colour scale on 0 (for signed vectors). `row_groups` g labels only
+    every g-th row, with the part of its label before the first space ("L3 H1" -> "L3": one tick per
+    layer of a layers x heads list).
 
     Shapes: z (n, m), x_labels m, y_labels n, mask (n, m) bool or None.
     """
@@ -63,7 +66,7 @@ def heatmap(
     if n * m > BIG_CELLS:
         return _big_heatmap(shown, xl, yl, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
                             zmin=zmin, zmax=zmax, colorscale=colorscale, zmid_zero=zmid_zero, height=height,
-                            show_scale=show_scale)
+                            show_scale=show_scale, row_groups=row_groups)
     text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
     yt, xt, vn = esc(y_title), esc(x_title), esc(value_name)
     hover = [[f"{yt}: {yl[i]}<br>{xt}: {xl[j]}<br>{vn}: {text[i][j]}" for j in range(m)] for i in range(n)]
@@ -82,8 +85,11 @@ def heatmap(
         height=height or max(260, 80 + 34 * n),
     )
     fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, max_tick_labels))
-    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False,
-                     **_ticks(yl, max_y_tick_labels or max_tick_labels))
+    y_ticks = _ticks(yl, max_y_tick_labels or max_tick_labels)
+    if row_groups:
+        y_ticks = dict(tickmode="array", tickvals=list(range(0, n, row_groups)),
+                       ticktext=[yl[i].split(" ")[0] for i in range(0, n, row_groups)])
+    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **y_ticks)
     return fig
 
 
@@ -145,7 +151,7 @@ def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") ->
 
 
 def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, colorscale, zmid_zero, height,
-                 show_scale) -> go.Figure:
+                 show_scale, row_groups=None) -> go.Figure:
     """A large matrix sent as one float32 array; labels are "position·token" categories so hover can name
     both tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
     n, m = z.shape
@@ -161,7 +167,10 @@ def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, 
                       height=height or min(900, max(400, 120 + 6 * n)))
     fig.update_xaxes(title_text=x_title, type="category", showgrid=False, showticklabels=m <= 80)
     fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False,
-                     showticklabels=n <= 80)
+                     showticklabels=n <= 80 or bool(row_groups))
+    if row_groups:
+        fig.update_yaxes(tickmode="array", tickvals=y[::row_groups],
+                         ticktext=[t.split(" ")[0] for t in yl[::row_groups]])
     return fig
 
 

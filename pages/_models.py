@@ -11,6 +11,7 @@ hidden states (they grow as n, not n²); long texts get a cache of their own wit
 so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 """
 
+import functools
 import gc
 import threading
 from collections.abc import Callable
@@ -28,6 +29,8 @@ from attention.models import (
     own_attention,
     survey,
 )
+from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
+from attention.models.predictions import generate
 from pages._text import md
 
 OTHER = "other (Hugging Face id)…"
@@ -120,6 +123,32 @@ def _survey(name: str, text: str, _att: ModelAttention) -> Job:
     return Job(lambda progress: survey(_att, progress=progress), "Surveying every head…")
 
 
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def generation_job(name: str, text: str, max_new_tokens: int, greedy: bool, temperature: float, seed: int,
+                   _loaded: LoadedModel) -> Job:
+    return Job(lambda progress: generate(_loaded, text, max_new_tokens=max_new_tokens, greedy=greedy,
+                                         temperature=temperature, seed=seed, progress=progress), "Generating…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def ablation_job(name: str, text: str, target: str, foil: str, method: str, _loaded: LoadedModel) -> Job:
+    """The exact scan, one per (model, text, target, foil, method), shared by the sessions asking for it."""
+    return Job(lambda progress: head_ablation(_loaded, text, target, foil, method=method, progress=progress),
+               "Ablating every head…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def vector_ablation_job(name: str, text: str, word: str, method: str, _loaded: LoadedModel) -> Job:
+    return Job(lambda progress: head_ablation_cosine(_loaded, text, word, method=method, progress=progress),
+               "Ablating every head…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def patching_job(name: str, text: str, target: str, foil: str, method: str, _loaded: LoadedModel) -> Job:
+    return Job(lambda progress: attribution_patching(_loaded, text, target, foil, method=method),
+               "Estimating every head's effect…")
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_own_attention(name: str, text: str, layer: int, _loaded: LoadedModel, _att: ModelAttention):
     return own_attention(_loaded, _att, layer)
@@ -163,6 +192,28 @@ def sentence_and_model(default: str = DEFAULT_TEXT) -> tuple[str, str]:
                         help="Up to 512 tokens for MiniLM, 4,096 for SmolLM2 (about 3,000 words).")
     remember("text", text)
     return pick_model(c2), text
+
+
+def example_filler(examples: dict, picker: str, fields: tuple[str | None, ...]) -> Callable[[], None]:
+    """on_change for an example picker: copy the chosen example's values into the widgets keyed `fields`
+    (None skips one). Only a change of example fills them: a sentence brought from another page stays."""
+    return functools.partial(_fill_from_example, examples, picker, fields)
+
+
+def _fill_from_example(examples: dict, picker: str, fields: tuple[str | None, ...]) -> None:
+    values = examples[st.session_state[picker]]
+    _fill({field: value for field, value in zip(fields, values, strict=True) if field})
+
+
+def model_switcher(name: str) -> Callable[[], None]:
+    """on_click for a button that moves this page (and the next ones) to model `name`."""
+    return functools.partial(_fill, {"model": name})
+
+
+def _fill(values: dict) -> None:
+    for key, value in values.items():  # in a callback: the widget (and the browser, and the URL) take it
+        remember(key, value)
+        st.session_state[key] = value
 
 
 def layer_and_head(col_layer, col_head, n_layers: int, n_heads: int, *, head_disabled: bool = False) -> tuple[int, int]:

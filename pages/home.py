@@ -27,6 +27,8 @@ LINKS = [
     ("pages/inside_head.py", "Inside one head", "q, each k, q⊙k, scores, softmax, output of a real head."),
     ("pages/ambiguous_words.py", "Ambiguous words", "“bank”, “it”, “plant” in two sentences, head by head."),
     ("pages/head_atlas.py", "Head atlas", "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019)."),
+    ("pages/predictions.py", "Predictions and head effects",
+     "“The capital of France is” → “ Paris”: generate step by step, then remove each head to see which matter."),
 ]
 
 st.subheader("Pages")

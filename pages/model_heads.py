@@ -59,7 +59,8 @@ focus = st.selectbox("Token", range(n), format_func=token_labels(att.tokens), ke
 focus_view = token_focus(att, min(focus, n - 1))
 st.plotly_chart(plotting.heatmap(focus_view.matrix, focus_view.col_labels, focus_view.row_labels,
                                  title=focus_view.title, x_title="key token", y_title="layer · head", zmin=0, zmax=1,
-                                 show_values=False, height=min(1400, 120 + 12 * L * H), max_tick_labels=96),
+                                 show_values=False, height=min(1400, 120 + 12 * L * H), max_tick_labels=96,
+                                 row_groups=H if L * H > 96 else None),
                 width="stretch", key="heads.focus")
 
 if att.kind == "encoder-decoder":

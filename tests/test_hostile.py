@@ -28,6 +28,7 @@ TEXT_WIDGETS = {  # page -> (widget kind, key, max chars)
     "pages/model_heads.py": ("text_area", "text", 20_000),
     "pages/inside_head.py": ("text_area", "text", 20_000),
     "pages/head_atlas.py": ("text_area", "text", 20_000),
+    "pages/predictions.py": ("text_area", "text", 20_000),
     "pages/ambiguous_words.py": ("text_input", "a_bank", 2000),
     "pages/toy_ambiguity.py": ("text_input", "toy.bank0", 200),
     "pages/lookup.py": ("text_input", "lookup.hard_query", 40),

@@ -6,7 +6,8 @@ import pytest
 from tests.test_pages import array, chart, open_page, table_with
 
 pytestmark = pytest.mark.slow
-MODEL_PAGES = ["pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py", "pages/head_atlas.py"]
+MODEL_PAGES = ["pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py", "pages/head_atlas.py",
+               "pages/predictions.py"]
 
 
 @pytest.mark.parametrize("path", MODEL_PAGES)
@@ -90,3 +91,26 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
                         decoder_input_ids=torch.tensor(att.target_ids)[None], output_attentions=True)
     np.testing.assert_allclose(shown, out.cross_attentions[1][0, 2].numpy(), atol=1e-5)
     assert shown.shape == (len(att.target_tokens), len(att.tokens))
+
+
+def test_predictions_page_tells_the_story_from_prediction_to_heads():
+    at = open_page("pages/predictions.py")
+    assert "encoder" in at.info[0].value  # MiniLM, the default model, predicts no next token
+    assert chart(at, "pred.vector")  # its heads measured on a word's vector instead
+    at.button(key="pred.decoder").click().run()
+    assert at.selectbox(key="model").value == "smollm2" and not at.exception
+    next_chart = chart(at, "pred.next")
+    assert next_chart["layout"]["xaxis"]["ticktext"][0] == "“ Mary”"
+    assert array(next_chart["data"][0]["y"])[0] == pytest.approx(0.92, abs=0.03)
+    estimate = array(chart(at, "pred.estimate")["data"][0]["z"])
+    assert estimate.shape == (30, 9)
+    at.button(key="pred.scan").click().run()
+    exact = array(chart(at, "pred.exact")["data"][0]["z"])
+    assert exact.shape == (30, 9) and np.isfinite(exact).all()
+    ranked = table_with(at, "exact effect")
+    assert abs(ranked["exact effect"].iloc[0]) == pytest.approx(np.abs(exact).max(), abs=1e-3)  # largest first
+    assert any("Spearman" in c.value for c in at.caption)
+    at.text_input(key="pred.foil").set_value(" Mary").run()
+    assert any("same token" in w.value for w in at.warning)
+    at.text_input(key="pred.target").set_value("").run()
+    assert any("empty" in w.value for w in at.warning)

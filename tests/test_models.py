@@ -269,7 +269,7 @@ def test_hub_models_never_trust_remote_code(monkeypatch, tmp_path):
             raise OSError("recorded, not loaded")
         return from_pretrained
 
-    for name in ("AutoConfig", "AutoModel", "AutoModelForSeq2SeqLM", "AutoTokenizer"):
+    for name in ("AutoConfig", "AutoModel", "AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoTokenizer"):
         monkeypatch.setattr(getattr(tf, name), "from_pretrained", record(name))
     monkeypatch.setenv("ATTENTION_EXPLORER_HUB_MODELS", "someone/custom-code-model")
     with pytest.raises(ModelUnavailable):

@@ -86,10 +86,11 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
 
 
 def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    auto = AutoModelForCausalLM if spec.kind == "decoder" else AutoModel  # decoders keep their LM head
     try:
-        model = AutoModel.from_pretrained(folder, attn_implementation=CAPTURE, trust_remote_code=False)
+        model = auto.from_pretrained(folder, attn_implementation=CAPTURE, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     except Exception as err:
         raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
@@ -105,13 +106,13 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
         raise ModelUnavailable(
             f"`{model_id}` is not on this server's allowlist. Allowed: {', '.join(allowed) or 'none (hub disabled)'}."
             " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
-    from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
         config = AutoConfig.from_pretrained(model_id, trust_remote_code=False)
-        is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-        auto = AutoModelForSeq2SeqLM if is_seq2seq else AutoModel
+        kind = _kind(config)
+        auto = {"encoder-decoder": AutoModelForSeq2SeqLM, "decoder": AutoModelForCausalLM}.get(kind, AutoModel)
         model = auto.from_pretrained(model_id, attn_implementation=CAPTURE, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(model_id, trust_remote_code=False)
     except Exception as err:
@@ -120,8 +121,14 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
             else f"{type(err).__name__}: {str(err)[:300]}"
         raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
                                "pages work offline.") from err
-    archs = " ".join(getattr(config, "architectures", None) or [])
-    kind = "encoder-decoder" if is_seq2seq else "decoder" if ("CausalLM" in archs or "LMHead" in archs) else "encoder"
     limit = min(512, int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 512)))
     spec = ModelSpec(model_id, f"{model_id} (hub)", kind, limit)
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+
+
+def _kind(config) -> str:
+    """"encoder-decoder", "decoder" (a causal language model: it predicts next tokens) or "encoder"."""
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder"
+    archs = " ".join(getattr(config, "architectures", None) or [])
+    return "decoder" if ("CausalLM" in archs or "LMHead" in archs) else "encoder"

@@ -133,6 +133,7 @@ class ModelAttention:
     hidden: np.ndarray  # (L + 1, n, D) float32: embeddings, then the output of each layer
     truncated: bool  # the text was longer than the model's limit
     n_input_tokens: int  # tokens before truncation
+    next_logits: np.ndarray | None = None  # (V,) a causal LM's logits for the token after the text, else None
     target: str | None = None  # the target text of an encoder-decoder model (None: its own translation)
     target_tokens: tuple[str, ...] | None = None  # decoder side of an encoder-decoder model
     target_ids: np.ndarray | None = None  # (t,) decoder input ids, starting with the decoder start token
@@ -159,7 +160,7 @@ class ModelAttention:
     def nbytes(self) -> int:
         """Bytes this result stores: the stacks, the hidden states and the token arrays."""
         stacks = (self.self_attn, self.decoder_attn, self.cross_attn)
-        arrays = (self.hidden, self.token_ids, self.special, self.target_ids)
+        arrays = (self.hidden, self.token_ids, self.special, self.target_ids, self.next_logits)
         return sum(s.nbytes for s in stacks if s is not None) + sum(a.nbytes for a in arrays if a is not None)
 
     def attention_stack(self, stack: str = "self") -> AttentionStack:

@@ -84,6 +84,7 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
             with recording(names, kernel="eager") as calls:
                 own = _forward(network, inputs, output_attentions=True)
     hidden = _hidden_states(out.encoder_hidden_states if spec.kind == "encoder-decoder" else out.hidden_states)
+    next_logits = _np(out.logits[0, -1]) if inputs.target_ids is None and has_lm_head(network) else None
     del out  # the model's own copy of the hidden states
     by_stack = {stack: _calls_of(calls, stack) for stack in ("self", "decoder", "cross")}
     calls.clear()  # each stack's list now holds its calls alone, so copying them can free them
@@ -94,7 +95,7 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
         model_name=spec.name, text=inputs.text, target=target if inputs.target_ids is not None else None,
         kind=spec.kind, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
         self_attn=_attention_stack(by_stack["self"], modules, self_own), hidden=hidden,
-        truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input,
+        truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input, next_logits=next_logits,
     )
     if inputs.target_ids is not None:
         result["target_tokens"] = display_tokens(tok, inputs.target_ids[0])[0]
@@ -145,7 +146,15 @@ def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states
     kwargs = dict(output_attentions=output_attentions, output_hidden_states=hidden_states, return_dict=True)
     if inputs.target_ids is not None:
         kwargs["decoder_input_ids"] = inputs.target_ids
+    elif has_lm_head(network):
+        kwargs["logits_to_keep"] = 1  # the next token's logits only: (1, 1, V), not (1, n, V) (0.8 GB at 4,096)
     return network(input_ids=inputs.ids, attention_mask=inputs.mask, **kwargs)
+
+
+def has_lm_head(network) -> bool:
+    """A causal language model (SmolLM2, GPT-2): it predicts the next token. Encoders (MiniLM) do not."""
+    get = getattr(network, "get_output_embeddings", None)
+    return get is not None and get() is not None and not getattr(network.config, "is_encoder_decoder", False)
 
 
 def _attention_calls(network) -> int:
@@ -158,20 +167,26 @@ def _attention_calls(network) -> int:
     return max(1, int(n))
 
 
-def output_projection(modules: dict, module_name: str) -> np.ndarray | None:
-    """W_O of one attention module in x @ W_O form, (H * d, D): a view of the parameter, or None.
-
-    `modules` is the network's named_modules(); the projection sits beside the attention module under a
-    name that depends on the architecture.
-    """
+def output_projection_module(modules: dict, module_name: str) -> torch.nn.Module | None:
+    """The linear layer that reads an attention module's concatenated heads (its input is z, every head's
+    output side by side, (B, n, H * d)), or None. `modules` is the network's named_modules(); the layer's
+    name depends on the architecture."""
     parent = module_name.rsplit(".", 1)[0] if module_name.endswith(".self") else module_name
     for name in (f"{module_name}.o_proj", f"{module_name}.out_proj", f"{module_name}.out_lin",
                  f"{module_name}.c_proj", f"{module_name}.o", f"{parent}.output.dense"):
         linear = modules.get(name)
         if linear is not None and hasattr(linear, "weight"):
-            w = linear.weight.detach().to(torch.float32).numpy()  # float32 weights: shares memory, no copy
-            return w if type(linear).__name__ == "Conv1D" else w.T  # Conv1D (GPT-2) already stores (in, out)
+            return linear
     return None
+
+
+def output_projection(modules: dict, module_name: str) -> np.ndarray | None:
+    """W_O of one attention module in x @ W_O form, (H * d, D): a view of the parameter, or None."""
+    linear = output_projection_module(modules, module_name)
+    if linear is None:
+        return None
+    w = linear.weight.detach().to(torch.float32).numpy()  # float32 weights: shares memory, no copy
+    return w if type(linear).__name__ == "Conv1D" else w.T  # Conv1D (GPT-2) already stores (in, out)
 
 
 def _target_ids(network, tok, enc, target: str | None) -> torch.Tensor:

@@ -50,3 +50,12 @@ def find_word(tokens, word: str) -> int:
 def default_focus(tokens, word: str = "bank") -> int:
     """The token a page follows first: `word` when the sentence has it (the seeds' "bank"), else token 0."""
     return next((i for i, t in enumerate(tokens) if t.lower() == word), 0)
+
+
+def last_word(tokens, special) -> int:
+    """The last token that is neither special ([CLS], [SEP]) nor punctuation, else 0: a sentence's last
+    word, the one an encoder's vector metric follows when nothing else is chosen."""
+    for i in range(len(tokens) - 1, -1, -1):
+        if not special[i] and not is_punctuation(tokens[i]):
+            return i
+    return 0

@@ -1,0 +1,201 @@
+"""Predictions and head effects: what the model predicts, how it generates, and which heads matter for it."""
+
+import pandas as pd
+import streamlit as st
+
+from attention import examples as ex
+from attention import plotting
+from attention.models import attention_row
+from attention.models.head_effects import METHODS, choose_token, rank_correlation
+from attention.models.predictions import MAX_NEW_TOKENS, next_tokens
+from attention.models.tokens import default_focus, last_word
+from pages._frame import ensure_app_frame
+from pages._labels import label_of, token_labels
+from pages._models import (
+    ablation_job,
+    attention_or_stop,
+    carried,
+    example_filler,
+    follow,
+    generation_job,
+    layer_and_head,
+    model_or_stop,
+    model_switcher,
+    open_head_buttons,
+    patching_job,
+    sentence_and_model,
+    vector_ablation_job,
+)
+from pages._text import md, md_token
+
+ensure_app_frame()
+LAYER_HEADS = "layer · head"
+
+
+def result_or_stop(job):
+    """A job's result, or its error as a message that ends the page."""
+    try:
+        return follow(job)
+    except ValueError as err:
+        st.warning(md(err))
+        st.stop()
+
+
+def effects_heatmap(effects, title: str, key: str):
+    L, H = effects.effect.shape
+    fig = plotting.heatmap(effects.effect, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)],
+                           title=title, x_title="head", y_title="layer", value_name="effect",
+                           colorscale=plotting.SIGNED_SCALE, zmid_zero=True, show_values=False,
+                           height=min(1000, 140 + 22 * L))
+    st.plotly_chart(fig, width="stretch", key=key)
+
+
+st.title("Predictions and head effects")
+st.markdown("Attention weights say where a head looks, not whether it matters. Here the model **predicts**, "
+            "then each head is **removed** in turn to see how much the prediction changes: a head that looks "
+            "at “Mary” may or may not be the one that makes the model say “ Mary”.")
+example = st.selectbox("Example", list(ex.PREDICTION_EXAMPLES), key="pred.example",
+                       on_change=example_filler(ex.PREDICTION_EXAMPLES, "pred.example", ("text", "pred.target",
+                                                                                           "pred.foil")))
+prompt, target_default, foil_default = ex.PREDICTION_EXAMPLES[example]
+name, text = sentence_and_model(prompt)
+att = attention_or_stop(name, text)
+loaded = model_or_stop(name)
+method = st.radio("Remove a head by", list(METHODS), format_func=label_of(METHODS), horizontal=True,
+                  key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
+                                          "position.")
+
+if att.next_logits is None:  # an encoder: follow one word's vector instead of a next token
+    st.info(f"{md(loaded.spec.label)} is an encoder: it has no language-model head and predicts no next token. "
+            "Its heads are measured by how far removing each one moves a word's final vector.")
+    st.button("Switch to SmolLM2, which predicts next tokens", icon=":material/swap_horiz:", key="pred.decoder",
+              on_click=model_switcher("smollm2"))
+    st.selectbox("Example for an encoder", list(ex.VECTOR_EXAMPLES), index=None, key="pred.vector_example",
+                 placeholder="choose one to fill the sentence and the word",
+                 on_change=example_filler(ex.VECTOR_EXAMPLES, "pred.vector_example", ("text", "pred.word")))
+    focus = default_focus(att.tokens) if "bank" in att.tokens else last_word(att.tokens, att.special)
+    word = st.text_input("Word to follow", value=carried("pred.word", att.tokens[focus]), key="pred.word",
+                         max_chars=40)
+    st.latex(r"\text{effect}^{(\ell,h)} = 1 - \cos\big(x^{\text{final}}_{w},\ x^{\text{final}}_{w}\,"
+             r"\text{without head }(\ell,h)\big)")
+    effects = result_or_stop(vector_ablation_job(name, text, word, method, loaded))
+    effects_heatmap(effects, f"How far each head's removal moves “{att.tokens[effects.token]}”", "pred.vector")
+    st.caption("Attribution patching is not shown for this metric: 1 − cos is smallest (0) at the unablated "
+               "vector, so its gradient there is zero and a first-order estimate would say 0 for every head. It "
+               "needs a metric with a slope, such as a decoder's logit difference.")
+    st.dataframe(pd.DataFrame([{"layer": i + 1, "head": h + 1, "1 − cos": e} for i, h, e in effects.ranked(10)])
+                 .style.format({"1 − cos": "{:.4f}"}), hide_index=True, key="pred.vector_top")
+    st.stop()
+
+# --- 1. The next token ------------------------------------------------------------------------------------
+st.header("1 · The next token")
+temperature = st.slider("temperature T", 0.1, 3.0, 1.0, 0.1, key="pred.temperature", bind="query-params")
+st.latex(r"p(\text{token}) = \operatorname{softmax}(z / T)_{\text{token}}")
+top = next_tokens(att.next_logits, loaded.tokenizer, k=10, temperature=temperature)
+shown = [f"“{t}”" for t in top.tokens]
+st.plotly_chart(plotting.weights_bar(shown, top.probabilities, title=f"The 10 most likely next tokens at T = "
+                                     f"{temperature:g}", value_name="probability"), width="stretch", key="pred.next")
+st.caption(f"The model predicts {shown[0]} with p = {top.probabilities[0]:.2f}; every other token together has "
+           f"{top.rest:.2f}. Entropy {top.entropy:.2f} nats. Low T sharpens the distribution, high T flattens it.")
+
+# --- 2. Generate ------------------------------------------------------------------------------------------
+st.header("2 · Generate, one token at a time")
+with st.form("pred.generate"):
+    g1, g2, g3, g4 = st.columns(4)
+    n_new = g1.slider("new tokens", 1, MAX_NEW_TOKENS, 16, key="pred.n_new")
+    greedy = g2.radio("choose", ["most likely", "sample"], key="pred.mode") == "most likely"
+    g_temp = g3.slider("sampling T", 0.1, 2.0, 0.8, 0.1, key="pred.g_temp", disabled=False)
+    seed = g4.number_input("seed", 0, 10_000, 0, key="pred.seed")
+    asked = st.form_submit_button("Generate", icon=":material/play_arrow:")
+if asked or st.session_state.get("pred.generated"):
+    st.session_state["pred.generated"] = True
+    gen = result_or_stop(generation_job(name, text, n_new, greedy, g_temp, seed, loaded))
+    if gen.truncated:
+        st.warning("The prompt was cut to leave room for the new tokens.")
+    step = st.slider("step", 1, len(gen.steps), len(gen.steps), key="pred.step") - 1
+    s = gen.steps[step]
+    done = "".join(f":blue-background[{md_token(x.token)}]" if i == step else md_token(x.token)
+                   for i, x in enumerate(gen.steps[:step + 1]))
+    st.markdown(f"{md(text)}{done}")
+    st.caption(f"Step {step + 1}: the token at position {s.position} chose “{md(s.token)}” (p = {s.probability:.2f})"
+               + (" — the model chose its end-of-text token." if gen.stopped == "end of text" and
+                  step == len(gen.steps) - 1 else "."))
+    c1, c2 = st.columns([1, 2])
+    c1.plotly_chart(plotting.weights_bar([f"“{t}”" for t in s.choices.tokens], s.choices.probabilities,
+                                         title="What it chose from", value_name="probability",
+                                         highlight=list(s.choices.token_ids).index(s.token_id)
+                                         if s.token_id in s.choices.token_ids else None),
+                    width="stretch", key="pred.choices")
+    keys = list(gen.prompt_tokens) + [x.token for x in gen.steps[:step]]
+    L, H = s.rows.shape[:2]
+    c2.plotly_chart(plotting.heatmap(s.rows.reshape(L * H, -1), keys, [f"L{i + 1} H{h + 1}" for i in range(L)
+                                     for h in range(H)], title=f"Where it looked: {len(keys)} keys, one more each "
+                                     "step (the KV cache)", x_title="key token", y_title=LAYER_HEADS, zmin=0, zmax=1,
+                                     show_values=False, height=min(900, 120 + 3 * L * H), max_tick_labels=48,
+                                     row_groups=H),
+                    width="stretch", key="pred.rows")
+
+# --- 3. Target and foil -----------------------------------------------------------------------------------
+st.header("3 · Target and foil")
+c1, c2 = st.columns(2)
+target = c1.text_input("expected next token (target)", value=target_default, key="pred.target", max_chars=40)
+foil = c2.text_input("an alternative (foil)", value=foil_default, key="pred.foil", max_chars=40)
+try:
+    t, f = choose_token(loaded.tokenizer, target, "target"), choose_token(loaded.tokenizer, foil, "foil")
+except ValueError as err:
+    st.warning(md(err))
+    st.stop()
+for choice, col in ((t, c1), (f, c2)):
+    col.caption(f"“{md(choice.text)}” is one token." if choice.pieces == 1 else
+                f"“{md(choice.text)}” is {choice.pieces} tokens; the first, “{md(choice.token)}”, is used. A leading "
+                "space matters: “ Mary” and “Mary” are different tokens.")
+if t.token_id == f.token_id:
+    st.warning(f"The target and the foil are the same token (“{md(t.token)}”): their logit difference is always 0.")
+    st.stop()
+z = att.next_logits
+st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {z[t.token_id]:.2f} - "
+         rf"{z[f.token_id]:.2f} = {z[t.token_id] - z[f.token_id]:.2f}")
+st.caption("Positive: the model prefers the target. A head's effect is m with the head removed, minus m: negative "
+           "means the head supported the target.")
+
+# --- 4. Which heads matter --------------------------------------------------------------------------------
+st.header("4 · Which heads matter")
+estimate = result_or_stop(patching_job(name, text, target, foil, method, loaded))
+exact_asked = st.button("Remove every head in turn (the exact scan)", icon=":material/science:", key="pred.scan",
+                        help="One forward pass per head, batched; a few seconds for SmolLM2's 270 heads.")
+exact = None
+if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{target}.{foil}.{method}"):
+    st.session_state[f"pred.scanned.{name}.{text}.{target}.{foil}.{method}"] = True
+    exact = result_or_stop(ablation_job(name, text, target, foil, method, loaded))
+c1, c2 = st.columns(2)
+with c1:
+    effects_heatmap(estimate, "Estimate: attribution patching (1 forward + 1 backward)", "pred.estimate")
+with c2:
+    if exact is None:
+        st.info("The estimate on the left costs one forward and one backward pass. Run the exact scan to see the "
+                "true effect of removing each head, and how well the estimate ranks them.")
+    else:
+        effects_heatmap(exact, f"Exact: {exact.effect.size} heads removed one at a time", "pred.exact")
+st.latex(r"\widehat{\text{effect}}^{(\ell,h)} = \sum_{\text{pos}} \big(z^{(\ell,h)}_{\text{removed}} - "
+         r"z^{(\ell,h)}\big) \cdot \frac{\partial m}{\partial z^{(\ell,h)}}")
+ranked = (exact or estimate).ranked(15)
+rows = [{"layer": i + 1, "head": h + 1, "exact effect": exact.effect[i, h] if exact else None,
+         "estimate": estimate.effect[i, h]} for i, h, _ in ranked]
+if exact is not None:
+    st.caption(f"Rank correlation between the estimate and the exact effects over all heads: Spearman ρ = "
+               f"{rank_correlation(estimate.effect, exact.effect):.2f} (1: the same order).")
+st.dataframe(pd.DataFrame(rows).style.format({"exact effect": "{:.3f}", "estimate": "{:.3f}"}, na_rep="–"),
+             hide_index=True, key="pred.ranked")
+
+# --- 5. A head's pattern ----------------------------------------------------------------------------------
+st.header("5 · What a head that matters looks at")
+c1, c2 = st.columns(2)
+layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
+row = attention_row(att, len(att.tokens) - 1, layer=layer, head=head)
+last = token_labels(att.tokens)(len(att.tokens) - 1)
+st.plotly_chart(plotting.weights_bar(att.tokens, row, title=f"Layer {layer + 1}, head {head + 1}: where the last "
+                                     f"token ({last}) looks"), width="stretch", key="pred.pattern")
+effect = (exact or estimate).effect[layer, head]
+st.caption(f"Removing it changes m by {effect:+.3f} ({'exact' if exact else 'estimated'}). The largest effects are "
+           f"at layer {ranked[0][0] + 1}, head {ranked[0][1] + 1}.")
+open_head_buttons(layer, head, key="pred.open")

@@ -1,0 +1,231 @@
+"""Predictions and head effects, against the models themselves.
+
+- Ablation: a copy of the model whose output-projection columns for one head are zeroed (no hooks).
+- Attribution patching: autograd through deltas added by the test's own hooks, and a finite difference
+  made by scaling a head's W_O columns.
+- Generation: the model loaded again with plain eager attention, one full pass over the final text, and
+  transformers' own generate().
+Tiny random-weight llama models (grouped-query attention, rotary positions) run in float64 where a
+gradient is compared; SmolLM2 runs the examples the page shows (marked slow).
+"""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+import transformers as tf
+
+from attention.models.capture import CAPTURE
+from attention.models.head_effects import (
+    attribution_patching,
+    choose_token,
+    head_ablation,
+    head_ablation_cosine,
+    rank_correlation,
+)
+from attention.models.predictions import generate, next_tokens
+from attention.models.registry import ModelSpec
+from attention.models.running import LoadedModel, output_projection_module
+
+MARY = "When Mary and John went to the store, John gave a drink to"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from attention.models.loading import minilm_dir
+
+    return AutoTokenizer.from_pretrained(minilm_dir())
+
+
+def tiny_lm(tokenizer, dtype=torch.float64, max_tokens: int = 64, seed: int = 0):
+    """A 2-layer llama causal LM routed through our capture, and its plain-eager twin (the reference)."""
+    torch.manual_seed(seed)
+    def make():
+        return tf.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+                              intermediate_size=64, vocab_size=tokenizer.vocab_size)
+    cfg = make()
+    cfg._attn_implementation = "eager"
+    reference = tf.LlamaForCausalLM(cfg).eval().to(dtype)
+    cfg2 = make()
+    cfg2._attn_implementation = CAPTURE
+    ours = tf.LlamaForCausalLM(cfg2).eval().to(dtype)
+    ours.load_state_dict(reference.state_dict())
+    loaded = LoadedModel(spec=ModelSpec("tiny", "tiny", "decoder", max_tokens), network=ours, tokenizer=tokenizer)
+    return loaded, reference
+
+
+def metric_of(network, ids, t: int, f: int) -> float:
+    with torch.no_grad():
+        logits = network(input_ids=ids).logits[0, -1]
+    return float(logits[t] - logits[f])
+
+
+def head_columns(network, layer: int, head: int, d: int) -> torch.Tensor:
+    """A view of W_O's columns that read head `head` of `layer` (o_proj: (D, H * d), x @ W^T)."""
+    return network.model.layers[layer].self_attn.o_proj.weight[:, head * d:(head + 1) * d]
+
+
+@pytest.mark.parametrize("method", ["zero", "mean"])
+def test_tiny_ablation_scan_equals_weight_edits_and_full_passes(tokenizer, method, monkeypatch):
+    loaded, reference = tiny_lm(tokenizer)
+    text, target, foil = "the cat sat on the mat because it", " tired", " happy"
+    effects = head_ablation(loaded, text, target, foil, method=method)
+    t, f = choose_token(tokenizer, target).token_id, choose_token(tokenizer, foil).token_id
+    ids = torch.tensor(loaded.attend(text).token_ids)[None]
+    assert effects.baseline == pytest.approx(metric_of(reference, ids, t, f), abs=1e-9)
+    if method == "zero":  # the reference removes the head by zeroing its columns of W_O: no hooks involved
+        for layer in range(2):
+            for head in range(4):
+                edited = copy.deepcopy(reference)
+                with torch.no_grad():
+                    head_columns(edited, layer, head, 8).zero_()
+                expected = metric_of(edited, ids, t, f) - effects.baseline
+                assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-9)
+    # Starting at the ablated layer from the clean residual stream gives what running every layer gives.
+    monkeypatch.setattr("attention.models.head_effects._layers_of", lambda network: None)
+    full = head_ablation(loaded, text, target, foil, method=method)
+    np.testing.assert_allclose(effects.effect, full.effect, atol=1e-9)
+
+
+def test_attribution_patching_gradient_equals_autograd_and_a_finite_difference(tokenizer):
+    loaded, reference = tiny_lm(tokenizer, seed=1)
+    text, target, foil = "the dog chased the ball into the", " garden", " house"
+    got = attribution_patching(loaded, text, target, foil)
+    t, f = choose_token(tokenizer, target).token_id, choose_token(tokenizer, foil).token_id
+    ids = torch.tensor(loaded.attend(text).token_ids)[None]
+    # Reference gradient: deltas (zeros) added to each layer's z by the test's own hooks, autograd w.r.t. them.
+    deltas = [torch.zeros(1, ids.shape[1], 32, dtype=torch.float64, requires_grad=True) for _ in range(2)]
+    z_clean = {}
+
+    def adder(layer):
+        def hook(module, args):
+            z_clean[layer] = args[0].detach()
+            return (args[0] + deltas[layer],)
+        return hook
+
+    handles = [reference.model.layers[i].self_attn.o_proj.register_forward_pre_hook(adder(i)) for i in range(2)]
+    logits = reference(input_ids=ids).logits[0, -1]
+    grads = torch.autograd.grad(logits[t] - logits[f], deltas)
+    for h in handles:
+        h.remove()
+    for layer in range(2):
+        expected = (-z_clean[layer] * grads[layer])[0].reshape(ids.shape[1], 4, 8).sum((0, 2)).numpy()
+        np.testing.assert_allclose(got.effect[layer], expected, atol=1e-10)
+    # Finite difference: shrinking a head's W_O columns by eps is removing eps of its output. eps is not
+    # tiny: transformers computes rotary cos/sin in float32 even in a float64 model, so below ~1e-4 roundoff
+    # swamps the difference; at 1e-3 the second-order term is ~3e-4 of it.
+    eps, (layer, head) = 1e-3, (1, 2)
+    base = metric_of(reference, ids, t, f)
+    with torch.no_grad():
+        head_columns(reference, layer, head, 8).mul_(1 - eps)
+    assert (metric_of(reference, ids, t, f) - base) / eps == pytest.approx(got.effect[layer, head], rel=2e-3)
+
+
+def test_generation_rows_with_the_kv_cache_equal_one_full_eager_pass(tokenizer):
+    loaded, reference = tiny_lm(tokenizer, dtype=torch.float32, seed=2)
+    gen = generate(loaded, "the cat sat on the mat", max_new_tokens=6)
+    assert len(gen.steps) == 6 and gen.stopped == "length"
+    with torch.no_grad():
+        attentions = reference(input_ids=torch.tensor(gen.ids)[None], output_attentions=True).attentions
+    for step in gen.steps:
+        p = step.position
+        expected = np.stack([a[0, :, p, :p + 1].numpy() for a in attentions])  # (L, H, p + 1)
+        np.testing.assert_allclose(step.rows, expected, atol=1e-5)
+        np.testing.assert_allclose(step.rows.sum(-1), 1.0, atol=1e-5)
+    again = generate(loaded, "the cat sat on the mat", max_new_tokens=6, greedy=False, temperature=1.5, seed=7)
+    assert [s.token_id for s in again.steps] == [s.token_id for s in generate(
+        loaded, "the cat sat on the mat", max_new_tokens=6, greedy=False, temperature=1.5, seed=7).steps]
+
+
+def test_next_tokens_are_the_softmax_of_the_logits_at_a_temperature(tokenizer):
+    logits = np.random.default_rng(0).normal(size=tokenizer.vocab_size) * 3
+    for temperature in (0.5, 1.0, 2.0):
+        got = next_tokens(logits, tokenizer, k=5, temperature=temperature)
+        p = torch.softmax(torch.tensor(logits) / temperature, -1).numpy()
+        top = np.argsort(-p)[:5]
+        assert got.token_ids.tolist() == top.tolist()
+        np.testing.assert_allclose(got.probabilities, p[top], rtol=1e-9)
+        assert got.rest == pytest.approx(1 - p[top].sum())
+
+
+def test_rank_correlation():
+    a = np.arange(12.0).reshape(3, 4)
+    assert rank_correlation(a, a * 5 + 1) == pytest.approx(1.0)
+    assert rank_correlation(a, -a) == pytest.approx(-1.0)
+
+
+def test_bad_input_gives_messages(tokenizer, minilm):
+    loaded, _ = tiny_lm(tokenizer, dtype=torch.float32, max_tokens=24)
+    with pytest.raises(ValueError, match="empty"):
+        generate(loaded, "   ")
+    with pytest.raises(ValueError, match="same token"):
+        head_ablation(loaded, "the cat sat", " dog", " dog")
+    with pytest.raises(ValueError, match="target token: it is empty"):
+        attribution_patching(loaded, "the cat sat", "", " dog")
+    word = choose_token(tokenizer, "unbelievably")  # several WordPiece tokens: the first is used
+    assert word.pieces > 1 and word.token_id == tokenizer("unbelievably", add_special_tokens=False)["input_ids"][0]
+    long = generate(loaded, "word " * 40, max_new_tokens=8)  # 40 words cut to leave room for 8 new tokens
+    assert long.truncated and len(long.prompt_ids) == 24 - 8
+    with pytest.raises(ValueError, match="encoder"):
+        generate(minilm, "I sat on the river bank")
+    with pytest.raises(ValueError, match="encoder"):
+        head_ablation(minilm, "I sat on the river bank", " water", " money")
+
+
+@pytest.mark.slow
+def test_smollm2_mary_john_scan_equals_copies_with_a_head_zeroed(smollm2):
+    effects = head_ablation(smollm2, MARY, " Mary", " John")
+    assert effects.effect.shape == (30, 9) and effects.baseline == pytest.approx(6.1, abs=0.2)
+    t, f = effects.target.token_id, effects.foil.token_id
+    ids = torch.tensor(smollm2.attend(MARY).token_ids)[None]
+    edited = copy.deepcopy(smollm2.network)
+    strongest = effects.ranked(2)
+    for layer, head in [(0, 0), (14, 5), (29, 8)] + [(i, h) for i, h, _ in strongest]:
+        columns = head_columns(edited, layer, head, 64)
+        saved = columns.clone()
+        with torch.no_grad():
+            columns.zero_()
+            expected = metric_of(edited, ids, t, f) - effects.baseline
+            columns.copy_(saved)
+        assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-4), (layer, head)
+
+
+@pytest.mark.slow
+def test_smollm2_generation_is_transformers_greedy_and_its_rows_are_one_pass(smollm2):
+    from transformers import AutoModelForCausalLM
+
+    from attention.models.loading import smollm2_dir
+
+    gen = generate(smollm2, "The capital of France is", max_new_tokens=8)
+    assert gen.steps[0].token == " Paris" and gen.steps[0].probability == pytest.approx(0.77, abs=0.03)
+    eager = AutoModelForCausalLM.from_pretrained(smollm2_dir(lambda m: None), attn_implementation="eager").eval()
+    prompt = torch.tensor(gen.prompt_ids)[None]
+    with torch.no_grad():
+        expected_ids = eager.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=8,
+                                      do_sample=False)[0, prompt.shape[1]:]
+        attentions = eager(input_ids=torch.tensor(gen.ids)[None], output_attentions=True).attentions
+    assert [s.token_id for s in gen.steps] == expected_ids.tolist()
+    for step in gen.steps:
+        expected = np.stack([a[0, :, step.position, :step.position + 1].numpy() for a in attentions])
+        np.testing.assert_allclose(step.rows, expected, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_minilm_vector_scan_equals_a_copy_with_a_head_zeroed(minilm):
+    effects = head_ablation_cosine(minilm, "I sat on the river bank", "bank")
+    assert effects.effect.shape == (6, 12) and (effects.effect >= -1e-6).all()
+    att = minilm.attend("I sat on the river bank")
+    ids = torch.tensor(att.token_ids)[None]
+    edited = copy.deepcopy(minilm.network)
+    modules = dict(edited.named_modules())
+    layer, head = [(i, h) for i, h, _ in effects.ranked(1)][0]
+    projection = output_projection_module(modules, att.self_attn.modules[layer])
+    with torch.no_grad():
+        projection.weight[:, head * 32:(head + 1) * 32].zero_()
+        moved = edited(input_ids=ids).last_hidden_state[0, effects.token]
+        clean = minilm.network(input_ids=ids).last_hidden_state[0, effects.token]
+    expected = 1 - float(torch.nn.functional.cosine_similarity(moved, clean, dim=0))
+    assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-5)
