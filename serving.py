@@ -36,6 +36,15 @@ def torch_threads() -> int:
     return int(os.environ.get("ATTENTION_EXPLORER_TORCH_THREADS", "1"))
 
 
+MALLOC_ARENA_MAX = 2  # glibc arenas: Streamlit runs each rerun in a new thread, each thread would get one
+MALLOC_MMAP_THRESHOLD = 1 << 20  # bytes: larger blocks are mmapped and handed back to the OS when freed
+
+
+def malloc_environment() -> dict[str, str]:
+    """The malloc settings as environment variables, for child processes (the benchmark's)."""
+    return {"MALLOC_ARENA_MAX": str(MALLOC_ARENA_MAX), "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_THRESHOLD)}
+
+
 _configured = False
 
 
@@ -44,11 +53,12 @@ def configure_process() -> None:
 
     - torch threads (torch_threads()). Toy pages never import torch, so it is not imported here: before
       torch is loaded, OMP_NUM_THREADS sets its thread count; once loaded, set_num_threads does.
-    - glibc malloc: give big freed arrays back to the OS at once. Streamlit runs every rerun in a new
-      thread; glibc gives threads their own arenas and, after the first large free, raises its mmap
-      threshold, so the transient arrays of a 512-token forward pass stayed in the process: peak RSS
-      1.9 GB with both models, ~1.2 GB with these two settings (benchmarks/NOTES.md). Same as
-      MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=1048576 in the environment. No-op without glibc.
+    - glibc malloc: few arenas, and a fixed mmap threshold, so that big freed arrays go back to the OS at
+      once. glibc otherwise raises its threshold after the first large free and kept the transient arrays
+      of 512-token forward passes: peak RSS 1.9 GB with both models, ~1.2 GB with a 1 MiB threshold
+      (benchmarks/NOTES.md). Not 4 MiB: blocks under the threshold stay in the heap once freed, and a
+      server that had read 4,096 tokens idled at 2.46 GB instead of 1.79 GB. Same as the environment
+      variables of malloc_environment(). No-op without glibc.
     """
     global _configured
     if _configured:
@@ -64,8 +74,8 @@ def configure_process() -> None:
     except OSError:
         return
     m_arena_max, m_mmap_threshold = -8, -3  # <malloc.h>
-    libc.mallopt(m_arena_max, 2)
-    libc.mallopt(m_mmap_threshold, 1 << 20)
+    libc.mallopt(m_arena_max, MALLOC_ARENA_MAX)
+    libc.mallopt(m_mmap_threshold, MALLOC_MMAP_THRESHOLD)
 
 
 # --- Starting the app --------------------------------------------------------------------------------

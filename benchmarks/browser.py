@@ -171,14 +171,50 @@ def websocket_bytes(browser, url: str, text: str) -> int:
     return total[0]
 
 
+def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str]) -> dict:
+    """One session starts the exact scan of SmolLM2's 270 heads; another, at the same moment, submits a
+    16-token sentence to SmolLM2 on Model heads: how long its grid takes while the scan holds the model's
+    lock batch by batch."""
+    scanning = browser.new_page(viewport={"width": 1280, "height": 1000})
+    scanning.goto(page_url(url, "predictions", model=BUNDLED["smollm2"].label))
+    wait_idle(scanning, timeout=180_000)
+    other = browser.new_page(viewport={"width": 1280, "height": 1000})
+    other.goto(page_url(url, "model_heads", model=BUNDLED["smollm2"].label))
+    wait_idle(other, timeout=180_000)
+    other.evaluate(PROBE)
+    ms = []
+    for prompt, text in zip(prompts, texts16, strict=True):
+        box = scanning.locator("[data-testid='stTextArea'] textarea").first
+        box.fill(prompt)
+        box.press("Control+Enter")
+        wait_idle(scanning, timeout=120_000)
+        scanning.get_by_role("button", name="Remove every head in turn").click()
+        scanning.wait_for_timeout(300)  # the scan is running
+        mine = other.locator("[data-testid='stTextArea'] textarea").first
+        mine.fill(text)
+        runs = other.evaluate("() => window.__runs")
+        mine.press("Control+Enter")
+        done = other.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
+            document.querySelector("{DONE}") &&
+            document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 60000)""")
+        ms.append(done - other.evaluate("() => window.__keys[window.__keys.length - 1]"))
+        wait_idle(other, timeout=60_000)
+        wait_idle(scanning, timeout=120_000)
+    scanning.close()
+    other.close()
+    return summary(ms)
+
+
 def server_memory_mb(pid: int) -> dict:
     status = Path(f"/proc/{pid}/status").read_text()
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     return {k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
 
 
-def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dict, long_texts: dict) -> dict:
-    """long_texts: tokens -> SmolLM2 texts of that length (2,048 and 4,096 tokens)."""
+def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dict, long_texts: dict,
+        scan_prompts: list[str], smollm2_texts16: list[str]) -> dict:
+    """long_texts: tokens -> SmolLM2 texts of that length (2,048 and 4,096 tokens); scan_prompts and
+    smollm2_texts16: one of each per round of grid_during_scan."""
     out = {}
     with chromium() as browser:
         out["cold_start"] = cold_start(browser, 1 if smoke else 3)
@@ -196,5 +232,6 @@ def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dic
                         out["views"] = views_after_load(page, 3)
                     else:
                         page.close()
+                out["grid_during_scan"] = grid_during_scan(browser, url, scan_prompts, smollm2_texts16)
             out["server_memory"] = server_memory_mb(url.pid)
     return out

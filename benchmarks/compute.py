@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from serving import malloc_environment
+
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ("the river bank was quiet while people paid money into the bank across the street and the animal "
          "did not cross because it was too tired").split()
@@ -100,9 +102,15 @@ def long_inputs(smoke: bool) -> list[dict]:
     A child process per model, with the server's malloc settings (serving.configure_process), so the
     figures are those the app gets.
     """
-    env = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": str(1 << 20)}
+    env = malloc_environment()
     plan = [("minilm", "512")] if smoke else [("minilm", "512"), ("smollm2", "1024,2048,4096")]
     return [row for name, sizes in plan for row in _child("long", name, sizes, env=env)["rows"]]
+
+
+def effects(smoke: bool) -> dict:
+    """Head effects on the Mary/John prompt and generation, SmolLM2, with the server's malloc settings."""
+    env = malloc_environment()
+    return _child("effects", "1" if smoke else "0", env=env)
 
 
 def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
@@ -180,6 +188,27 @@ def _job_long(name: str, sizes: str) -> dict:
     return {"rows": rows}
 
 
+def _job_effects(smoke: str) -> dict:
+    from attention import examples as ex
+    from attention.models import load_model
+    from attention.models.head_effects import attribution_patching, head_ablation, rank_correlation
+    from attention.models.predictions import generate
+
+    prompt, target, foil = ex.PREDICTION_EXAMPLES["Mary and John"]
+    m = load_model("smollm2")
+    m.attend("warm up")
+    exact = head_ablation(m, prompt, target, foil)
+    estimate = attribution_patching(m, prompt, target, foil)
+    runs = 1 if smoke == "1" else 3
+    return {
+        "tokens": len(m.attend(prompt).tokens), "heads": int(exact.effect.size),
+        "scan": timed(lambda: head_ablation(m, prompt, target, foil), runs),
+        "patching": timed(lambda: attribution_patching(m, prompt, target, foil), runs + 2),
+        "generate32": timed(lambda: generate(m, "The capital of France is", max_new_tokens=32), runs),
+        "spearman": rank_correlation(estimate.effect, exact.effect), "baseline": exact.baseline,
+    }
+
+
 def _job_bertviz(n: str) -> dict:
     import torch
     from bertviz import model_view
@@ -202,5 +231,6 @@ def _job_bertviz(n: str) -> dict:
 
 if __name__ == "__main__":
     job, *job_args = sys.argv[1:]
-    jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz, "long": _job_long}
+    jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz, "long": _job_long,
+            "effects": _job_effects}
     print(json.dumps(jobs[job](*job_args)))

@@ -16,7 +16,8 @@ def test_benchmark_smoke_run_writes_a_report(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     text = out.read_text()
-    for heading in ("## Targets", "## 1. Core", "## 2. Models", "## 3. Payload", "## 4. Browser", "## 5. Long inputs"):
+    for heading in ("## Targets", "## 1. Core", "## 2. Models", "## 3. Payload", "## 4. Browser", "## 5. Long inputs",
+                    "## 6. Predictions"):
         assert heading in text
     assert "| 3 |" in text  # the core row at n = 3
     assert "slider step → chart updated" in text

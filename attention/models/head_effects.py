@@ -155,24 +155,26 @@ def _clean_z(loaded: LoadedModel, setup: _Setup) -> list[torch.Tensor]:
     return [seen[layer] for layer in range(len(setup.projections))]
 
 
-def _run_from(loaded: LoadedModel, setup: _Setup, first_layer: int, copies: int):
+def _run_from(loaded: LoadedModel, setup: _Setup, first_layer: int, copies: int, *, base: bool = False):
     """The model on `copies` copies of the text, from `first_layer` on when it can (its input there is the
-    clean one: every copy's ablation is at that layer or later). Call with the model's lock held: the
-    decoder stack is shortened for the duration of the call."""
-    network = loaded.network
-    stack = _layers_of(network) if setup.layer_inputs is not None else None
+    clean one: every copy's ablation is at that layer or later). `base` runs the model without its LM
+    head (last_hidden_state, no logits). Call with the model's lock held: the decoder stack is shortened
+    for the duration of the call."""
+    network = loaded.network.base_model if base else loaded.network
+    kwargs = {} if base else _lm_kwargs(loaded)
+    stack = _layers_of(loaded.network) if setup.layer_inputs is not None else None
     if stack is None or first_layer == 0:
-        return network(input_ids=setup.ids.repeat(copies, 1), **_lm_kwargs(loaded))
-    base, layers = stack
-    base.layers = torch.nn.ModuleList(list(layers)[first_layer:])
+        return network(input_ids=setup.ids.repeat(copies, 1), **kwargs)
+    decoder, layers = stack
+    decoder.layers = torch.nn.ModuleList(list(layers)[first_layer:])
     try:
-        return network(inputs_embeds=setup.layer_inputs[first_layer].repeat(copies, 1, 1), **_lm_kwargs(loaded))
+        return network(inputs_embeds=setup.layer_inputs[first_layer].repeat(copies, 1, 1), **kwargs)
     finally:
-        base.layers = layers
+        decoder.layers = layers
 
 
 def _scan(loaded: LoadedModel, setup: _Setup, method: str, read: Callable[[object], torch.Tensor],
-          progress) -> np.ndarray:
+          progress, *, base: bool = False) -> np.ndarray:
     """metric for every single-head ablation: (L, H), in batches of about BATCH_SECONDS each."""
     if method not in METHODS:
         raise ValueError(f"unknown ablation {method!r}; choose one of {', '.join(METHODS)}")
@@ -195,7 +197,8 @@ def _scan(loaded: LoadedModel, setup: _Setup, method: str, read: Callable[[objec
 
         started = time.perf_counter()
         with _hooked(setup, edit), loaded.lock, torch.inference_mode():
-            values[done:done + len(part)] = read(_run_from(loaded, setup, part[0][0], len(part))).cpu().numpy()
+            out = _run_from(loaded, setup, part[0][0], len(part), base=base)
+            values[done:done + len(part)] = read(out).cpu().numpy()
         done += len(part)
         took = time.perf_counter() - started
         batch = int(np.clip(batch * BATCH_SECONDS / max(took, 1e-3), 1, 128))
@@ -213,13 +216,18 @@ def head_ablation(loaded: LoadedModel, text: str, target: str, foil: str, *, met
     """Remove each head in turn; effect on logit(target) - logit(foil) at the last position."""
     setup, t, f = _logit_setup(loaded, text, target, foil)
 
-    def read(out):
-        logits = out.logits[:, -1].double()  # (B, V)
-        return logits[:, t.token_id] - logits[:, f.token_id]
+    # logit(t) - logit(f) = h . (W_U[t] - W_U[f]) + (b[t] - b[f]) for the final hidden state h: the scan
+    # runs the model without its LM head, so no copy computes 49,152 logits to keep two.
+    unembed = loaded.network.get_output_embeddings()
+    direction = (unembed.weight[t.token_id] - unembed.weight[f.token_id]).double()  # (D,)
+    offset = 0.0 if unembed.bias is None else float(unembed.bias[t.token_id] - unembed.bias[f.token_id])
 
-    baseline = float(read(setup.clean)[0])
+    def read(out):
+        return out.last_hidden_state[:, -1].double() @ direction + offset  # (B,)
+
+    baseline = float(setup.clean.logits[0, -1, t.token_id].double() - setup.clean.logits[0, -1, f.token_id].double())
     with work_threads(LONG_WORK_TOKENS):  # a batch holds dozens of copies of the text: long work
-        ablated = _scan(loaded, setup, method, read, progress)
+        ablated = _scan(loaded, setup, method, read, progress, base=True)
     return HeadEffects(baseline=baseline, effect=ablated - baseline, method=method, estimated=False,
                        metric=f"logit(“{t.token}”) − logit(“{f.token}”)", target=t, foil=f)
 
