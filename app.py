@@ -23,6 +23,8 @@ PAGES = {
         st.Page("pages/scoring.py", title="Scoring functions", icon=":material/functions:"),
         st.Page("pages/multihead.py", title="Multi-head, masks, cross-attention", icon=":material/view_column:"),
         st.Page("pages/toy_ambiguity.py", title="Ambiguity in a toy model", icon=":material/alt_route:"),
+        st.Page("pages/positions.py", title="Word order and positions", icon=":material/format_list_numbered:"),
+        st.Page("pages/bottleneck.py", title="The bottleneck, and attention", icon=":material/compress:"),
     ],
     "Pretrained models": [
         st.Page("pages/model_heads.py", title="Model heads", icon=":material/grid_view:"),

@@ -135,6 +135,25 @@ def lines(x, series: dict, *, title: str = "", x_title: str = "", y_title: str =
     return fig
 
 
+def vector_plane(points: dict, *, axes=("dimension 1", "dimension 2"), title: str = "", faded=()) -> go.Figure:
+    """2-D arrows from 0 for named vectors, on equal axes around 0 (rotations look like rotations);
+    names in `faded` are drawn dotted and pale (e.g. a vector before it was rotated). Shapes: each (2,)."""
+    fig = go.Figure()
+    reach = max([1.0] + [float(np.hypot(*v)) for v in points.values()]) * 1.15
+    for name, (a, b) in points.items():
+        pale = name in faded
+        fig.add_trace(go.Scatter(x=[0, a], y=[0, b], mode="lines+markers+text", name=esc(name),
+                                 text=["", esc(name)], textposition="top center", opacity=0.45 if pale else 1,
+                                 line=dict(dash="dot" if pale else "solid", width=2 if pale else 3),
+                                 hovertemplate=f"{esc(axes[0])}: %{{x:.3f}}<br>{esc(axes[1])}: %{{y:.3f}}"
+                                               f"<extra>{esc(name)}</extra>"))
+    fig.update_layout(title=dict(text=esc(title)), height=380, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title_text=esc(axes[0]), range=[-reach, reach], zeroline=True)
+    fig.update_yaxes(title_text=esc(axes[1]), range=[-reach, reach], zeroline=True, scaleanchor="x")
+    return fig
+
+
 def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") -> go.Figure:
     """2-D scatter of named vectors (e.g. the output of "bank" in each sentence) with arrows from 0."""
     fig = go.Figure()

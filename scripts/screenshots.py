@@ -10,7 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from serving import APP, chromium, page_url, running_app, wait_idle  # noqa: E402
 
 PAGES = sys.argv[1:] or ["", "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity",
-                         "model_heads", "inside_head", "ambiguous_words", "head_atlas"]
+                         "positions", "bottleneck", "model_heads", "inside_head", "ambiguous_words", "head_atlas",
+                         "predictions"]
 out = APP.parent / "artifacts" / "screenshots"
 out.mkdir(parents=True, exist_ok=True)
 with running_app() as base, chromium() as browser:
@@ -23,7 +24,8 @@ with running_app() as base, chromium() as browser:
             height = page.evaluate("document.querySelector('[data-testid=stMainBlockContainer]').scrollHeight")
             page.set_viewport_size({"width": width, "height": min(int(height) + 150, 12000)})
             page.wait_for_timeout(1200)
-            path = out / f"{name or 'home'}-{width}.png"
+            slug = (name or "home").replace("?", "-").replace("&", "-").replace("=", "_")  # "positions?pos.real=true"
+            path = out / f"{slug}-{width}.png"
             page.screenshot(path=str(path), full_page=True)
             print(path)
             page.set_viewport_size({"width": width, "height": 900})

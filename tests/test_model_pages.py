@@ -114,3 +114,20 @@ def test_predictions_page_tells_the_story_from_prediction_to_heads():
     assert any("same token" in w.value for w in at.warning)
     at.text_input(key="pred.target").set_value("").run()
     assert any("empty" in w.value for w in at.warning)
+
+
+def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm2):
+    from attention.models.rotary import rotary_view
+    from attention.models.running import rotary_base
+
+    at = open_page("pages/positions.py")
+    at.toggle(key="pos.real").set_value(True).run()
+    assert not at.exception and not at.error
+    text = at.text_input(key="pos.text").value
+    att = smollm2.attend(text)
+    query, key = at.selectbox(key="pos.query").value, at.selectbox(key="pos.key").value
+    view = rotary_view(att, rotary_base(smollm2), 0, 0, query, key)  # layer 1, head 1 on screen
+    shown = {m.label: float(m.value) for m in at.metric if "rotation" in m.label}
+    assert shown["after rotation (the model's score)"] == pytest.approx(view.rotated_score, abs=1e-3)
+    assert array(chart(at, "pos.distance")["data"][0]["y"])[view.distance] == pytest.approx(view.rotated_score,
+                                                                                           abs=1e-4)

@@ -13,7 +13,7 @@ from attention import examples as ex
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
 TOY_PAGES = ["pages/home.py"] + [f"pages/{name}.py" for name in (
-    "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity")]
+    "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity", "positions", "bottleneck")]
 
 
 def open_page(path: str) -> AppTest:
@@ -155,3 +155,26 @@ def test_toy_ambiguity_pull_sharpens_bank():
     np.testing.assert_allclose(bar_values(at, "toy.bank_bar0"), 1 / 6)
     at.text_input(key="toy.bank0").set_value("I sat on the sofa bank").run()
     assert at.error and "unknown word" in at.error[0].value
+
+
+def test_positions_page_shuffle_keeps_weights_until_positions_are_added():
+    at = open_page("pages/positions.py")
+    assert float(at.metric[0].value) < 1e-9  # "Largest change of any weight", no positions
+    at.button(key="pos.shuffle_button").click().run()
+    assert at.number_input(key="pos.shuffle").value == 2 and float(at.metric[0].value) < 1e-9
+    at.toggle(key="pos.add").set_value(True).run()
+    assert float(at.metric[0].value) > 1e-3 and not at.exception
+    at.slider(key="pos.rope_q").set_value(8).run()
+    at.slider(key="pos.rope_k").set_value(6).run()
+    scores = table_with(at, "score")["score"].tolist()
+    assert scores[1] == pytest.approx(scores[2])  # both moved 5 later: same score
+
+
+def test_bottleneck_page_translates_and_refuses_bad_sequences():
+    at = open_page("pages/bottleneck.py")
+    outputs = table_with(at, "output")
+    assert outputs["output"].tolist()[1] == " ".join("31415926535897932384"[::-1])  # attention reverses the default
+    assert "%" in at.metric[0].value
+    for text, message in (("12a4", "Only the digits"), ("", "at least one digit"), ("9" * 200, "At most 30")):
+        at.text_input(key="bn.digits").set_value(text).run()
+        assert not at.exception and any(message in w.value for w in at.warning), (text, [w.value for w in at.warning])

@@ -152,6 +152,19 @@ def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states
     return network(input_ids=inputs.ids, attention_mask=inputs.mask, **kwargs)
 
 
+def rotary_base(loaded: LoadedModel) -> float | None:
+    """The base of the model's rotary positions (θ_i = base^(-2i/d)), or None when it has none (BERT adds
+    learned positions to its embeddings instead). Only plain RoPE counts: scaled variants return None."""
+    config = loaded.network.config
+    params = getattr(config, "rope_parameters", None) or {}
+    if not getattr(loaded.network, "model", None) or not hasattr(loaded.network.model, "rotary_emb"):
+        return None
+    if params.get("rope_type", "default") != "default":
+        return None
+    base = params.get("rope_theta", getattr(config, "rope_theta", None))
+    return None if base is None else float(base)
+
+
 def has_lm_head(network) -> bool:
     """A causal language model (SmolLM2, GPT-2): it predicts the next token. Encoders (MiniLM) do not."""
     get = getattr(network, "get_output_embeddings", None)

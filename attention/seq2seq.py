@@ -1,0 +1,351 @@
+"""The bottleneck problem, measured: two tiny GRU encoder-decoders that reverse digit sequences (needs torch).
+
+Seeds 003 and 004: Sutskever et al. (2014) squeeze the whole input into one context vector, the encoder's
+last state; on long inputs that vector is a bottleneck. Bahdanau et al. (2015) let the decoder look back at
+every encoder state h_j at every step t, with the additive score of `attention/scoring.py`:
+
+    e_tj = v_a^T tanh(W_1 s_{t-1} + W_2 h_j)      α_t = softmax(e_t)      c_t = Σ_j α_tj h_j
+
+Both models share everything else: a bidirectional GRU encoder (h_j = [→h_j; ←h_j]), a GRU decoder whose
+first state comes from the encoder's two final states, and an output layer reading [s_t; c_t]. The
+bottleneck model's c_t is the same summary vector at every step; the attentive model's c_t is the blend
+above. The task is to reverse a sequence of digits ("1234" -> "4321"); the output is as long as the input,
+so decoding runs len(source) greedy steps and no end token is needed.
+
+    >>> models = load_translators()
+    >>> t = translate(models.attentive, "0123456789")
+    >>> t.output, t.alignment.shape         # '9876543210', (10 target steps, 10 source positions)
+
+Weights: `seq2seq_weights.npz` beside this file, trained by `scripts/train_seq2seq.py` (fixed seed, one
+thread, deterministic on CPU). This module never imports transformers: the page starts without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+DIGITS = "0123456789"
+BOS = 10  # the decoder's first input: "start", not a digit
+TRAIN_LENGTHS = (1, 20)  # sequence lengths seen in training, inclusive
+MAX_LENGTH = 30  # longest sequence the page accepts: a third beyond training, to show what happens there
+WEIGHTS = Path(__file__).with_name("seq2seq_weights.npz")
+KINDS = ("bottleneck", "attentive")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    embed: int = 32  # digit embedding width
+    encoder: int = 64  # per direction; encoder states h_j have 2 x this
+    decoder: int = 128  # decoder state s_t
+    attention: int = 64  # d_a: width of W_1 s + W_2 h inside the additive score
+
+
+class Translator(nn.Module):
+    """A GRU encoder-decoder; `attentive` decides where the context c_t comes from (module docstring)."""
+
+    def __init__(self, attentive: bool, sizes: Sizes = Sizes()):
+        super().__init__()
+        self.attentive, self.sizes = attentive, sizes
+        e, h, d, a = sizes.embed, sizes.encoder, sizes.decoder, sizes.attention
+        self.source_embedding = nn.Embedding(len(DIGITS), e)
+        self.encoder = nn.GRU(e, h, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * h, d)  # s_0 = tanh(bridge([→h_S; ←h_1]))
+        self.target_embedding = nn.Embedding(len(DIGITS) + 1, e)  # + BOS
+        self.decoder = nn.GRUCell(e + 2 * h, d)  # input: [embedding of y_{t-1}; c_t]
+        self.w1 = nn.Linear(d, a, bias=False)  # W_1, applied to the decoder state s_{t-1}
+        self.w2 = nn.Linear(2 * h, a, bias=False)  # W_2, applied to each encoder state h_j
+        self.v_a = nn.Linear(a, 1, bias=False)
+        self.out = nn.Linear(d + 2 * h, len(DIGITS))
+
+    def encode(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """source (B, S) digit ids -> encoder states (B, S, 2h), summary (B, 2h) = [→h_S; ←h_1]."""
+        states, last = self.encoder(self.source_embedding(source))  # last: (2, B, h)
+        return states, torch.cat([last[0], last[1]], dim=-1)
+
+    def forward(self, source: torch.Tensor, previous: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """source (B, S); previous (B, T) the decoder inputs: BOS, then the target shifted by one (teacher
+        forcing) -> logits (B, T, 10) and `seen` (see step)."""
+        states, summary = self.encode(source)
+        s = torch.tanh(self.bridge(summary))
+        keys = self.w2(states) if self.attentive else None  # (B, S, a): W_2 h_j, once per sequence
+        logits, seen = [], []
+        for t in range(previous.shape[1]):
+            out, s, alpha, query = self.step(previous[:, t], s, states, keys, summary)
+            logits.append(out)
+            seen.append((alpha, query))
+        return torch.stack(logits, 1), _seen(seen, states)
+
+    def step(self, previous, s, states, keys, summary):
+        """One decoder step. previous (B,) the last output digit (or BOS), s (B, d) the state s_{t-1}
+        -> logits (B, 10), s_t, α_t (B, S) or None, and s_{t-1} (the query that was scored)."""
+        alpha = None
+        if self.attentive:
+            energy = torch.tanh(self.w1(s)[:, None, :] + keys)  # (B, S, a): tanh(W_1 s_{t-1} + W_2 h_j)
+            alpha = torch.softmax(self.v_a(energy)[..., 0], dim=-1)  # (B, S)
+            context = torch.einsum("bs,bsh->bh", alpha, states)  # c_t = Σ_j α_tj h_j
+        else:
+            context = summary  # the bottleneck: the same vector at every step
+        s_next = self.decoder(torch.cat([self.target_embedding(previous), context], dim=-1), s)
+        return self.out(torch.cat([s_next, context], dim=-1)), s_next, alpha, s
+
+    @torch.no_grad()
+    def greedy(self, source: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """source (B, S) -> output ids (B, S), each step fed the previous step's argmax; and `seen`:
+        `alignment` (B, T, S) or None, `decoder_states` s_{t-1} (B, T, d), `encoder_states` (B, S, 2h)."""
+        states, summary = self.encode(source)
+        s = torch.tanh(self.bridge(summary))
+        keys = self.w2(states) if self.attentive else None
+        previous = torch.full((source.shape[0],), BOS, dtype=torch.long)
+        outputs, seen = [], []
+        for _ in range(source.shape[1]):
+            logits, s, alpha, query = self.step(previous, s, states, keys, summary)
+            previous = logits.argmax(-1)
+            outputs.append(previous)
+            seen.append((alpha, query))
+        return torch.stack(outputs, 1), _seen(seen, states)
+
+
+def _seen(steps: list, states: torch.Tensor) -> dict:
+    alphas, queries = zip(*steps, strict=True)
+    return {
+        "alignment": None if alphas[0] is None else torch.stack(alphas, 1),
+        "decoder_states": torch.stack(queries, 1),
+        "encoder_states": states,
+    }
+
+
+@dataclass(frozen=True)
+class Translators:
+    bottleneck: Translator  # one context vector for the whole sequence (Sutskever et al. 2014)
+    attentive: Translator  # additive attention over every encoder state (Bahdanau et al. 2015)
+    trained_accuracy: dict  # kind -> LengthAccuracy measured by the training script when it saved them
+    train_seconds: dict  # kind -> seconds the training took
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One sequence through one model. Shapes: T target steps = S source positions."""
+
+    source: str
+    output: str  # greedy decoding
+    expected: str  # the source reversed
+    alignment: np.ndarray | None  # (T, S) α_tj, rows sum to 1; None for the bottleneck model
+    decoder_states: np.ndarray  # (T, d) s_{t-1}: the query of step t's additive score
+    encoder_states: np.ndarray  # (S, 2h) h_j: the keys (and values)
+
+    @property
+    def correct(self) -> bool:
+        return self.output == self.expected
+
+    @property
+    def digits_correct(self) -> int:
+        return sum(a == b for a, b in zip(self.output, self.expected, strict=True))
+
+    @property
+    def ideal_alignment(self) -> np.ndarray:
+        """(T, S): for reversal, step t should read source position S - 1 - t (the anti-diagonal)."""
+        return np.fliplr(np.eye(len(self.source)))
+
+    @property
+    def antidiagonal_mass(self) -> float | None:
+        """Mean over steps of the weight on the ideal source position (1.0 = a perfect alignment)."""
+        if self.alignment is None:
+            return None
+        return float((self.alignment * self.ideal_alignment).sum(1).mean())
+
+    @property
+    def offsets_from_ideal(self) -> np.ndarray | None:
+        """(T,) for each step, the position of its strongest weight minus the ideal position S - 1 - t."""
+        if self.alignment is None:
+            return None
+        return self.alignment.argmax(1) - np.arange(len(self.source))[::-1]
+
+    @property
+    def typical_offset(self) -> int | None:
+        """The most common of offsets_from_ideal: 0 when the model reads the digit it writes."""
+        if self.alignment is None:
+            return None
+        values, counts = np.unique(self.offsets_from_ideal, return_counts=True)
+        return int(values[np.argmax(counts)])
+
+    @property
+    def near_antidiagonal_mass(self) -> float | None:
+        """Mean over steps of the weight within one position of the ideal one."""
+        if self.alignment is None:
+            return None
+        s = len(self.source)
+        near = np.abs(np.arange(s)[None, :] - np.arange(s)[::-1][:, None]) <= 1  # (T, S)
+        return float((self.alignment * near).sum(1).mean())
+
+    @property
+    def argmax_on_antidiagonal(self) -> float | None:
+        """Fraction of steps whose largest weight sits on the ideal source position."""
+        if self.alignment is None:
+            return None
+        s = len(self.source)
+        return float(np.mean(self.alignment.argmax(1) == np.arange(s)[::-1]))
+
+
+@dataclass(frozen=True)
+class LengthAccuracy:
+    """Accuracy against sequence length, on fresh random sequences (none chosen by hand)."""
+
+    lengths: np.ndarray  # (L,)
+    sequences: np.ndarray  # (L,) fraction of sequences reversed exactly
+    digits: np.ndarray  # (L,) fraction of output digits in the right place
+    samples: int  # random sequences per length
+
+
+def parse_digits(text: str) -> str:
+    """The digits of a user's text, spaces and commas ignored; ValueError with a message a page shows."""
+    cleaned = "".join(c for c in str(text) if c not in " ,\t\n")
+    if not cleaned:
+        raise ValueError("Type at least one digit, e.g. 3 1 4 1 5.")
+    bad = sorted({c for c in cleaned if c not in DIGITS})
+    if bad:
+        raise ValueError(f"Only the digits 0-9 can be reversed; {', '.join(repr(c) for c in bad[:5])} "
+                         f"{'is' if len(bad) == 1 else 'are'} not.")
+    if len(cleaned) > MAX_LENGTH:
+        raise ValueError(f"At most {MAX_LENGTH} digits (the models were trained on {TRAIN_LENGTHS[0]} to "
+                         f"{TRAIN_LENGTHS[1]}); this has {len(cleaned)}.")
+    return cleaned
+
+
+def translate(model: Translator, digits: str) -> Translation:
+    """Reverse one digit string with `model`; digits is checked by parse_digits."""
+    source = parse_digits(digits)
+    ids = torch.tensor([[int(c) for c in source]])
+    model.eval()
+    output, seen = model.greedy(ids)
+    alignment = seen["alignment"]
+    return Translation(
+        source=source,
+        output="".join(str(int(i)) for i in output[0]),
+        expected=source[::-1],
+        alignment=None if alignment is None else alignment[0].numpy().astype(np.float64),
+        decoder_states=seen["decoder_states"][0].numpy().astype(np.float64),
+        encoder_states=seen["encoder_states"][0].numpy().astype(np.float64),
+    )
+
+
+def additive_parameters(model: Translator) -> dict[str, np.ndarray]:
+    """W_1 (d_a, d), W_2 (d_a, 2h), v_a (d_a,) as numpy: the arguments of
+    `attention.scored_attention(method="additive")`."""
+    return {
+        "w1": model.w1.weight.detach().numpy().astype(np.float64),
+        "w2": model.w2.weight.detach().numpy().astype(np.float64),
+        "v_a": model.v_a.weight.detach().numpy()[0].astype(np.float64),
+    }
+
+
+def accuracy_by_length(model: Translator, lengths=range(1, MAX_LENGTH + 1), *, samples: int = 200,
+                       seed: int = 1) -> LengthAccuracy:
+    """Greedy-decode `samples` random sequences of each length and count exact reversals."""
+    rng = np.random.default_rng(seed)
+    model.eval()
+    lengths = np.asarray(list(lengths))
+    seq, dig = np.zeros(len(lengths)), np.zeros(len(lengths))
+    for i, n in enumerate(lengths):
+        source = torch.from_numpy(rng.integers(0, 10, size=(samples, int(n))))
+        output, _ = model.greedy(source)
+        right = output == source.flip(1)
+        seq[i] = right.all(1).float().mean().item()
+        dig[i] = right.float().mean().item()
+    return LengthAccuracy(lengths=lengths, sequences=seq, digits=dig, samples=samples)
+
+
+def train(attentive: bool, *, steps: int = 3000, batch: int = 64, seed: int = 0, learning_rate: float = 3e-3,
+          on_step: Callable[[int, float], None] | None = None) -> Translator:
+    """Train one model on random sequences of TRAIN_LENGTHS, one length per batch, teacher forcing, Adam with
+    a cosine-decaying learning rate.
+    Deterministic: fixed seeds, one torch thread (restored afterwards)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        model = Translator(attentive)
+        optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)  # settle at the end
+        loss_of = nn.CrossEntropyLoss()
+        for step in range(steps):
+            n = int(rng.integers(TRAIN_LENGTHS[0], TRAIN_LENGTHS[1] + 1))
+            source = torch.from_numpy(rng.integers(0, 10, size=(batch, n)))
+            target = source.flip(1)
+            previous = torch.cat([torch.full((batch, 1), BOS), target[:, :-1]], dim=1)
+            logits, _ = model(source, previous)
+            loss = loss_of(logits.reshape(-1, len(DIGITS)), target.reshape(-1))
+            optimiser.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimiser.step()
+            schedule.step()
+            if on_step is not None:
+                on_step(step, float(loss))
+        return model.eval()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def train_both(*, steps: int = 3000, seed: int = 0, on_step=None) -> Translators:
+    """Both models, same seed, same data, same steps. Weights are rounded through float16, as they will be
+    saved, before their accuracy is measured as the page measures it."""
+    made, accuracy, seconds = {}, {}, {}
+    for kind in KINDS:
+        start = time.perf_counter()
+        made[kind] = train(kind == "attentive", steps=steps, seed=seed,
+                           on_step=None if on_step is None else functools.partial(on_step, kind))
+        seconds[kind] = time.perf_counter() - start
+        with torch.no_grad():
+            for p in made[kind].parameters():
+                p.copy_(p.half().float())
+        accuracy[kind] = accuracy_by_length(made[kind])
+    return Translators(made["bottleneck"], made["attentive"], accuracy, seconds)
+
+
+def save_translators(models: Translators, path: Path = WEIGHTS) -> int:
+    """Write both models' weights (float16), their sizes and measured accuracy to one .npz; -> bytes."""
+    arrays = {}
+    for kind in KINDS:
+        model = getattr(models, kind)
+        for name, value in model.state_dict().items():
+            arrays[f"{kind}/{name}"] = value.numpy().astype(np.float16)
+        acc = models.trained_accuracy[kind]
+        arrays[f"{kind}/accuracy"] = np.stack([acc.lengths, acc.sequences, acc.digits])
+        arrays[f"{kind}/samples"] = np.array(acc.samples)
+        arrays[f"{kind}/train_seconds"] = np.array(models.train_seconds[kind])
+        arrays[f"{kind}/sizes"] = np.array([getattr(model.sizes, f) for f in Sizes.__dataclass_fields__])
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    Path(path).write_bytes(buffer.getvalue())
+    return len(buffer.getvalue())
+
+
+@functools.cache
+def load_translators(path: Path = WEIGHTS) -> Translators:
+    """The shipped models (cached per path). Weights are stored as float16 and run as float32; the
+    accuracy they were saved with was measured after that rounding (train_both)."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path} is missing: run `python scripts/train_seq2seq.py` to train the models")
+    with np.load(path) as data:
+        made, accuracy, seconds = {}, {}, {}
+        for kind in KINDS:
+            model = Translator(kind == "attentive", Sizes(*(int(x) for x in data[f"{kind}/sizes"])))
+            state = {name: torch.from_numpy(data[f"{kind}/{name}"].astype(np.float32))
+                     for name in model.state_dict()}
+            model.load_state_dict(state)
+            made[kind] = model.eval()
+            lengths, sequences, digits = data[f"{kind}/accuracy"]
+            accuracy[kind] = LengthAccuracy(lengths.astype(int), sequences, digits, int(data[f"{kind}/samples"]))
+            seconds[kind] = float(data[f"{kind}/train_seconds"])
+    return Translators(made["bottleneck"], made["attentive"], accuracy, seconds)
+

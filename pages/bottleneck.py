@@ -1,0 +1,107 @@
+"""The bottleneck problem, and Bahdanau's attention that fixes it (seeds 003 and 004): two trained GRUs."""
+
+import pandas as pd
+import streamlit as st
+
+from attention import plotting
+from attention.scoring import FORMULAS
+from attention.seq2seq import MAX_LENGTH, TRAIN_LENGTHS, load_translators, translate
+from pages._frame import ensure_app_frame
+from pages._text import md
+
+ensure_app_frame()
+
+NAMES = {"bottleneck": "one context vector (Sutskever et al. 2014)",
+         "attentive": "additive attention (Bahdanau et al. 2015)"}
+SHORT = {"bottleneck": "one vector", "attentive": "attention"}
+
+
+@st.cache_resource(show_spinner="Loading the two small models…")
+def models():
+    return load_translators()
+
+
+st.title("The bottleneck, and attention that fixes it")
+st.markdown("“The context vector turned out to be a bottleneck for these types of models. It made it challenging "
+            "for the models to deal with long sentences.” (seed 004) Here are two small GRU encoder–decoders, "
+            "trained on this machine to **reverse a sequence of digits** (3 1 4 → 4 1 3). They are the same "
+            "except for one thing: what the decoder reads at each step.")
+c1, c2 = st.columns(2)
+c1.markdown("**One context vector.** The encoder's final states, squeezed into one vector, are all the decoder "
+            "ever sees of the input, at every step.")
+c2.markdown("**Additive attention.** At step t the decoder scores every encoder state h_j against its own state "
+            "s_{t−1} and reads their weighted blend c_t.")
+st.latex(FORMULAS["additive"].replace("q_i", "s_{t-1}").replace("k_j", "h_j").replace("e_{ij}", "e_{tj}"))
+st.latex(r"\alpha_{tj} = \operatorname{softmax}_j(e_{tj}),\qquad c_t = \sum_j \alpha_{tj} h_j")
+
+try:
+    translators = models()
+except FileNotFoundError as err:
+    st.error(md(err))
+    st.stop()
+
+# --- 1. Accuracy against length ----------------------------------------------------------------------------
+st.header("1 · The bottleneck, measured")
+accuracy = translators.trained_accuracy
+lengths = accuracy["attentive"].lengths
+measure = st.segmented_control("Count", ["whole sequences reversed", "digits in the right place"],
+                               default="whole sequences reversed", key="bn.measure", bind="query-params") \
+    or "whole sequences reversed"
+field = "sequences" if measure.startswith("whole") else "digits"
+st.plotly_chart(plotting.lines(lengths, {NAMES[k]: getattr(accuracy[k], field) * 100 for k in NAMES},
+                               title="Accuracy against sequence length", x_title="digits in the sequence",
+                               y_title=f"% {measure}", marker_x=TRAIN_LENGTHS[1]),
+                width="stretch", key="bn.accuracy")
+at = {k: dict(zip(lengths.tolist(), accuracy[k].sequences.tolist(), strict=True)) for k in NAMES}
+st.caption(f"{accuracy['attentive'].samples} random sequences per length. Both trained on lengths {TRAIN_LENGTHS[0]}–{TRAIN_LENGTHS[1]} (left of the dotted line), same data, "
+           f"same steps, same seed; training took {translators.train_seconds['bottleneck']:.0f} s and "
+           f"{translators.train_seconds['attentive']:.0f} s on one CPU thread. Sequences reversed exactly, single "
+           f"vector vs attention: {at['bottleneck'][10]:.0%} vs {at['attentive'][10]:.0%} at 10 digits, "
+           f"{at['bottleneck'][15]:.0%} vs {at['attentive'][15]:.0%} at 15, {at['bottleneck'][20]:.0%} vs "
+           f"{at['attentive'][20]:.0%} at 20 and, longer than anything seen in training, "
+           f"{at['bottleneck'][MAX_LENGTH]:.0%} vs {at['attentive'][MAX_LENGTH]:.0%} at {MAX_LENGTH}.")
+
+# --- 2. Your sequence ---------------------------------------------------------------------------------------
+st.header("2 · Your sequence")
+digits = st.text_input(f"Digits (1 to {MAX_LENGTH}; spaces and commas are ignored)",
+                       "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4", key="bn.digits", bind="query-params", max_chars=200)
+try:
+    results = {kind: translate(getattr(translators, kind), digits) for kind in NAMES}
+except ValueError as err:
+    st.warning(md(err))
+    st.stop()
+source = results["attentive"].source
+if len(source) > TRAIN_LENGTHS[1]:
+    st.info(f"{len(source)} digits: longer than any sequence seen in training ({TRAIN_LENGTHS[1]}).")
+st.dataframe(pd.DataFrame({
+    "model": [SHORT[k] for k in NAMES],
+    "output": [" ".join(results[k].output) for k in NAMES],
+    "digits right": [f"{results[k].digits_correct} / {len(source)}" for k in NAMES],
+    "reversed exactly": ["yes" if results[k].correct else "no" for k in NAMES],
+}), hide_index=True, key="bn.outputs")
+st.caption(f"Expected: {' '.join(results['attentive'].expected)}")
+
+# --- 3. Alignment -------------------------------------------------------------------------------------------
+st.header("3 · What the attention model looks at")
+t = results["attentive"]
+st.plotly_chart(plotting.heatmap(t.alignment, [f"{j}: {c}" for j, c in enumerate(t.source)],
+                                 [f"{i}: {c}" for i, c in enumerate(t.output)], zmin=0, zmax=1,
+                                 title="Alignment α_tj: output step (rows) × input position (columns)",
+                                 x_title="input position: digit", y_title="output step: digit",
+                                 show_values=len(t.source) <= 10), width="stretch", key="bn.alignment")
+m1, m2, m3 = st.columns(3)
+m1.metric("On the ideal position", f"{t.antidiagonal_mass:.1%}",
+          help="Reversal's ideal alignment is the anti-diagonal: step t reads position S − 1 − t, the digit it "
+               "writes. The mean over steps of the alignment weight there.")
+m2.metric("Within ±1 position", f"{t.near_antidiagonal_mass:.1%}")
+m3.metric("Usual offset", f"{t.typical_offset:+d}",
+          help="Of the strongest weight, in positions: the most common (position of the largest weight) − (ideal position) over the steps.")
+if t.typical_offset == 0:
+    st.caption("The model learned the anti-diagonal from the task alone: at each step it reads the digit it writes.")
+else:
+    st.caption(f"The model learned a diagonal from the task alone, but not the ideal one: its strongest weight usually "
+               f"sits {abs(t.typical_offset)} position(s) {'right' if t.typical_offset > 0 else 'left'} of the digit "
+               "it writes. Its encoder states are not single digits: h_j joins a forward GRU that has read digits "
+               "0…j and a backward one that has read j…S−1, so a neighbour of the digit carries it too, and "
+               "training found that state first. The score is the additive one of the Scoring functions page "
+               "(attention.scoring, method “additive”).")

@@ -1,0 +1,163 @@
+"""Word order and positions (seed 004): attention alone ignores order; sinusoidal and rotary positions."""
+
+import pandas as pd
+import streamlit as st
+
+from attention import attention_from_embeddings, plotting
+from attention import examples as ex
+from attention.positions import (
+    order_demo,
+    position_similarity,
+    rotary_toy,
+    shuffled_order,
+    sinusoidal_positions,
+    with_positions,
+)
+from pages._frame import ensure_app_frame
+from pages._labels import token_labels
+
+ensure_app_frame()
+
+st.title("Word order and positions")
+st.markdown("“Self attention doesn't know the order of its inputs. Sequence order is the first attention "
+            "problem.” (seed 004) Every score is q_i · k_j, whatever the positions of i and j; so a transformer "
+            "adds position information, to the embeddings (sinusoidal, BERT's learned vectors) or to q and k "
+            "(rotary positions, as in Llama and SmolLM2).")
+
+# --- 1. Shuffle ---------------------------------------------------------------------------------------------
+st.header("1 · Attention alone ignores order")
+cat = ex.cat_sentence()
+tokens = list(cat.tokens)
+c1, c2, c3 = st.columns([1, 1, 2])
+
+
+def _next_shuffle() -> None:
+    st.session_state["pos.shuffle"] = (st.session_state.get("pos.shuffle", 1) % 999) + 1
+
+
+c1.button("Shuffle the words", icon=":material/shuffle:", on_click=_next_shuffle, key="pos.shuffle_button")
+shuffle = c2.number_input("Shuffle number", 1, 999, 1, key="pos.shuffle", bind="query-params",
+                          help="Each number is one fixed shuffle: a link reopens the same one.")
+positions_on = c3.toggle("Add sinusoidal positions (by slot, after shuffling)", value=False, key="pos.add",
+                         bind="query-params")
+perm = shuffled_order(len(tokens), shuffle)
+demo = order_demo(tokens, cat.x, cat.w_q, cat.w_k, cat.w_v, perm, positions=positions_on)
+shuffled = [tokens[i] for i in demo.perm]
+st.markdown(f"Written: **{' '.join(tokens)}** → shuffled: **{' '.join(shuffled)}**  \n"
+            "“Cat sat on the mat”, d_model = 4, d_k = 3 (the Step by step page's toy weights).")
+left, right = st.columns(2)
+left.plotly_chart(plotting.heatmap(demo.weights, tokens, tokens, title="Weights, written order", zmin=0, zmax=1,
+                                   height=340), width="stretch", key="pos.written")
+right.plotly_chart(plotting.heatmap(demo.weights_unshuffled, tokens, tokens, zmin=0, zmax=1, height=340,
+                                    title="Weights of the shuffled sentence, put back in written order"),
+                   width="stretch", key="pos.unshuffled")
+m1, m2 = st.columns(2)
+m1.metric("Largest change of any weight", f"{demo.max_weight_change:.3g}")
+m2.metric("Largest change of any output, |out(x)[perm] − out(x[perm])|", f"{demo.check.max_abs_diff:.3g}")
+if positions_on:
+    st.info("With positions added, the same word gets a different vector in a different slot, so its scores "
+            "and weights change: the model can now tell “Cat sat” from “sat Cat”.")
+else:
+    st.success("Without positions the two matrices are the same, to rounding: each word's weights follow the "
+               "word, and the outputs are the written outputs, shuffled the same way (permutation equivariance).")
+
+# --- 2. Sinusoidal ------------------------------------------------------------------------------------------
+st.header("2 · Sinusoidal positions (Vaswani et al. 2017)")
+st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)\qquad "
+         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+c1, c2 = st.columns(2)
+n_pos = c1.slider("positions", 10, 200, 50, 10, key="pos.n", bind="query-params")
+d_model = c2.slider("d_model", 8, 256, 64, 8, key="pos.d", bind="query-params")
+pe = sinusoidal_positions(n_pos, d_model)
+left, right = st.columns(2)
+left.plotly_chart(plotting.heatmap(pe, [str(i) for i in range(d_model)], [str(p) for p in range(n_pos)],
+                                   title=f"PE ({n_pos} positions × {d_model} dimensions)", x_title="dimension",
+                                   y_title="position", value_name="PE", colorscale=plotting.SIGNED_SCALE,
+                                   zmid_zero=True, show_values=False, height=420, max_y_tick_labels=10),
+                  width="stretch", key="pos.pe")
+similarity = position_similarity(n_pos, d_model)
+starts = [0, n_pos // 2]
+right.plotly_chart(plotting.lines(list(range(n_pos - starts[-1])),
+                                  {f"from position {p}": similarity[p, p:p + n_pos - starts[-1]] for p in starts},
+                                  title="PE[p] · PE[p + Δ]: the same curve from any p", x_title="distance Δ",
+                                  y_title="dot product"), width="stretch", key="pos.similarity")
+st.markdown("Each pair of dimensions is a clock turning at its own speed, so the dot product of two positions "
+            "depends only on their distance. Added to the embeddings, the positions change every score:")
+trace_without = attention_from_embeddings(cat.x, cat.w_q, cat.w_k, cat.w_v)
+trace_with = with_positions(cat.x, cat.w_q, cat.w_k, cat.w_v)
+left, right = st.columns(2)
+for col, trace, title, key in ((left, trace_without, "Scores q·k/√d_k, embeddings alone", "pos.without"),
+                               (right, trace_with, "Scores q·k/√d_k, embeddings + PE", "pos.with")):
+    col.plotly_chart(plotting.heatmap(trace.scaled, tokens, tokens, title=title, value_name="score",
+                                      colorscale=plotting.SIGNED_SCALE, zmid_zero=True, height=340),
+                     width="stretch", key=key)
+
+# --- 3. Rotary ---------------------------------------------------------------------------------------------
+st.header("3 · Rotary positions (RoPE; Su et al. 2021)")
+st.markdown("Llama, SmolLM2 and most recent models add nothing to the embeddings. Inside every attention layer, "
+            "after the projections, they **rotate q and k** (not v) by an angle proportional to the position. "
+            "The score of a rotated pair depends on the angle between them, so on the **difference** of their "
+            "positions only.")
+st.latex(r"\tilde q_m = R(m\theta)\, q,\quad \tilde k_n = R(n\theta)\, k \quad\Rightarrow\quad "
+         r"\tilde q_m^\top \tilde k_n = q^\top R\big((n - m)\theta\big)\, k")
+st.subheader("In two dimensions")
+c1, c2, c3 = st.columns(3)
+query_position = c1.slider("query position m", 0, 11, 3, key="pos.rope_q", bind="query-params")
+key_position = c2.slider("key position n", 0, 11, 1, key="pos.rope_k", bind="query-params")
+degrees = c3.slider("θ (degrees per position)", 5, 90, 30, 5, key="pos.rope_theta", bind="query-params")
+q_toy, k_toy = (1.0, 0.2), (0.7, 0.6)
+toy = rotary_toy(q_toy, k_toy, query_position, key_position, degrees_per_position=degrees)
+shifted = rotary_toy(q_toy, k_toy, query_position + 5, key_position + 5, degrees_per_position=degrees)
+left, right = st.columns([3, 2])
+left.plotly_chart(plotting.vector_plane({"q": toy.q, "k": toy.k, f"q at {query_position}": toy.q_rotated,
+                                         f"k at {key_position}": toy.k_rotated}, faded=("q", "k"),
+                                        title="q and k, then rotated by their positions"),
+                  width="stretch", key="pos.plane")
+right.dataframe(pd.DataFrame({
+    "": ["q · k (no positions)", f"at positions ({query_position}, {key_position})",
+         f"both moved 5 later ({query_position + 5}, {key_position + 5})"],
+    "score": [toy.unrotated_score, toy.score, shifted.score],
+}).style.format({"score": "{:.4f}"}), hide_index=True, key="pos.toy_scores")
+right.caption(f"Distance m − n = {toy.distance}: moving both positions by the same amount leaves the score "
+              "unchanged; changing the distance changes it.")
+
+st.subheader("In SmolLM2")
+st.caption("SmolLM2 rotates 32 pairs of each 64-dimensional head, pair i by θ_i = 100000^(−2i/64) per position: "
+           "pair 0 turns a radian per token, the last pair barely moves over 4,096 tokens.")
+if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key="pos.real", bind="query-params"):
+    from attention.models.rotary import rotary_view
+    from attention.models.running import rotary_base
+    from pages._models import attention_or_stop, layer_and_head, model_or_stop
+
+    text = st.text_input("Sentence", "The cat sat on the mat because the cat was tired.", key="pos.text",
+                         bind="query-params", max_chars=400)
+    loaded = model_or_stop("smollm2")
+    att = attention_or_stop("smollm2", text)
+    base = rotary_base(loaded)
+    n = len(att.tokens)
+    c1, c2, c3, c4 = st.columns(4)
+    layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
+    labels = token_labels(att.tokens)
+    query = c3.selectbox("Query token", range(n), index=n - 1, format_func=labels, key="pos.query")
+    key_tok = c4.selectbox("Key token", range(query + 1), index=min(1, query), format_func=labels, key="pos.key",
+                           help="A decoder's query sees only itself and earlier tokens.")
+    view = rotary_view(att, base, layer, head, query, key_tok)
+    m1, m2, m3 = st.columns(3)
+    m1.metric("q·k/√d before rotation", f"{view.projected_score:.3f}")
+    m2.metric("after rotation (the model's score)", f"{view.rotated_score:.3f}")
+    m3.metric("distance", f"{view.distance} tokens")
+    pairs = [str(i) for i in range(len(view.frequencies))]
+    left, right = st.columns(2)
+    left.plotly_chart(plotting.lines(pairs, {"before rotation": view.pair_terms_projected,
+                                             "after rotation": view.pair_terms_rotated},
+                                     title="Each frequency pair's share of q·k", x_title="pair i (fast → slow)",
+                                     y_title="q_i k_i + q_{i+d/2} k_{i+d/2}", categorical_x=True,
+                                     x_hover=[f"pair {i}: θ = {f:.3g} rad/token" for i, f in
+                                              zip(range(len(pairs)), view.frequencies, strict=True)]),
+                      width="stretch", key="pos.pairs")
+    right.plotly_chart(plotting.lines(view.distances, {"score": view.scores_by_distance}, marker_x=view.distance,
+                                      title="The same q and k placed Δ tokens apart", x_title="distance Δ",
+                                      y_title="q·k/√d"), width="stretch", key="pos.distance")
+    st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "
+               "back by −position to show the projections (attention.models.rotary). The dotted line marks this "
+               "pair's real distance.")

@@ -1,0 +1,42 @@
+"""Train the two digit-reversal models of the bottleneck page and write attention/seq2seq_weights.npz.
+
+    python scripts/train_seq2seq.py                 # the shipped weights: 3,000 steps each, seed 0
+    python scripts/train_seq2seq.py --steps 5 --out /tmp/w.npz   # what the test runs
+
+Deterministic on CPU (fixed seeds, one torch thread): re-running it writes the same numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from attention import seq2seq  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3000, help="training steps per model (batch of 64)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=seq2seq.WEIGHTS)
+    args = parser.parse_args(argv)
+
+    def on_step(kind: str, step: int, loss: float) -> None:
+        if step % 250 == 0 or step == args.steps - 1:
+            print(f"{kind:10s} step {step:5d}  loss {loss:.4f}", flush=True)
+
+    models = seq2seq.train_both(steps=args.steps, seed=args.seed, on_step=on_step)
+    size = seq2seq.save_translators(models, args.out)
+    for kind in seq2seq.KINDS:
+        acc = models.trained_accuracy[kind]
+        at = {int(n): f"{a:.0%}" for n, a in zip(acc.lengths, acc.sequences, strict=True) if n % 5 == 0}
+        print(f"{kind:10s} trained in {models.train_seconds[kind]:.0f} s; sequences reversed by length: {at}")
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
