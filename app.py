@@ -35,4 +35,4 @@ PAGES = {
     ],
 }
 
-st.navigation(PAGES).run()
+st.navigation(PAGES, expanded=True).run()  # every page listed: a collapsed list hid the model pages

@@ -48,12 +48,15 @@ def heatmap(
     value_name: str = "weight", zmin=None, zmax=None, colorscale: str = WEIGHT_SCALE, mask=None,
     digits: int = 2, show_values: bool | None = None, height: int | None = None, zmid_zero: bool = False,
     show_scale: bool = True, max_tick_labels: int = 40, max_y_tick_labels: int | None = None,
-    row_groups: int | None = None,
+    row_groups: int | None = None, log_scale: bool = False, clickable: bool = False,
 ) -> go.Figure:
     """A labelled matrix; cells where `mask` is False are greyed and read "masked".
     `zmid_zero` centres a diverging colour scale on 0 (for signed vectors). `row_groups` g labels only
     every g-th row, with the part of its label before the first space ("L3 H1" -> "L3": one tick per
-    layer of a layers x heads list).
+    layer of a layers x heads list). `log_scale` colours by log10 of the value (LOG_FLOOR to 1; hover and
+    numbers keep the values): a sink's 0.9 no longer washes out the 0.01s. `clickable` (up to
+    CLICKABLE_CELLS cells) lays an invisible point on every cell: Plotly heatmaps report no selection on a
+    click, points do, so a Streamlit selection (on_select) gets the cell's column as x and row as y.
 
     Shapes: z (n, m), x_labels m, y_labels n, mask (n, m) bool or None.
     """
@@ -61,12 +64,17 @@ def heatmap(
     n, m = z.shape
     visible = np.ones(z.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), z.shape)
     shown = np.where(visible & np.isfinite(z), z, np.nan)  # masked cells: gaps on the grey background
+    if log_scale:
+        shown = np.log10(np.clip(shown, LOG_FLOOR, None))
+        zmin, zmax, zmid_zero = np.log10(LOG_FLOOR), 0.0, False
     xl = [esc(s) for s in x_labels]
     yl = [esc(s) for s in y_labels]
-    if n * m > BIG_CELLS:
-        return _big_heatmap(shown, xl, yl, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
-                            zmin=zmin, zmax=zmax, colorscale=colorscale, zmid_zero=zmid_zero, height=height,
-                            show_scale=show_scale, row_groups=row_groups)
+    clickable = clickable and n * m <= CLICKABLE_CELLS
+    if n * m > BIG_CELLS and not clickable:
+        fig = _big_heatmap(shown, xl, yl, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
+                           zmin=zmin, zmax=zmax, colorscale=colorscale, zmid_zero=zmid_zero, height=height,
+                           show_scale=show_scale, row_groups=row_groups, values=z if log_scale else None)
+        return _log_colorbar(fig) if log_scale else fig
     text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
     yt, xt, vn = esc(y_title), esc(x_title), esc(value_name)
     hover = [[f"{yt}: {yl[i]}<br>{xt}: {xl[j]}<br>{vn}: {text[i][j]}" for j in range(m)] for i in range(n)]
@@ -90,7 +98,34 @@ def heatmap(
         y_ticks = dict(tickmode="array", tickvals=list(range(0, n, row_groups)),
                        ticktext=[yl[i].split(" ")[0] for i in range(0, n, row_groups)])
     fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **y_ticks)
+    if clickable:
+        rows, cols = np.divmod(np.arange(n * m), m)
+        fig.data[0].hoverinfo = "none"  # the points on top carry the same text, and are what the pointer meets
+        fig.add_trace(go.Scatter(
+            x=cols, y=rows, mode="markers", showlegend=False, name="cells", hoverinfo="text",
+            marker=dict(size=max(6, min(30, 640 // max(n, m))), opacity=0, symbol="square"),
+            hovertext=[hover[i][j] for i, j in zip(rows, cols, strict=True)],
+        ))
+    return _log_colorbar(fig) if log_scale else fig
+
+
+LOG_FLOOR = 1e-4  # the log colour scale starts here: weights below read as this
+CLICKABLE_CELLS = 4096  # cells up to which a heatmap can carry a clickable point per cell (64 x 64 tokens)
+
+
+def _log_colorbar(fig: go.Figure) -> go.Figure:
+    """Label a log10 colour bar in the values it stands for: 0.0001, 0.001 ... 1."""
+    exponents = list(range(int(np.log10(LOG_FLOOR)), 1))
+    fig.update_traces(colorbar=dict(tickvals=exponents, ticktext=[f"{10.0 ** e:g}" for e in exponents]),
+                      selector=dict(type="heatmap"))
     return fig
+
+
+def image_config(file_name: str, image_format: str = "png") -> dict:
+    """st.plotly_chart's `config`: the toolbar's camera button saves `file_name`.png (or .svg) at twice
+    the size on screen. file_name should come from attention.models.export.file_stem (safe characters)."""
+    return {"toImageButtonOptions": {"format": image_format, "filename": file_name, "scale": 2},
+            "displaylogo": False}
 
 
 def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight", y_max: float | None = 1.0,
@@ -170,7 +205,7 @@ def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") ->
 
 
 def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, colorscale, zmid_zero, height,
-                 show_scale, row_groups=None) -> go.Figure:
+                 show_scale, row_groups=None, values=None) -> go.Figure:
     """A large matrix sent as one float32 array; labels are "position·token" categories so hover can name
     both tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
     n, m = z.shape
@@ -178,8 +213,9 @@ def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, 
     y = [f"{i}·{t}" for i, t in enumerate(yl)]
     fig = go.Figure(go.Heatmap(
         z=z.astype(np.float32), x=x, y=y, zmin=zmin, zmax=zmax, colorscale=colorscale, zmid=0 if zmid_zero else None,
-        hovertemplate=f"{esc(y_title)}: %{{y}}<br>{esc(x_title)}: %{{x}}<br>{esc(value_name)}: %{{z:.4f}}"
-                      "<extra></extra>",
+        customdata=None if values is None else values.astype(np.float32),
+        hovertemplate=f"{esc(y_title)}: %{{y}}<br>{esc(x_title)}: %{{x}}<br>{esc(value_name)}: "
+                      + ("%{z:.4f}" if values is None else "%{customdata:.4f}") + "<extra></extra>",
         colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4), showscale=show_scale,
     ))
     fig.update_layout(title=dict(text=esc(title)), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
@@ -226,10 +262,63 @@ def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | N
         customdata=extra if hover_extra is not None else None, hovertemplate=hover + "<extra></extra>",
         colorbar=dict(title=dict(text="weight"), thickness=12, xpad=4), hoverongaps=False,
     ))
+    # Plotly heatmaps report no selection on a click; a point does. One invisible point per tile, on top, so
+    # that a Streamlit selection (on_select) names the tile: its x is the head and y the layer, from 1.
+    layers, heads = np.divmod(np.arange(n_layers * n_heads), n_heads)
+    fig.add_trace(go.Scatter(
+        x=heads + 1, y=layers + 1, mode="markers", showlegend=False, name="heads",
+        marker=dict(size=max(8, min(40, 480 // max(n_heads, n_layers))), opacity=0, symbol="square"),
+        customdata=None if hover_extra is None else np.rint(np.clip(hover_extra, 0, 1) * 100).ravel(),
+        hovertemplate="layer %{y} · head %{x}"
+                      + (f"<br>{esc(hover_label)}: %{{customdata}}%" if hover_extra is not None else "")
+                      + "<br>click to open it in the zoom<extra></extra>",
+    ))
     fig.update_layout(title=dict(text=esc(title)), plot_bgcolor="white", height=int(min(2400, 80 + n_layers * 70)),
                       margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
                      zeroline=False, side="top")
     fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
                      zeroline=False, autorange="reversed")
+    return fig
+
+
+HEAD_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def attention_lines(view, *, title: str = "") -> go.Figure:
+    """BertViz's head view in Plotly: queries on the left, keys on the right, a line per (query, key) whose
+    opacity is the weight, one colour per head (attention.models.aggregations.LineView). Lines are drawn
+    in five opacity bands per head (one trace each, not one per line); hovering a line's middle names it.
+    Shapes: view.lines per head (k, 3) rows (query, key, weight)."""
+    labels = [esc(t) for t in view.labels]
+    n = len(labels)
+    fig = go.Figure()
+    bands = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.01])
+    for h, (head, rows) in enumerate(zip(view.heads, view.lines, strict=True)):
+        colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
+        for lo, hi in zip(bands[:-1], bands[1:], strict=True):
+            part = rows[(rows[:, 2] >= lo) & (rows[:, 2] < hi)]
+            if not len(part):
+                continue
+            xs = np.tile([0.0, 1.0, np.nan], len(part))
+            ys = np.column_stack([part[:, 0], part[:, 1], np.full(len(part), np.nan)]).ravel()
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=1 + 3 * hi),
+                                     opacity=float(min(1.0, 0.15 + hi * 0.85)), hoverinfo="skip",
+                                     legendgroup=head, showlegend=False))
+        q, k, w = rows[:, 0].astype(int), rows[:, 1].astype(int), rows[:, 2]
+        fig.add_trace(go.Scatter(  # the middles of the lines: what hover finds
+            x=np.full(len(rows), 0.5), y=(q + k) / 2, mode="markers", marker=dict(size=6, color=colour, opacity=0.01),
+            name=esc(head), legendgroup=head, showlegend=True,
+            hovertext=[f"{esc(head)}: {labels[i]} → {labels[j]}<br>weight {v:.3f}"
+                       for i, j, v in zip(q, k, w, strict=True)],
+            hoverinfo="text"))
+    fig.add_trace(go.Scatter(x=np.zeros(n), y=np.arange(n), mode="text", text=labels, textposition="middle left",
+                             hoverinfo="skip", showlegend=False, textfont=dict(size=12)))
+    fig.add_trace(go.Scatter(x=np.ones(n), y=np.arange(n), mode="text", text=labels, textposition="middle right",
+                             hoverinfo="skip", showlegend=False, textfont=dict(size=12)))
+    fig.update_layout(title=dict(text=esc(title)), height=int(max(300, 60 + 22 * n)), plot_bgcolor="white",
+                      margin=dict(l=10, r=10, t=50 if title else 20, b=10), hovermode="closest",
+                      legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"))
+    fig.update_xaxes(range=[-0.6, 1.6], visible=False, fixedrange=True)
+    fig.update_yaxes(range=[n - 0.5, -0.5], visible=False)
     return fig

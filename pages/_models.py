@@ -15,9 +15,11 @@ import functools
 import gc
 import threading
 from collections.abc import Callable
+from urllib.parse import urlencode
 
 import streamlit as st
 
+from attention import plotting
 from attention.models import (
     BUNDLED,
     HeadSurvey,
@@ -29,8 +31,11 @@ from attention.models import (
     own_attention,
     survey,
 )
+from attention.models.aggregations import AGGREGATIONS, MatrixView
+from attention.models.export import file_stem, matrix_csv, sentence_npz
 from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
 from attention.models.predictions import generate
+from attention.models.words import WordGroups, word_groups
 from pages._text import md
 
 OTHER = "other (Hugging Face id)…"
@@ -272,3 +277,113 @@ def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelA
 def survey_or_stop(name: str, text: str, att: ModelAttention) -> HeadSurvey:
     """Every head's summaries, computed once per text (a progress bar per layer on long texts)."""
     return follow(_survey(name, text, att))
+
+
+# --- Reading options, clicks and export, shared by the model pages (issue: words, sinks, lines, export) ---------
+
+def reading_options(att: ModelAttention, *, log_scale: bool = True) -> tuple[WordGroups | None, bool, bool]:
+    """The row of toggles every model page offers, kept in the URL and across pages: words instead of
+    pieces, attention sinks removed, a log colour scale (where the page draws weights as colours).
+    Returns (word groups or None, without sinks, log)."""
+    c1, c2, c3 = st.columns(3)
+    try:
+        groups = word_groups(att)
+    except ValueError as err:
+        groups, why = None, str(err)
+    else:
+        why = None
+    words = c1.toggle("Words, not pieces", value=carried("words", False), key="words", bind="query-params",
+                      disabled=groups is None, help=why or "Merge sub-word pieces into the words the tokenizer split "
+                      "the text into: attention to a word is the sum over its pieces, attention from a word the "
+                      "mean of its pieces' rows (rows still sum to 1).")
+    no_sinks = c2.toggle("Without sinks", value=carried("no_sinks", False), key="no_sinks", bind="query-params",
+                         help="Remove each head's sink tokens (the first token, [CLS]/[SEP]/BOS, and any token holding "
+                              "over half the weight of most rows) and renormalise every row to sum to 1.")
+    log = log_scale and c3.toggle("Log colour scale", value=carried("log", False), key="log", bind="query-params",
+                                  help="Colour by log10(weight) from 0.0001 to 1: small weights stay visible beside "
+                                       "a sink.")
+    for key, value in (("words", words), ("no_sinks", no_sinks)) + ((("log", log),) if log_scale else ()):
+        remember(key, value)
+    image_format()
+    return (groups if words else None), no_sinks, log
+
+
+SINKS_NOTE = ("**Why sinks?** Softmax must put each row's weight somewhere. Heads with nothing useful to read park "
+              "it on a token every query can see, usually the first token or [SEP]/[CLS] (Clark et al. 2019, "
+              "“What does BERT look at?”). Xiao et al. (2023, “Efficient streaming language models with attention "
+              "sinks”) found that models keep the first tokens as such sinks even when they carry no meaning: "
+              "removing them from the cache breaks generation. The weight is large but the value vectors there are "
+              "small, so the head adds little; the norm-based view (“Show: norm”, ‖α v W_O‖, Kobayashi et al. 2020) "
+              "shrinks sinks for that reason. “Without sinks” shows what the rest of each row looks like.")
+
+
+def image_format() -> str:
+    """The sidebar's choice of format for the charts' camera button (PNG or SVG), kept across pages; once
+    per page run (reading_options calls it)."""
+    fmt = st.sidebar.segmented_control("Chart images", ["png", "svg"], default=carried("image_format", "png"),
+                                       key="image_format", bind="query-params",
+                                       help="The camera button of every chart saves this format at 2× size.")
+    fmt = fmt or "png"
+    remember("image_format", fmt)
+    return fmt
+
+
+def chart_config(*name_parts) -> dict:
+    """st.plotly_chart's config: the camera saves `model_layer-3_head-5.png` (or .svg, as image_format() in
+    the sidebar says) at 2×."""
+    return plotting.image_config(file_stem(*name_parts), carried("image_format", "png"))
+
+
+def open_tile(chart_key: str) -> None:
+    """on_select of the all-heads grid: the clicked tile's layer and head go to the zoom (one head)."""
+    points = st.session_state[chart_key]["selection"]["points"]
+    if points:
+        _fill({"layer": int(round(points[0]["y"])), "head": int(round(points[0]["x"])), "agg": "head"})
+
+
+def pick_query(chart_key: str, row_ids) -> None:
+    """on_select of the zoom: the clicked cell's row becomes the token followed below."""
+    points = st.session_state[chart_key]["selection"]["points"]
+    if points:
+        y = points[0]["y"]  # a row number, or in a large heatmap its category "12·bank"
+        row = int(y.split("·")[0]) if isinstance(y, str) else int(round(y))
+        _fill({"focus": row_ids[row] if row_ids is not None else row})
+
+
+VIEW_KEYS = {  # widget key -> how its value is written in a URL (selectboxes by the label they show)
+    "model": model_label, "hub_id": str, "text": str, "layer": str, "head": str,
+    "agg": lambda key: AGGREGATIONS[key].label, "hide_special": str, "words": str, "no_sinks": str, "log": str,
+}
+
+
+def view_link(url: str) -> str:
+    """`url` with the query parameters that reopen this view. The URL alone misses some: a bound widget whose
+    value equals its default is left out of it, and defaults here are what was carried from the last page."""
+    params = st.query_params.to_dict()
+    for key, written in VIEW_KEYS.items():
+        value = st.session_state.get(key)
+        if key not in params and value is not None:
+            params[key] = str(value).lower() if isinstance(value, bool) else written(value)
+    return f"{url}?{urlencode(params)}"
+
+
+def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
+    """Downloads of the matrix on screen (CSV) and of everything for the sentence (.npz), and a link that
+    reopens this view."""
+    stem = file_stem(*name_parts)
+    c1, c2, c3 = st.columns([1, 1, 2])
+    c1.download_button("Matrix as CSV", matrix_csv(view), file_name=f"{stem}.csv", mime="text/csv",
+                       icon=":material/table:", on_click="ignore", key=f"csv.{stem}")
+    c2.download_button("Sentence as .npz", functools.partial(sentence_npz, att),
+                       file_name=f"{file_stem(att.model_name, 'sentence')}.npz", mime="application/octet-stream",
+                       icon=":material/download:", on_click="ignore", key=f"npz.{stem}",
+                       help="Tokens, ids, every layer's weights (or q, k, v for long inputs), model name and text; "
+                            "np.load(path) reads it back with numpy alone.")
+    with c3.popover("Copy link to this view", icon=":material/link:"):
+        url = st.context.url
+        if url:
+            st.code(view_link(url), language=None, wrap_lines=True)
+            if len(att.text) > 2000:
+                st.caption("This text is too long for a link: the link keeps the view, the text must be pasted.")
+        else:
+            st.caption("The link is known once the page is open in a browser.")

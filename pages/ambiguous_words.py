@@ -5,10 +5,13 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
+from attention.models.aggregations import query_row
 from attention.models.ambiguous_words import compare_word, difference_by_token
+from attention.models.head_survey import head_sinks
+from attention.models.words import word_groups
 from pages._frame import ensure_app_frame
 from pages._labels import label_of
-from pages._models import attention_or_stop, pick_model
+from pages._models import attention_or_stop, chart_config, export_row, pick_model, reading_options
 from pages._text import md
 
 ensure_app_frame()
@@ -34,6 +37,7 @@ except ValueError as err:
     st.warning(md(err))
     st.stop()
 L, H = a.n_layers, a.n_heads
+words_on, no_sinks, _ = reading_options(a, log_scale=False)
 
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
 c1, c2 = st.columns(2)
@@ -42,9 +46,20 @@ head_choice = c2.selectbox("Head", ["mean of heads"] + [str(h + 1) for h in rang
                            bind="query-params")
 head = None if head_choice == "mean of heads" else int(head_choice) - 1
 cols = st.columns(2)
-for col, att, row, tag in zip(cols, (a, b), cmp.rows(layer, head), "AB", strict=True):
-    col.plotly_chart(plotting.weights_bar(att.tokens, row, title=f"Sentence {tag}"), width="stretch",
-                     key=f"amb.bar{tag}")
+for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
+    groups = word_groups(att) if words_on is not None else None
+    sinks = head_sinks(att, layer, head) if no_sinks else None
+    row = query_row(att, i, layer=layer, head=head, words=groups, sinks=sinks)
+    col.plotly_chart(plotting.weights_bar(row.col_labels, row.matrix[0], title=f"Sentence {tag}"), width="stretch",
+                     key=f"amb.bar{tag}", config=chart_config(name, f"sentence-{tag}", f"layer-{layer + 1}",
+                                                               head_choice))
+    with col:
+        export_row(att, row, name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice)
+if words_on is not None or no_sinks:
+    st.caption(("Words: the query is the whole word, keys are words (sums over pieces). " if words_on else "")
+               + ("Without sinks: each row rescaled to sum to 1 without the first/special tokens and any token "
+                  "that holds most rows. " if no_sinks else "")
+               + "The comparisons below stay on tokens.")
 
 st.subheader("The difference (A − B), per token string")
 labels, diff = difference_by_token(cmp, layer, head)

@@ -53,8 +53,9 @@ st.plotly_chart(plotting.lines(lengths, {NAMES[k]: getattr(accuracy[k], field) *
                                y_title=f"% {measure}", marker_x=TRAIN_LENGTHS[1]),
                 width="stretch", key="bn.accuracy")
 at = {k: dict(zip(lengths.tolist(), accuracy[k].sequences.tolist(), strict=True)) for k in NAMES}
-st.caption(f"{accuracy['attentive'].samples} random sequences per length. Both trained on lengths {TRAIN_LENGTHS[0]}–{TRAIN_LENGTHS[1]} (left of the dotted line), same data, "
-           f"same steps, same seed; training took {translators.train_seconds['bottleneck']:.0f} s and "
+st.caption(f"{accuracy['attentive'].samples} random sequences per length. Both trained on lengths "
+           f"{TRAIN_LENGTHS[0]}–{TRAIN_LENGTHS[1]} (left of the dotted line), same data, same steps, same seed; "
+           f"training took {translators.train_seconds['bottleneck']:.0f} s and "
            f"{translators.train_seconds['attentive']:.0f} s on one CPU thread. Sequences reversed exactly, single "
            f"vector vs attention: {at['bottleneck'][10]:.0%} vs {at['attentive'][10]:.0%} at 10 digits, "
            f"{at['bottleneck'][15]:.0%} vs {at['attentive'][15]:.0%} at 15, {at['bottleneck'][20]:.0%} vs "
@@ -95,7 +96,8 @@ m1.metric("On the ideal position", f"{t.antidiagonal_mass:.1%}",
                "writes. The mean over steps of the alignment weight there.")
 m2.metric("Within ±1 position", f"{t.near_antidiagonal_mass:.1%}")
 m3.metric("Usual offset", f"{t.typical_offset:+d}",
-          help="Of the strongest weight, in positions: the most common (position of the largest weight) − (ideal position) over the steps.")
+          help="Of the strongest weight, in positions: the most common (position of the largest weight) − "
+               "(ideal position) over the steps.")
 if t.typical_offset == 0:
     st.caption("The model learned the anti-diagonal from the task alone: at each step it reads the digit it writes.")
 else:

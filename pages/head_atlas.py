@@ -25,7 +25,7 @@ st.caption(help_text + (f" Uniform attention would give {stats.uniform_entropy:.
                         else ""))
 fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
                        x_title="head", y_title="layer", value_name=title, zmin=0, zmax=stats.upper_bound(metric),
-                       show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L))
+                       show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L), clickable=True)
 picked = st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select="rerun", selection_mode="points")
 if picked and picked.selection.points:  # a click on a cell opens that head below
     point = picked.selection.points[0]
@@ -36,7 +36,8 @@ st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink**
             f"{TYPE_THRESHOLD:.0%} of its attention (averaged over tokens) goes there, as in Clark et al. 2019; "
             f"**broad** when its mean entropy exceeds {BROAD_FRACTION:.0%} of uniform (our threshold).")
 rows = [{"layer": l_ + 1, "head": h + 1, "type": stats.labels[l_, h], "entropy": stats.entropy[l_, h],
-         "special": stats.special[l_, h], "previous": stats.previous[l_, h], "next": stats.next[l_, h],
+         "special": stats.special[l_, h], "sink mass": stats.sink_mass[l_, h],
+         "previous": stats.previous[l_, h], "next": stats.next[l_, h],
          "mean distance": stats.mean_distance[l_, h]} for l_ in range(L) for h in range(H)]
 table = pd.DataFrame(rows)
 counts = table["type"].replace("", "unlabelled").value_counts()

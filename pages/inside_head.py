@@ -4,14 +4,19 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
+from attention.models.aggregations import query_row
+from attention.models.head_survey import head_sinks
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
 from pages._models import (
     attention_or_stop,
     cached_own_attention,
+    chart_config,
+    export_row,
     layer_and_head,
     model_or_stop,
+    reading_options,
     sentence_and_model,
 )
 from pages._text import md
@@ -25,6 +30,7 @@ name, text = sentence_and_model()
 att = attention_or_stop(name, text)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 
+words, no_sinks, _ = reading_options(att, log_scale=False)
 c1, c2, c3 = st.columns(3)
 layer, head = layer_and_head(c1, c2, L, H)
 label = token_labels(att.tokens)
@@ -97,3 +103,19 @@ vectors(t.weighted_values(0)[shown], keys, "α_j · v_j", "inside.weighted", y_t
 vectors(t.output, [word], f"z: this head's output for “{word}”", "inside.output", y_title="", height=170)
 if n > 2 * SHOWN_KEYS:
     st.caption(f"z sums α_j · v_j over all {n:,} keys, not only the {SHOWN_KEYS} shown.")
+
+sinks = head_sinks(att, layer, head) if no_sinks else None
+row = query_row(att, i, layer=layer, head=head, words=words, sinks=sinks)
+if words is not None or sinks is not None:
+    st.header("5 · the same row, re-read")
+    notes = []
+    if sinks is not None:
+        gone = ", ".join(f"“{md(att.tokens[j])}”" for j in range(n) if sinks[j])
+        notes.append(f"Without this head's sinks ({gone}): their weight removed, the rest rescaled to sum to 1.")
+    if words is not None:
+        notes.append("In words: the query is the whole word (the mean of its pieces' rows); each key word gets the "
+                     "sum over its pieces.")
+    st.caption(" ".join(notes))
+    st.plotly_chart(plotting.weights_bar(row.col_labels, row.matrix[0], title=row.title), width="stretch",
+                    key="inside.reread", config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
+export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")

@@ -4,13 +4,20 @@ import streamlit as st
 
 from attention import plotting
 from attention.models import AGGREGATIONS, token_focus, zoom
+from attention.models.aggregations import LINE_VIEW_TOKENS, line_view
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
 from pages._labels import label_of, token_labels
 from pages._models import (
+    SINKS_NOTE,
     attention_or_stop,
     carried,
+    chart_config,
+    export_row,
     layer_and_head,
+    open_tile,
+    pick_query,
+    reading_options,
     remember,
     sentence_and_model,
     survey_or_stop,
@@ -26,13 +33,19 @@ L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.kind} · {att.nbytes / 1e6:.1f} MB stored (q, k, v and "
            "hidden states; weights are recomputed from q and k for each view)")
 
+words, no_sinks, log = reading_options(att)
+
 st.subheader("All heads at once")
 found = survey_or_stop(name, text, att)
-st.plotly_chart(plotting.head_grid(found.tiles, hover_extra=found.special, hover_label="share on the first/special "
-                                   "tokens"), width="stretch", key="heads.grid")
+st.plotly_chart(plotting.head_grid(found.tiles, hover_extra=found.sink_mass, hover_label="sink mass"),
+                width="stretch", key="heads.grid", on_select=lambda: open_tile("heads.grid"), selection_mode="points",
+                config=chart_config(name, "all-heads"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
            + (f", each cell the largest weight in a block of {found.block}×{found.block} tokens, so thin patterns "
-              "(diagonals, a column on [SEP]) stay visible." if found.block > 1 else "."))
+              "(diagonals, a column on [SEP]) stay visible" if found.block > 1 else "")
+           + ". Click a tile to open that head in the zoom; hover for its sink mass.")
+with st.expander("Attention sinks: why most heads stare at one token"):
+    st.markdown(SINKS_NOTE)
 
 st.subheader("Zoom")
 c1, c2, c3, c4 = st.columns(4)
@@ -44,24 +57,57 @@ layer, head = layer_and_head(c2, c3, L, H, head_disabled=how != "head")
 hide = c4.toggle("Hide special tokens", value=False, key="hide_special", bind="query-params",
                  help="Drop [CLS]/[SEP]/BOS rows and columns and renormalise each row")
 st.latex(AGGREGATIONS[how].formula)
+sinks = found.sinks_of(layer, head if how == "head" else None) if no_sinks else None
 try:
-    view = zoom(att, how, layer=layer, head=head, hide_special=hide)
+    view = zoom(att, how, layer=layer, head=head, hide_special=hide, sinks=sinks, words=words)
 except ValueError as err:
     st.warning(md(err))
     st.stop()
+small = view.block == 1 and view.matrix.size <= plotting.CLICKABLE_CELLS  # a click on a cell names its query
 st.plotly_chart(plotting.heatmap(view.matrix, view.col_labels, view.row_labels, title=view.title,
-                                 value_name=view.value_name, zmin=0, zmax=view.zmax, mask=view.mask, show_values=False),
-                width="stretch", key="heads.zoom")
+                                 value_name=view.value_name, zmin=0, zmax=view.zmax, mask=view.mask, show_values=False,
+                                 log_scale=log and view.value_name == "weight", clickable=small),
+                width="stretch", key="heads.zoom", selection_mode="points",
+                on_select=(lambda: pick_query("heads.zoom", view.row_ids)) if small else "ignore",
+                config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how))
+notes = []
+if words is not None:
+    notes.append("Words: attention *to* a word is the sum over its pieces, *from* a word the mean of its pieces' "
+                 "rows, so rows still sum to 1.")
+if sinks is not None:
+    gone = ", ".join(f"“{md(att.tokens[i])}”" for i in range(n) if sinks[i])
+    notes.append(f"Without sinks: {gone} removed (grey), each row renormalised to sum to 1.")
+if small:
+    notes.append("Click a cell to follow its query token below.")
+if notes:
+    st.caption(" ".join(notes))
+export_row(att, view, name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
 
 st.subheader("Where does one token look, in every head?")
-focus = st.selectbox("Token", range(n), format_func=token_labels(att.tokens), key="focus",
-                     bind="query-params", index=default_focus(att.tokens))
-focus_view = token_focus(att, min(focus, n - 1))
+units = att.tokens if words is None else words.words
+focus = st.selectbox("Word" if words is not None else "Token", range(len(units)), format_func=token_labels(units),
+                     key="focus", bind="query-params", index=min(default_focus(att.tokens), len(units) - 1))
+focus_view = token_focus(att, min(focus, len(units) - 1), words=words)
 st.plotly_chart(plotting.heatmap(focus_view.matrix, focus_view.col_labels, focus_view.row_labels,
-                                 title=focus_view.title, x_title="key token", y_title="layer · head", zmin=0, zmax=1,
+                                 title=focus_view.title, x_title="key word" if words else "key token",
+                                 y_title="layer · head", zmin=0, zmax=1, log_scale=log,
                                  show_values=False, height=min(1400, 120 + 12 * L * H), max_tick_labels=96,
                                  row_groups=H if L * H > 96 else None),
-                width="stretch", key="heads.focus")
+                width="stretch", key="heads.focus", config=chart_config(name, "token", focus))
+
+st.subheader("Lines: one layer's heads, query to key")
+c1, c2 = st.columns([2, 1])
+picked = c1.multiselect("Heads of this layer", [h + 1 for h in range(H)], default=[head + 1], key="line_heads",
+                        max_selections=8, help="One colour per head; up to 8.")
+only = c2.selectbox("Lines of", [None, *range(len(units))], key="line_query",
+                    format_func=lambda i: "every token" if i is None else token_labels(units)(i))
+if picked:
+    lines = line_view(att, layer, [h - 1 for h in picked], query=only, words=words)
+    st.plotly_chart(plotting.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
+                    width="stretch", key="heads.lines", config=chart_config(name, f"layer-{layer + 1}", "lines"))
+    if lines.top:
+        st.caption(f"Over {LINE_VIEW_TOKENS} {'words' if words else 'tokens'}: each query keeps its {lines.top} "
+                   "strongest lines. Hover a line's middle for its weight.")
 
 if att.kind == "encoder-decoder":
     st.subheader("Cross-attention: each target token reads the source")

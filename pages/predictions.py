@@ -5,8 +5,9 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
-from attention.models import attention_row
+from attention.models.aggregations import query_row
 from attention.models.head_effects import METHODS, choose_token, rank_correlation
+from attention.models.head_survey import head_sinks
 from attention.models.predictions import MAX_NEW_TOKENS, next_tokens
 from attention.models.tokens import default_focus, last_word
 from pages._frame import ensure_app_frame
@@ -15,7 +16,9 @@ from pages._models import (
     ablation_job,
     attention_or_stop,
     carried,
+    chart_config,
     example_filler,
+    export_row,
     follow,
     generation_job,
     layer_and_head,
@@ -23,6 +26,7 @@ from pages._models import (
     model_switcher,
     open_head_buttons,
     patching_job,
+    reading_options,
     sentence_and_model,
     vector_ablation_job,
 )
@@ -61,6 +65,7 @@ prompt, target_default, foil_default = ex.PREDICTION_EXAMPLES[example]
 name, text = sentence_and_model(prompt)
 att = attention_or_stop(name, text)
 loaded = model_or_stop(name)
+words, no_sinks, log = reading_options(att)
 method = st.radio("Remove a head by", list(METHODS), format_func=label_of(METHODS), horizontal=True,
                   key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
                                           "position.")
@@ -132,8 +137,8 @@ if asked or st.session_state.get("pred.generated"):
                                      for h in range(H)], title=f"Where it looked: {len(keys)} keys, one more each "
                                      "step (the KV cache)", x_title="key token", y_title=LAYER_HEADS, zmin=0, zmax=1,
                                      show_values=False, height=min(900, 120 + 3 * L * H), max_tick_labels=48,
-                                     row_groups=H),
-                    width="stretch", key="pred.rows")
+                                     row_groups=H, log_scale=log),
+                    width="stretch", key="pred.rows", config=chart_config(name, "generation-step", step + 1))
 
 # --- 3. Target and foil -----------------------------------------------------------------------------------
 st.header("3 · Target and foil")
@@ -191,10 +196,16 @@ st.dataframe(pd.DataFrame(rows).style.format({"exact effect": "{:.3f}", "estimat
 st.header("5 · What a head that matters looks at")
 c1, c2 = st.columns(2)
 layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
-row = attention_row(att, len(att.tokens) - 1, layer=layer, head=head)
+pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, words=words,
+                    sinks=head_sinks(att, layer, head) if no_sinks else None)
 last = token_labels(att.tokens)(len(att.tokens) - 1)
-st.plotly_chart(plotting.weights_bar(att.tokens, row, title=f"Layer {layer + 1}, head {head + 1}: where the last "
-                                     f"token ({last}) looks"), width="stretch", key="pred.pattern")
+st.plotly_chart(plotting.weights_bar(pattern.col_labels, pattern.matrix[0],
+                                     title=f"Layer {layer + 1}, head {head + 1}: where the last "
+                                     f"{'word' if words else 'token'} ({pattern.row_labels[0] if words else last}) "
+                                     "looks" + (", without sinks" if no_sinks else "")),
+                width="stretch", key="pred.pattern",
+                config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
+export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
 effect = (exact or estimate).effect[layer, head]
 st.caption(f"Removing it changes m by {effect:+.3f} ({'exact' if exact else 'estimated'}). The largest effects are "
            f"at layer {ranked[0][0] + 1}, head {ranked[0][1] + 1}.")

@@ -131,3 +131,27 @@ def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm
     assert shown["after rotation (the model's score)"] == pytest.approx(view.rotated_score, abs=1e-3)
     assert array(chart(at, "pos.distance")["data"][0]["y"])[view.distance] == pytest.approx(view.rotated_score,
                                                                                            abs=1e-4)
+
+
+def test_word_view_and_sinks_on_every_page_that_draws_weights(minilm):
+    from attention.models.words import word_level
+
+    text = "The unbelievably tired cat sat on the riverbank."
+    at = open_page("pages/model_heads.py")
+    at.text_area(key="text").set_value(text).run()
+    at.toggle(key="words").set_value(True).run()
+    wa = word_level(minilm.attend(text))
+    zoom = chart(at, "heads.zoom")["data"][0]
+    np.testing.assert_allclose(array(zoom["z"]), wa.weights[0, 0], atol=1e-5)
+    assert "unbelievably" in chart(at, "heads.zoom")["layout"]["xaxis"]["ticktext"] and not at.exception
+    at.toggle(key="log").set_value(True).run()
+    assert chart(at, "heads.zoom")["data"][0]["colorbar"]["ticktext"][-1] == "1" and not at.exception
+    for path, key in (("pages/inside_head.py", "inside.reread"), ("pages/ambiguous_words.py", "amb.barA"),
+                      ("pages/predictions.py", None)):
+        at.switch_page(path).run()
+        at.toggle(key="no_sinks").set_value(True).run()
+        assert not at.exception, (path, at.exception)
+        assert at.toggle(key="words").value  # carried from Model heads
+        if key:
+            bars = array(chart(at, key)["data"][0]["y"])
+            assert bars.sum() == pytest.approx(1.0, abs=1e-4) and len(bars) < len(minilm.attend(text).tokens)

@@ -15,7 +15,12 @@ Modules, in the order a forward pass meets them:
     aggregations    the table of aggregations (mean, max, rollout, norm) and the views pages draw
     recompute       weights recomputed from q and k, a chunk of rows at a time, on the compute device
     head_survey     one pass over every head: the grid, Head atlas statistics, distance, sinks
+    words           pieces merged into the tokenizer's words: word_level(att) -> WordAttention
+    export          the matrix on screen as CSV, a sentence as .npz, safe file names
     ambiguous_words one word in two sentences (the Ambiguous words page)
+    predictions     the next token and step-by-step generation (the Predictions page)
+    head_effects    each head removed, exactly or by attribution patching
+    rotary          one head's q and k through its rotary positions (the Positions page)
 
 The toy side (`import attention`) never imports this package, so toy pages start without torch.
 """
@@ -26,9 +31,11 @@ from attention.models.loading import load_model
 from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
 from attention.models.registry import BUNDLED, DEFAULT_MODEL, ModelSpec, ModelUnavailable, hub_allowlist
 from attention.models.running import LoadedModel, attend, own_attention
+from attention.models.words import WordAttention, WordGroups, word_groups, word_level
 
 __all__ = [
     "AGGREGATIONS", "BUNDLED", "DEFAULT_MODEL", "STACKS", "AttentionStack", "HeadSurvey", "LoadedModel",
     "ModelAttention", "ModelSpec", "ModelUnavailable", "aggregate", "attend", "attention_row", "hub_allowlist",
-    "load_model", "own_attention", "survey", "token_focus", "zoom",
+    "load_model", "own_attention", "survey", "token_focus", "zoom", "WordAttention", "WordGroups", "word_groups",
+    "word_level",
 ]

@@ -34,6 +34,7 @@ from attention.models.tokens import is_punctuation
 
 GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
 TYPE_THRESHOLD = 0.5
+SINK_ROWS = 0.5  # a token is a sink of a head when it holds over half the weight in over this share of rows
 BROAD_FRACTION = 0.9
 
 METRICS = {  # HeadSurvey field -> (label, what it measures): the Head atlas's statistics
@@ -43,6 +44,8 @@ METRICS = {  # HeadSurvey field -> (label, what it measures): the Head atlas's s
     "same": ("on itself", "Share on token i."),
     "next": ("on next token", "Share on token i + 1."),
     "punctuation": ("on punctuation", "Share on punctuation tokens."),
+    "sink_mass": ("sink mass", "Share on this head's sinks: the first token, special tokens, and any token that "
+                  "holds over half the weight of over half the rows."),
     "mean_distance": ("mean distance (tokens)", "Mean |query − key| position, weighted by attention: small = "
                       "local head, large = long-range head."),
 }
@@ -100,6 +103,7 @@ class HeadSurvey:
     offset_pairs: np.ndarray  # (n + m - 1,) visible (query, key) pairs at each offset
     special: np.ndarray  # (L, H) share of attention on special tokens ([CLS], [SEP], BOS), or on token 0
     punctuation: np.ndarray  # (L, H) share on punctuation tokens
+    sink_candidates: np.ndarray  # (n,) bool: the first token and special tokens, sinks of every head
 
     @property
     def n_tokens(self) -> int:
@@ -133,6 +137,22 @@ class HeadSurvey:
         """(L, H) mean |query - key| in tokens, weighted by attention: local heads low, long-range high."""
         return (self.offset_mass * np.abs(self.offsets)).sum(-1) / self.n_tokens
 
+    @cached_property
+    def sinks(self) -> np.ndarray:
+        """(L, H, n) bool, each head's sink tokens: the first and special tokens (Xiao et al. 2023), and any
+        token holding over half the weight of over SINK_ROWS of the rows (a sink that is not special:
+        a period, a newline)."""
+        return self.sink_candidates[None, None, :] | (self.column_majority > SINK_ROWS)
+
+    @cached_property
+    def sink_mass(self) -> np.ndarray:
+        """(L, H) share of the head's attention (mean over rows) on its sinks."""
+        return (self.column_mass * self.sinks).sum(-1)
+
+    def sinks_of(self, layer: int, head: int | None = None) -> np.ndarray:
+        """(n,) bool: one head's sinks, or (head None) those of any head of the layer."""
+        return self.sinks[layer].any(0) if head is None else self.sinks[layer, head]
+
     def distance_profile(self) -> DistanceProfile:
         """Attention by distance, in the offset ranges of distance_buckets: the mean weight of one
         (query, key) pair in each range. Ranges no pair falls in (keys after the query, for a causal
@@ -160,6 +180,21 @@ class HeadSurvey:
         if metric == "entropy":
             return max(self.uniform_entropy, 1e-9)
         return float(self.n_tokens - 1) if metric == "mean_distance" else 1.0
+
+
+def head_sinks(att: ModelAttention, layer: int, head: int | None = None) -> np.ndarray:
+    """(n,) bool: the sinks of one head (head None: of any head of the layer) by HeadSurvey.sinks's rule,
+    without surveying every head: the first and special tokens, and keys holding over half the weight
+    of over SINK_ROWS of the rows. A chunk of rows at a time."""
+    s = att.self_attn
+    heads = None if head is None else [head]
+    count = np.zeros((s.n_heads if head is None else 1, s.n_keys))
+    for rows in row_chunks(s.n_queries, chunk_rows(s.n_heads, s.n_keys)):
+        keys = s.keys_seen(rows)
+        w = s.layer_weights(layer, rows=rows, keys=keys, heads=heads)  # (h, r, keys)
+        count[:, :keys] += (w > 0.5).sum(1).cpu().numpy()
+    majority = (count / s.n_queries > SINK_ROWS).any(0)
+    return att.special | (np.arange(s.n_keys) == 0) | majority
 
 
 def tile_size(n: int, n_heads_total: int, max_cells: int = GRID_CELLS) -> int:
@@ -194,7 +229,7 @@ def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None
         uniform_entropy=float(np.mean(np.log(np.maximum(visible.sum(-1), 1)))),
         column_mass=column_mass, column_majority=totals.column_majority / n, offset_mass=totals.offset_mass,
         offset_pairs=totals.offset_pairs, special=column_mass[..., sink].sum(-1),
-        punctuation=column_mass[..., punct].sum(-1),
+        punctuation=column_mass[..., punct].sum(-1), sink_candidates=att.special | (np.arange(n) == 0),
     )
 
 

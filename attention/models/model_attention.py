@@ -139,6 +139,9 @@ class ModelAttention:
     target_ids: np.ndarray | None = None  # (t,) decoder input ids, starting with the decoder start token
     decoder_attn: AttentionStack | None = None  # (L, H, t, t)
     cross_attn: AttentionStack | None = None  # (L, H, t, n): target queries attend to source keys
+    word_ids: np.ndarray | None = None  # (n,) the tokenizer's word index per token, -1 for none (special);
+    # None when the tokenizer cannot say (attention.models.words)
+    offsets: np.ndarray | None = None  # (n, 2) each token's character span in `text` ((0, 0) for special tokens)
 
     def __post_init__(self):
         _read_only(self)  # results are shared between sessions by the app's cache: nobody may write to them

@@ -23,6 +23,7 @@ from attention.models.model_attention import AttentionStack, ModelAttention
 from attention.models.recompute import work_threads
 from attention.models.registry import ModelSpec
 from attention.models.tokens import display_tokens
+from attention.models.words import encoding_words
 
 MAX_TEXT_CHARS = 60_000  # longer text is cut before tokenizing (the token limit cuts again, with a notice)
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
@@ -56,6 +57,8 @@ class _Inputs:
     mask: torch.Tensor | None  # (1, n) the tokenizer's attention mask
     n_input: int  # tokens before truncation
     target_ids: torch.Tensor | None  # (1, t) decoder input of an encoder-decoder model
+    word_ids: np.ndarray | None  # (n,) the tokenizer's word of each token (attention.models.words)
+    offsets: np.ndarray | None  # (n, 2) character spans
 
 
 def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
@@ -97,6 +100,7 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
         kind=spec.kind, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
         self_attn=_attention_stack(by_stack["self"], modules, self_own), hidden=hidden,
         truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input, next_logits=next_logits,
+        word_ids=inputs.word_ids, offsets=inputs.offsets,
     )
     if inputs.target_ids is not None:
         result["target_tokens"] = display_tokens(tok, inputs.target_ids[0])[0]
@@ -129,7 +133,8 @@ def _inputs(loaded: LoadedModel, text: str, target: str | None) -> _Inputs:
     text = text[:MAX_TEXT_CHARS]
     spec, tok = loaded.spec, loaded.tokenizer
     limit = spec.token_limit(loaded.device)
-    enc = tok(text, return_tensors="pt", truncation=True, max_length=limit)
+    enc = tok(text, return_tensors="pt", truncation=True, max_length=limit,
+              return_offsets_mapping=bool(getattr(tok, "is_fast", False)))
     ids = enc["input_ids"]
     n_input = ids.shape[1]
     if n_input >= limit:  # maybe cut: count the whole text once to say by how much
@@ -139,8 +144,10 @@ def _inputs(loaded: LoadedModel, text: str, target: str | None) -> _Inputs:
     mask = enc.get("attention_mask")
     target_ids = _target_ids(loaded.network, tok, enc, target) if spec.kind == "encoder-decoder" else None
     device = loaded.device
+    word_ids, offsets = encoding_words(enc, ids.shape[1])
     return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
-                   target_ids=None if target_ids is None else target_ids.to(device))
+                   target_ids=None if target_ids is None else target_ids.to(device), word_ids=word_ids,
+                   offsets=offsets)
 
 
 def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states: bool = True):

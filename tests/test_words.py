@@ -1,0 +1,116 @@
+"""Words not pieces, sinks, lines and export: checked against independent computations."""
+
+import csv
+import io
+import types
+
+import numpy as np
+import pytest
+
+from attention.models.words import encoding_words, word_groups, word_level
+
+pytestmark = pytest.mark.slow
+
+SPLIT = "The unbelievably tired cat sat on the riverbank."
+
+
+def reference_pieces(tokenizer, text: str, offsets, special) -> list[list[int]]:
+    """Independent grouping: the tokenizer's pre-tokens (its own word boundaries, with their character
+    spans), and each token put in the pre-token whose span holds its characters."""
+    spans = [span for _, span in tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str(text)]
+    groups, last = [], None
+    for i, ((start, end), sp) in enumerate(zip(offsets.tolist(), special, strict=True)):
+        owner = None if sp else next(k for k, (a, b) in enumerate(spans) if a <= start and end <= b)
+        if owner is not None and owner == last:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+        last = owner
+    return groups
+
+
+@pytest.mark.parametrize("model", ["minilm", "smollm2"])
+def test_word_groups_follow_the_tokenizers_own_words(model, minilm, smollm2):
+    loaded = {"minilm": minilm, "smollm2": smollm2}[model]
+    att = loaded.attend(SPLIT)
+    groups = word_groups(att)
+    assert [list(p) for p in groups.pieces] == reference_pieces(loaded.tokenizer, att.text, att.offsets, att.special)
+    assert "unbelievably" in groups.words and "riverbank" in groups.words
+    assert len(groups.pieces[groups.words.index("unbelievably")]) > 1  # it was split into pieces
+
+
+def test_cjk_and_emoji_become_the_words_each_tokenizer_makes(minilm, smollm2):
+    text = "I love 東京 👍🏽 a lot"
+    bert = word_groups(minilm.attend(text))
+    assert ["東", "京"] == [w for w in bert.words if w in "東京"]  # BERT splits every CJK character
+    assert "👍🏽" in bert.words  # one [UNK], labelled by its own text
+    smol = word_groups(smollm2.attend(text))
+    assert "東京" in smol.words and "👍🏽" in smol.words
+    assert len(smol.pieces[smol.words.index("👍🏽")]) > 1  # byte-level pieces, shown as "�" one by one
+
+
+def test_sentencepiece_words_from_a_tiny_tokenizer():
+    from tokenizers import SentencePieceUnigramTokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    corpus = ["the cat sat on the mat", "unbelievable things happen", "a dog ran far", "believe it"] * 20
+    sp = SentencePieceUnigramTokenizer()
+    sp.train_from_iterator(corpus, vocab_size=40, show_progress=False)
+    tok = PreTrainedTokenizerFast(tokenizer_object=sp)
+    text = "unbelievable cats"
+    enc = tok(text, return_offsets_mapping=True, return_tensors="np")
+    word_ids, offsets = encoding_words(enc, enc["input_ids"].shape[1])
+    n = len(word_ids)
+    fake = types.SimpleNamespace(word_ids=word_ids, offsets=offsets, special=np.zeros(n, bool), text=text,
+                                 tokens=tuple(tok.convert_ids_to_tokens(enc["input_ids"][0])), model_name="tiny")
+    groups = word_groups(fake)
+    assert groups.words == ("unbelievable", "cats") and groups.n_pieces == n > 2
+
+
+def test_word_level_sums_to_and_averages_from_pieces(minilm):
+    att = minilm.attend(SPLIT)
+    wa = word_level(att)
+    w = att.weights  # (L, H, n, n) the model's tokens
+    for a, rows in enumerate(wa.pieces):
+        for b, cols in enumerate(wa.pieces):
+            expected = np.mean([sum(w[..., i, j] for j in cols) for i in rows], axis=0)
+            np.testing.assert_allclose(wa.weights[..., a, b], expected, atol=1e-6)
+    np.testing.assert_allclose(wa.weights.sum(-1), 1.0, atol=1e-5)
+
+
+def test_sinks_of_smollm2_start_with_the_first_token_and_removing_them_renormalises(smollm2):
+    from attention.models.aggregations import query_row, zoom
+    from attention.models.head_survey import head_sinks, survey
+
+    att = smollm2.attend("When Mary and John went to the store, John gave a drink to")
+    found = survey(att)
+    assert found.sinks[..., 0].all()  # the first token is every head's sink
+    assert np.median(found.sink_mass) > 0.5  # and takes most of the attention (Xiao et al. 2023)
+    own_count = np.mean([att.head_weights(3, 4)[:, j] > 0.5 for j in range(len(att.tokens))], axis=1)
+    np.testing.assert_array_equal(head_sinks(att, 3, 4), found.sinks_of(3, 4))
+    assert set(np.nonzero(own_count > 0.5)[0]) <= set(np.nonzero(found.sinks_of(3, 4))[0])
+    view = zoom(att, "head", layer=3, head=4, sinks=found.sinks_of(3, 4))
+    rows = view.matrix[1:]  # row 0 sees only the first token, itself a sink
+    np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-5)
+    assert np.all(view.matrix[:, found.sinks_of(3, 4)] == 0)
+    row = query_row(att, len(att.tokens) - 1, layer=3, head=4, sinks=found.sinks_of(3, 4))
+    keep = ~found.sinks_of(3, 4)
+    own = att.head_weights(3, 4)[-1]
+    np.testing.assert_allclose(row.matrix[0][keep], own[keep] / own[keep].sum(), atol=1e-6)
+
+
+def test_npz_round_trips_and_csv_has_one_row_per_query(minilm):
+    from attention.models.aggregations import zoom
+    from attention.models.export import file_stem, matrix_csv, sentence_npz
+
+    att = minilm.attend(SPLIT)
+    with np.load(io.BytesIO(sentence_npz(att))) as data:  # numpy alone, no pickle
+        np.testing.assert_array_equal(data["self_weights"], att.weights)
+        assert tuple(data["tokens"]) == att.tokens and str(data["text"]) == att.text
+        np.testing.assert_array_equal(data["token_ids"], att.token_ids)
+        assert str(data["model_name"]) == att.model_name
+    view = zoom(att, "head", layer=2, head=3)
+    rows = list(csv.reader(io.StringIO(matrix_csv(view))))
+    assert len(rows) == 1 + len(att.tokens) and rows[0][1:] == list(att.tokens)
+    assert [float(x) for x in rows[5][1:]] == pytest.approx(view.matrix[4].tolist(), abs=1e-6)
+    assert file_stem("org/../../etc", "layer 3", "<img src=x>") == "org-etc_layer-3_img-src-x"
