@@ -40,12 +40,6 @@ PROBE = """
 }
 """
 SHAPES = {"minilm": "6 layers × 12 heads", "smollm2": "30 layers × 9 heads"}  # as the page's caption says
-# What the weights bar chart shows: its numbers and the bars' geometry (a 0.01 slider step can move a
-# weight by less than the 3 printed decimals, never by less than the bar's sub-pixel path).
-BAR_STATE = ("() => [...document.querySelector('[data-testid=stPlotlyChart]').querySelectorAll('text.bartext, "
-             ".bars path')].map(e => e.textContent + (e.getAttribute('d') || '')).join('|')")
-
-
 def percentile(values, q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
@@ -57,38 +51,82 @@ def summary(ms: list[float]) -> dict:
 
 
 def cold_start(browser, runs: int) -> dict:
-    """`streamlit run` started -> first chart visible on the lookup page."""
+    """`streamlit run` started -> the live weights chart drawn on the lookup page."""
     ms = []
     for _ in range(runs):
         t0 = time.perf_counter()
         with running_app() as url:
             page = browser.new_page()
             page.goto(page_url(url, "lookup"))
-            page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=120_000)
+            page.wait_for_selector(".st-key-lookup-live .bar .fill", timeout=120_000)  # the live chart
             ms.append((time.perf_counter() - t0) * 1000)
             page.close()
     return summary(ms)
 
 
-def slider_steps(browser, url: str, steps: int) -> dict:
-    """ArrowRight on the sweetness slider -> the weights chart shows new numbers."""
+LIVE_SCOPE = ("(() => { const host = [...document.querySelectorAll('.st-key-lookup-live *')].find(e => e.shadowRoot);"
+              " return host ? host.shadowRoot : document.querySelector('.st-key-lookup-live'); })()")
+LIVE_WATCH = """
+() => {
+  // Per animation frame: did the live weights change since the last frame? Counted while __watching.
+  const scope = SCOPE;
+  window.__frames = 0; window.__watching = false; window.__liveStats = { latencies: [], frames: 0 };
+  let last = '';
+  const tick = () => {
+    const now = [...scope.querySelectorAll('.bar .num')].map(e => e.textContent).join('|');
+    if (window.__watching && now !== last) window.__frames += 1;
+    last = now;
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+  window.__serverText = () => {  // the page's last alert: the server's "... wins with ..." answer
+    const alerts = document.querySelectorAll('[data-testid=stAlert]');
+    return alerts.length ? alerts[alerts.length - 1].innerText : '';
+  };
+}
+""".replace("SCOPE", LIVE_SCOPE)
+
+
+def live_drags(browser, url: str, drags: int) -> dict:
+    """Scripted 1-second drags of the lookup page's live sweetness slider (60 pointer moves, ~16 ms apart):
+    frames in which the weights changed, input event -> painted latency (the component's own rAF stamp),
+    websocket messages the page sent during the drag, and release -> the server's answer updated."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(time.perf_counter())))
     page.goto(page_url(url, "lookup"))
     wait_idle(page)
-    page.wait_for_selector("[data-testid='stPlotlyChart'] .bars path")
+    slider = page.locator(".st-key-lookup-live input[type='range']").first
+    slider.wait_for()
     page.evaluate(PROBE)
-    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
-    slider.focus()
-    ms = []
-    for i in range(steps):
-        key = "ArrowRight" if i < steps // 2 else "ArrowLeft"  # turn around before the slider reaches 1.0
-        before = page.evaluate(BAR_STATE)
-        slider.press(key)
-        done = page.evaluate(f"() => window.__until(() => ({BAR_STATE})() !== {before!r}, 10000)")
-        ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
+    page.evaluate(LIVE_WATCH)
+    box = slider.bounding_box()
+    y = box["y"] + box["height"] / 2
+    frames, latencies, during, release = [], [], [], []
+    for d in range(drags):
+        start, end = (0.8, 0.2) if d % 2 == 0 else (0.2, 0.8)
+        page.mouse.move(box["x"] + box["width"] * start, y)
+        page.evaluate("() => { window.__frames = 0; window.__liveStats.latencies = []; }")
+        page.mouse.down()
+        page.evaluate("() => { window.__watching = true; }")
+        t0 = time.perf_counter()
+        for i in range(1, 61):
+            page.mouse.move(box["x"] + box["width"] * (start + (end - start) * i / 60), y)
+            page.wait_for_timeout(max(0.0, t0 + i / 60 - time.perf_counter()) * 1000)
+        t1 = time.perf_counter()
+        page.evaluate("() => { window.__watching = false; }")
+        during.append(sum(1 for t in sent if t0 <= t <= t1))
+        frames.append(page.evaluate("() => window.__frames"))
+        latencies += page.evaluate("() => window.__liveStats.latencies")
+        before = page.evaluate("() => window.__serverText()")
+        t_up = page.evaluate("() => performance.now()")
+        page.mouse.up()
+        done = page.evaluate(f"() => window.__until(() => window.__serverText() !== {before!r}, 10000)")
+        release.append(done - t_up)
         wait_idle(page)
     page.close()
-    return summary(ms)
+    return {"frames": summary(frames), "latency": summary(latencies), "messages": max(during),
+            "release": summary(release)}
 
 
 def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm", keep_open: bool = False):
@@ -219,7 +257,7 @@ def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dic
     with chromium() as browser:
         out["cold_start"] = cold_start(browser, 1 if smoke else 3)
         with running_app() as url:
-            out["slider"] = slider_steps(browser, url, 4 if smoke else 30)
+            out["live"] = live_drags(browser, url, 2 if smoke else 10)
             out["sentence16"] = sentence_to_grid(browser, url, texts16)
             if smoke:
                 out["views"] = views_after_load(sentence_to_grid(browser, url, texts16[:1], keep_open=True)[1], 1)

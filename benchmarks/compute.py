@@ -234,3 +234,15 @@ if __name__ == "__main__":
     jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz, "long": _job_long,
             "effects": _job_effects}
     print(json.dumps(jobs[job](*job_args)))
+
+
+def live_payload() -> int:
+    """Bytes of JSON the lookup page's live component receives (attention.live.lookup_payload)."""
+    import json
+
+    from attention import examples as ex
+    from attention.live import lookup_payload
+
+    data = lookup_payload(ex.FRUIT_QUERY, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS, ex.FRUIT_KEY_FEATURES,
+                          ex.FRUIT_VALUE_FEATURES)
+    return len(json.dumps(data))

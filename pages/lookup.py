@@ -4,9 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from attention import examples as ex
-from attention import plotting
+from attention.live import lookup_payload
 from attention.lookup import hard_lookup, parse_table, soft_lookup
 from pages._frame import ensure_app_frame
+from pages._live import live_lookup
 from pages._text import md
 
 ensure_app_frame()
@@ -52,29 +53,42 @@ except ValueError as err:
 THREE_DECIMALS = {"_default": st.column_config.NumberColumn(format="%.3f")}
 
 
+QUERY_KEYS = ("lookup.sweetness", "lookup.durability", "lookup.texture")  # one per key feature
+
+
+def _take_live_query() -> None:
+    """A drag ended in the live component: its query becomes the widgets' (and so the URL's and tables')."""
+    steps = st.session_state["lookup.live"]["query_steps"]
+    for key, step in zip(QUERY_KEYS, steps, strict=True):
+        st.session_state[key] = round(step / 100, 2)
+
+
+def _take_plane_pair() -> None:
+    st.session_state["lookup.plane"] = st.session_state["lookup.live"]["plane_pair"]
+
+
 @st.fragment
 def query_and_answer(table) -> None:
-    """Sliders and everything they move. A fragment: a slider step reruns only this part, so the
-    table editor and the dictionary above are not rebuilt (the lookup page's p50 target is 150 ms)."""
+    """The live query and everything it moves. A fragment: a release reruns only this part, so the table
+    editor and the dictionary above are not rebuilt."""
     st.subheader("The query")
-    cols = st.columns(4)
-    sweet = cols[0].slider("sweetness", 0.0, 1.0, float(ex.FRUIT_QUERY[0]), 0.01, key="lookup.sweetness",
-                           bind="query-params")
-    durable = cols[1].slider("durability", 0.0, 1.0, float(ex.FRUIT_QUERY[1]), 0.01, key="lookup.durability",
-                             bind="query-params")
-    texture = cols[2].slider("texture", 0.0, 1.0, float(ex.FRUIT_QUERY[2]), 0.01, key="lookup.texture",
-                             bind="query-params")
-    scaled = cols[3].toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params")
+    c1, c2 = st.columns([3, 1])
+    scaled = c2.toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params")
+    with c1.expander("Exact values (typed, kept in the link)"):
+        cols = st.columns(3)
+        query = [col.number_input(name, 0.0, 1.0, float(ex.FRUIT_QUERY[f]), 0.01, key=key, bind="query-params",
+                                  format="%.2f")
+                 for f, (col, name, key) in enumerate(zip(cols, ex.FRUIT_KEY_FEATURES, QUERY_KEYS, strict=True))]
+    live_lookup(lookup_payload(query, table.keys, table.values, table.labels, ex.FRUIT_KEY_FEATURES,
+                               ex.FRUIT_VALUE_FEATURES, scaled=scaled, pair=st.session_state.get("lookup.plane", 0),
+                               key="lookup"),
+                key="lookup.live", on_query=_take_live_query, on_pair=_take_plane_pair)
+    st.caption("Drag a slider or the point in the plane: the weights redraw at every step, from numbers Python "
+               "computed in advance for every slider position (attention/live.py). Arrow keys, Home and End move "
+               "a focused slider or the point. The tables below follow when you let go.")
 
-    res = soft_lookup([sweet, durable, texture], table.keys, table.values, table.labels, scaled=scaled)
+    res = soft_lookup(query, table.keys, table.values, table.labels, scaled=scaled)
     t = res.trace
-
-    c_bar, c_heat = st.columns(2)
-    c_bar.plotly_chart(plotting.weights_bar(res.labels, res.weights, title="Softmax weights"),
-                       width="stretch", key="lookup.bar")
-    c_heat.plotly_chart(plotting.heatmap(t.weights, res.labels, ["query"], title="Weights as a heatmap",
-                                         y_title="", zmin=0, zmax=1, height=220),
-                        width="stretch", key="lookup.heat")
 
     st.subheader("Step by step")
     c1, c2, c3 = st.columns(3)

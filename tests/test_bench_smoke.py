@@ -20,4 +20,4 @@ def test_benchmark_smoke_run_writes_a_report(tmp_path):
                     "## 6. Predictions"):
         assert heading in text
     assert "| 3 |" in text  # the core row at n = 3
-    assert "slider step → chart updated" in text
+    assert "live slider, 1-s drag" in text and "websocket messages sent during a drag" in text

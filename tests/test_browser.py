@@ -1,6 +1,5 @@
 """Real browser: Debian Chromium driven by Playwright against `streamlit run app.py`."""
 
-import re
 
 import pytest
 
@@ -28,26 +27,81 @@ def bar_labels(page) -> list[str]:
     return [t.text_content() for t in chart.locator("g.textpoint text, text.bartext").all()]
 
 
-def test_lookup_slider_changes_weights(app_url, browser):
+LIVE = ".st-key-lookup-live"  # the live lookup component's container
+
+
+def live_numbers(page) -> dict:
+    """What the live component shows now: the three weights as printed, the winner line, the slider values."""
+    return page.evaluate("""() => {
+        const host = [...document.querySelectorAll('.st-key-lookup-live *')].find(e => e.shadowRoot) || null;
+        const scope = host ? host.shadowRoot : document.querySelector('.st-key-lookup-live');
+        return {
+            weights: [...scope.querySelectorAll('.bar .num')].map(e => e.textContent),
+            winner: scope.querySelector('.winner').textContent,
+            sliders: [...scope.querySelectorAll('input[type=range]')].map(e => Number(e.value)),
+        };
+    }""")
+
+
+def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app_url, browser):
+    import numpy as np
+
+    from attention import examples as ex
+    from attention.lookup import soft_lookup
+
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "lookup"))
     wait_idle(page)
-    assert page.get_by_role("heading", name="Lookup: hard vs soft").is_visible()
-    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
-    before = bar_labels(page)
-    assert len(before) == 3 and before[0] == "0.372"
-    slider = page.locator("[data-testid='stSlider'] input[type='range']").first
-    slider.focus()
-    for _ in range(10):
-        slider.press("ArrowRight")
-    page.wait_for_function("() => document.querySelector('[data-testid=stPlotlyChart] text.bartext')"
-                           "?.textContent !== '0.372'", timeout=15_000)
+    slider = page.locator(f"{LIVE} input[type='range']").first
+    slider.wait_for()
+    assert live_numbers(page)["weights"] == ["0.372", "0.347", "0.282"]  # the article's example
+    box = slider.bounding_box()
+    rng = np.random.default_rng(7)
+    page.mouse.move(box["x"] + box["width"] * 0.8, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    seen = set()
+    for fraction in rng.uniform(0.02, 0.98, 32):
+        page.mouse.move(box["x"] + box["width"] * fraction, box["y"] + box["height"] / 2)
+        shown = live_numbers(page)
+        step = shown["sliders"][0]
+        q = np.array([step / 100, 0.2, 0.1])
+        expected = soft_lookup(q, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS).weights
+        assert shown["weights"] == [f"{w:.3f}" for w in np.rint(expected * 1000) / 1000], (step, shown)
+        seen.add(tuple(shown["weights"]))
+    assert len(seen) > 20  # the chart changed while the mouse was still down
+    page.mouse.up()
+    released = live_numbers(page)["sliders"][0] / 100
+    page.wait_for_function(f"() => location.search.includes('lookup.sweetness={released:g}')", timeout=15_000)
     wait_idle(page)
-    after = bar_labels(page)
-    assert float(after[0]) > float(before[0])  # sweeter query -> more weight on apple
-    assert re.search(r"sweetness=0\.9", page.url)  # the state is in the URL
+    winner = live_numbers(page)["winner"].split(" wins")[0]
+    info = page.locator("[data-testid='stAlert']").last.inner_text()
+    assert info.startswith(winner)  # the server's answer, recomputed for the released value
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "test-lookup-after-slider.png"))
+    page.screenshot(path=str(SHOTS / "test-lookup-after-drag.png"))
+    page.close()
+
+
+def test_live_component_writes_hostile_names_as_text(browser):
+    """The component's own file, run on a blank page with a hostile item name: text, never markup."""
+    import base64
+
+    js = (APP.parent / "pages" / "components" / "live_lookup.js").read_text()
+    evil = '<img src=x onerror="window.__xss=1">'
+    zeros = base64.b64encode(bytes(2 * 3 * 101 * 2)).decode()
+    plane = base64.b64encode(bytes(101 * 101 * 2 * 2)).decode()
+    data = {"key": "t", "labels": [evil, "b"], "features": ["f0", "f1", evil], "value_features": [evil],
+            "query_steps": [1, 2, 3], "keys": [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], "pairs": [[0, 1]],
+            "sweeps": {"weights": zeros, "outputs": base64.b64encode(bytes(3 * 101 * 2)).decode()},
+            "plane": {"features": [0, 1], "weights": plane}, "signature": "1"}
+    page = browser.new_page()
+    page.set_content("<div id=root></div>")
+    page.evaluate("""async ([js, data]) => {
+        const url = URL.createObjectURL(new Blob([js], {type: 'text/javascript'}));
+        const mod = await import(url);
+        mod.default({data, parentElement: document.getElementById('root'), setStateValue: () => {}});
+    }""", [js, data])
+    assert page.locator("#root img").count() == 0 and not page.evaluate("() => window.__xss")
+    assert evil in page.locator("#root").inner_text()
     page.close()
 
 
@@ -134,4 +188,51 @@ def test_markup_in_a_sentence_is_shown_as_text_never_run(app_url, browser):
     wait_idle(page)
     assert page.evaluate("() => window.__xss") is None
     assert page.locator("main img[src='x']").count() == 0 and page.locator("main b", has_text="bold").count() == 0
+    page.close()
+
+
+def _chart(page, key: str):
+    """The Plotly graph of the chart whose Streamlit key is `key` (its container has the class st-key-<key>,
+    dots written as dashes)."""
+    return page.locator(f".st-key-{key.replace('.', '-')} .js-plotly-plot").first
+
+
+def _click_cell(page, key: str, x: float, y: float) -> None:
+    """Click the point (x, y), in data coordinates, of the chart keyed `key`."""
+    chart = _chart(page, key)
+    chart.scroll_into_view_if_needed()
+    at = chart.evaluate("""(gd, xy) => {
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        const box = gd.querySelector('.nsewdrag').getBoundingClientRect();
+        return [box.left + xa.l2p(xa.d2l ? xa.d2l(xy[0]) : xy[0]), box.top + ya.l2p(ya.d2l ? ya.d2l(xy[1]) : xy[1])];
+    }""", [x, y])
+    page.mouse.click(at[0], at[1])
+
+
+def _title(page, key: str) -> str:
+    return _chart(page, key).evaluate("gd => gd.layout.title.text")
+
+
+@pytest.mark.slow
+def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(app_url, "model_heads", text="I sat on the river bank."))
+    wait_idle(page, timeout=120_000)
+    assert "Layer 1, head 1" in _title(page, "heads.zoom")
+    _click_cell(page, "heads.grid", 5, 3)  # head 5 of layer 3 (the grid's axes count from 1)
+    page.wait_for_function("() => document.querySelector(\".st-key-heads-zoom .js-plotly-plot\")"
+                           ".layout.title.text.includes('Layer 3, head 5')", timeout=30_000)
+    wait_idle(page)
+    page.get_by_role("button", name="Copy link to this view").first.click()
+    link = page.locator("[data-testid='stPopoverBody'] code").first.inner_text()
+    assert "layer=3" in link and "head=5" in link and "agg=" in link
+    page.keyboard.press("Escape")
+    _click_cell(page, "heads.zoom", 2, 6)  # zoom cell: query row 6 ("bank"), key column 2
+    page.wait_for_function("() => (document.querySelector(\".st-key-heads-focus .js-plotly-plot\")"
+                           ".layout.title.text || '').includes('“bank” as the query')", timeout=30_000)
+    other = browser.new_page(viewport={"width": 1280, "height": 1000})  # the link reopens the same view
+    other.goto(link)
+    wait_idle(other, timeout=120_000)
+    assert "Layer 3, head 5" in _title(other, "heads.zoom")
+    other.close()
     page.close()

