@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention.core import attention_from_embeddings, scaled_dot_product_attention, softmax
 from attention.lookup import soft_lookup
 
 STEPS = np.round(np.linspace(0.0, 1.0, 101), 2)  # the sliders' positions: 0.00, 0.01, ... 1.00
@@ -115,3 +116,161 @@ def lookup_payload(query, keys, values, labels, key_features, value_features, *,
     }
     data["signature"] = str(hash((data["sweeps"]["weights"], data["plane"]["weights"], tuple(data["labels"]))))
     return data
+
+
+# --- Any page: sliders swept through precomputed frames ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One chart of a live sweep: bars (one row) or a matrix, a frame per step of each slider.
+    Shapes: frames (n_sliders, S, rows, cols)."""
+
+    title: str
+    kind: str  # "bars" or "matrix"
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+    frames: np.ndarray
+    weights: bool = True  # values are weights in [0, 1] (blue scale); else signed numbers (red-blue around 0)
+
+
+@dataclass(frozen=True)
+class Slider:
+    """A live slider: the value at each step (what it shows), and the step it starts at."""
+
+    label: str
+    values: tuple[float, ...]
+    index: int
+
+
+def signed_thousandths(x) -> np.ndarray:
+    """Any values as integer thousandths (int32): scores and outputs can be negative."""
+    return np.rint(np.asarray(x, dtype=np.float64) * 1000).astype("<i4")
+
+
+def sweep_payload(sliders: list[Slider], panels: list[Panel], *, key: str) -> dict:
+    """JSON-ready data for the live sweep component (pages/components/live_sweep.js): frames as base64
+    little-endian int32 thousandths, read with Int32Array. Names travel as text."""
+    for p in panels:
+        if p.frames.shape[:2] != (len(sliders), max(len(s.values) for s in sliders)):
+            raise ValueError(f"panel {p.title!r}: frames {p.frames.shape} do not match the sliders")
+    data = {
+        "key": key,
+        "sliders": [{"label": str(s.label), "values": [float(v) for v in s.values], "index": int(s.index)}
+                    for s in sliders],
+        "panels": [{"title": str(p.title), "kind": p.kind, "rows": [str(x) for x in p.row_labels],
+                    "cols": [str(x) for x in p.col_labels], "weights": bool(p.weights),
+                    "scale": float(max(1e-9, np.abs(p.frames).max())) if not p.weights else 1.0,
+                    "frames": base64.b64encode(signed_thousandths(p.frames).tobytes()).decode("ascii")}
+                   for p in panels],
+    }
+    data["signature"] = str(hash(tuple(p["frames"] for p in data["panels"])))
+    return data
+
+
+def slider_values(grid, value: float) -> np.ndarray:
+    """A slider's steps: the grid, plus the current value when it was typed between two steps, so the
+    slider starts exactly where the page's numbers are. Shapes: grid (S,) -> (S,) or (S + 1,), sorted."""
+    grid = np.asarray(grid, dtype=np.float64)
+    if np.any(np.isclose(grid, float(value), rtol=0, atol=1e-9)):
+        return grid
+    return np.sort(np.append(grid, float(value)))
+
+
+def step_of(values, value: float) -> int:
+    """The index of the slider step nearest `value`."""
+    return int(np.argmin(np.abs(np.asarray(values, dtype=np.float64) - float(value))))
+
+
+QUERY_STEP = 0.05
+QUERY_VALUES = np.round(np.arange(-3.0, 3.0 + QUERY_STEP / 2, QUERY_STEP), 2)  # a query coordinate's slider
+
+
+def with_query(x, w_q, w_k, w_v, token: int, query):
+    """Scaled dot-product attention of one token whose query is replaced by `query` (keys and values as
+    the sentence gives them). Shapes: query (d_k,) -> AttentionTrace with weights (1, n)."""
+    base = attention_from_embeddings(x, w_q, w_k, w_v)
+    if not 0 <= token < len(base.q):
+        raise ValueError(f"token {token} is outside the {len(base.q)} tokens")
+    return scaled_dot_product_attention(np.asarray(query, dtype=np.float64)[None, :], base.k, base.v)
+
+
+def query_sweeps(x, w_q, w_k, w_v, token: int, values, *, query=None) -> dict[str, np.ndarray]:
+    """Self-attention of one token while one coordinate of its query is swept (the others held at `query`,
+    default the token's own q): the Step by step page's live sliders. Shapes: x (n, d_model) -> scaled,
+    weights (d_k, S, n), output (d_k, S, d_v); values (S,) the slider steps."""
+    base = attention_from_embeddings(x, w_q, w_k, w_v)
+    q = base.q[token] if query is None else np.asarray(query, dtype=np.float64)
+    d_k, steps = len(q), len(values)
+    grid = np.broadcast_to(q, (d_k, steps, d_k)).copy()  # (d_k, S, d_k)
+    for f in range(d_k):
+        grid[f, :, f] = values
+    t = scaled_dot_product_attention(grid.reshape(-1, d_k), base.k, base.v)
+    return {"scaled": t.scaled.reshape(d_k, steps, -1), "weights": t.weights.reshape(d_k, steps, -1),
+            "output": t.output.reshape(d_k, steps, -1), "query": q}
+
+
+def temperature_sweep(scaled_row, temperatures) -> np.ndarray:
+    """softmax(scaled / T) at each temperature. Shapes: scaled_row (m,), temperatures (S,) -> (S, m)."""
+    scaled_row = np.asarray(scaled_row, dtype=np.float64)
+    return softmax(scaled_row[None, :] / np.asarray(temperatures, dtype=np.float64)[:, None], axis=-1)
+
+
+def frames_of(values, frame) -> np.ndarray:
+    """One slider's frames: frame(value) at every step, stacked. frame returns (rows, cols).
+    Shapes: values (S,) -> (1, S, rows, cols)."""
+    return np.stack([np.atleast_2d(frame(float(v))) for v in values])[None]
+
+
+SHARPNESS_VALUES = np.round(np.arange(0.0, 6.0 + 0.25, 0.5), 2)  # the Multi-head page's cross-attention slider
+PULL_VALUES = np.round(np.arange(0.0, 10.0 + 0.25, 0.5), 2)  # Ambiguity in a toy model
+TEMPERATURE_VALUES = np.round(np.arange(0.1, 5.0 + 0.05, 0.1), 2)  # softmax temperature sliders
+DIM_VALUES = np.unique(np.rint(np.geomspace(1, 1024, 120)).astype(int))  # Why scale: d, denser where it is small
+
+
+def cross_attention_frames(values) -> np.ndarray:
+    """The Multi-head page's toy translation at each sharpness. Shapes: -> (1, S, 7 target, 6 source)."""
+    from attention.multihead import toy_translation
+
+    return frames_of(values, lambda s: toy_translation(s).heads[0].weights)
+
+
+def scaling_frames(d: int, temperature: float, n_keys: int, dims, temperatures) -> dict[str, np.ndarray]:
+    """Why scale by √d_k: one random q and its keys' weights, without and with ÷√d, swept along d
+    (`dims`, T held) and along T (`temperatures`, d held). Shapes: -> each (2, S, 1, n_keys) with
+    S = the longer slider; the shorter one's frames fill its first steps."""
+    from attention.scaling import scaling_sample
+
+    steps = max(len(dims), len(temperatures))
+    out = {"unscaled": np.zeros((2, steps, 1, n_keys)), "scaled": np.zeros((2, steps, 1, n_keys))}
+    for s, value in enumerate(dims):
+        sample = scaling_sample(int(value), n_keys=n_keys, temperature=temperature)
+        out["unscaled"][0, s, 0], out["scaled"][0, s, 0] = sample.weights_unscaled, sample.weights_scaled
+    for s, value in enumerate(temperatures):
+        sample = scaling_sample(d, n_keys=n_keys, temperature=float(value))
+        out["unscaled"][1, s, 0], out["scaled"][1, s, 0] = sample.weights_unscaled, sample.weights_scaled
+    return out
+
+
+def pull_frames(sentence: str, word: str, values) -> tuple[tuple[str, ...], np.ndarray]:
+    """Ambiguity in a toy model: what `word` ("bank" or "it", layer 2) attends to at each pull.
+    Shapes: -> (the sentence's n tokens, frames (1, S, 1, n)). ValueError for a sentence the toy
+    vocabulary cannot read."""
+    from attention.toy_ambiguity import bank_attention, it_attention
+
+    tokens = (bank_attention if word == "bank" else it_attention)(sentence).tokens
+
+    def row(pull: float) -> np.ndarray:
+        if word == "bank":
+            r = bank_attention(sentence, pull)
+            return r.trace.weights[r.focus]
+        r = it_attention(sentence, pull)
+        return r.layer2.weights[r.focus]
+
+    return tokens, frames_of(values, row)
+
+
+def temperature_frames(scaled_row, values) -> np.ndarray:
+    """A real head's weights for one query at each softmax temperature (Inside one head). Masked keys
+    (-inf scores) stay at 0. Shapes: scaled_row (m,) -> (1, S, 1, m)."""
+    return temperature_sweep(scaled_row, values)[None, :, None, :]

@@ -292,14 +292,15 @@ def reading_options(att: ModelAttention, *, log_scale: bool = True) -> tuple[Wor
         groups, why = None, str(err)
     else:
         why = None
-    words = c1.toggle("Words, not pieces", value=carried("words", False), key="words", bind="query-params",
-                      disabled=groups is None, help=why or "Merge sub-word pieces into the words the tokenizer split "
-                      "the text into: attention to a word is the sum over its pieces, attention from a word the "
-                      "mean of its pieces' rows (rows still sum to 1).")
+    words = c1.toggle("Words", value=carried("words", False), key="words", bind="query-params",
+                      disabled=groups is None,
+                      help=why or "Words, not pieces: merge sub-word pieces into the words the tokenizer split the "
+                                  "text into. Attention to a word is the sum over its pieces, attention from a word "
+                                  "the mean of its pieces' rows (rows still sum to 1).")
     no_sinks = c2.toggle("Without sinks", value=carried("no_sinks", False), key="no_sinks", bind="query-params",
                          help="Remove each head's sink tokens (the first token, [CLS]/[SEP]/BOS, and any token holding "
                               "over half the weight of most rows) and renormalise every row to sum to 1.")
-    log = log_scale and c3.toggle("Log colour scale", value=carried("log", False), key="log", bind="query-params",
+    log = log_scale and c3.toggle("Log colours", value=carried("log", False), key="log", bind="query-params",
                                   help="Colour by log10(weight) from 0.0001 to 1: small weights stay visible beside "
                                        "a sink.")
     for key, value in (("words", words), ("no_sinks", no_sinks)) + ((("log", log),) if log_scale else ()):
@@ -371,15 +372,16 @@ def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
     """Downloads of the matrix on screen (CSV) and of everything for the sentence (.npz), and a link that
     reopens this view."""
     stem = file_stem(*name_parts)
-    c1, c2, c3 = st.columns([1, 1, 2])
-    c1.download_button("Matrix as CSV", matrix_csv(view), file_name=f"{stem}.csv", mime="text/csv",
-                       icon=":material/table:", on_click="ignore", key=f"csv.{stem}")
-    c2.download_button("Sentence as .npz", functools.partial(sentence_npz, att),
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("CSV", matrix_csv(view), file_name=f"{stem}.csv", mime="text/csv",
+                       icon=":material/table:", on_click="ignore", key=f"csv.{stem}",
+                       help="The matrix on screen, one row per query, with its labels.")
+    c2.download_button(".npz", functools.partial(sentence_npz, att),
                        file_name=f"{file_stem(att.model_name, 'sentence')}.npz", mime="application/octet-stream",
                        icon=":material/download:", on_click="ignore", key=f"npz.{stem}",
                        help="Tokens, ids, every layer's weights (or q, k, v for long inputs), model name and text; "
                             "np.load(path) reads it back with numpy alone.")
-    with c3.popover("Copy link to this view", icon=":material/link:"):
+    with c3.popover("Link", icon=":material/link:", help="A link that reopens this view"):
         url = st.context.url
         if url:
             st.code(view_link(url), language=None, wrap_lines=True)

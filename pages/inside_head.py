@@ -4,11 +4,22 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
+from attention.live import (
+    TEMPERATURE_VALUES,
+    Panel,
+    Slider,
+    slider_values,
+    step_of,
+    sweep_payload,
+    temperature_frames,
+    temperature_sweep,
+)
 from attention.models.aggregations import query_row
 from attention.models.head_survey import head_sinks
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
+from pages._live import live_sweep, release_to
 from pages._models import (
     attention_or_stop,
     cached_own_attention,
@@ -96,6 +107,23 @@ if own is not None:
 st.dataframe(pd.DataFrame(columns).style.format(precision=4), hide_index=True, key="inside.table")
 st.plotly_chart(plotting.weights_bar(keys, t.weights[0, shown], title=f"What “{word}” attends to"), width="stretch",
                 key="inside.bar")
+
+st.subheader("Softmax temperature, live")
+st.latex(r"\alpha_j(T) = \operatorname{softmax}(\tilde s / T)_j")
+with st.expander("Exact value (typed, kept in the link)"):
+    temperature = st.number_input("temperature T", 0.1, 5.0, 1.0, 0.1, key="inside.temperature",
+                                  bind="query-params", format="%.1f")
+
+
+temperatures = slider_values(TEMPERATURE_VALUES, temperature)
+live_sweep(sweep_payload([Slider("temperature T", tuple(temperatures), step_of(temperatures, temperature))],
+                         [Panel(f"What “{word}” attends to at temperature T", "bars", (word,), keys,
+                                temperature_frames(t.scaled[0, shown], temperatures))], key="inside"),
+           key="inside.live", on_release=release_to("inside.live", ("inside.temperature",),
+                                                    (tuple(float(v) for v in temperatures),)))
+at_t = temperature_sweep(t.scaled[0, shown], [temperature])[0]
+st.caption(f"T = 1 is the model's own softmax. Drag T: below 1 the largest score takes over, above 1 the weights "
+           f"even out (precomputed at every step). At T = {temperature:.1f} the largest weight is {at_t.max():.3f}.")
 
 st.header("4 · weighted values and the output")
 st.latex(rf"z_{{{i}}} = \sum_j \alpha_j v_j")

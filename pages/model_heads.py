@@ -86,7 +86,8 @@ export_row(att, view, name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "
 st.subheader("Where does one token look, in every head?")
 units = att.tokens if words is None else words.words
 focus = st.selectbox("Word" if words is not None else "Token", range(len(units)), format_func=token_labels(units),
-                     key="focus", bind="query-params", index=min(default_focus(att.tokens), len(units) - 1))
+                     key="focus", bind="query-params",
+                     index=default_focus(att.tokens) if words is None else words.word_of(default_focus(att.tokens)))
 focus_view = token_focus(att, min(focus, len(units) - 1), words=words)
 st.plotly_chart(plotting.heatmap(focus_view.matrix, focus_view.col_labels, focus_view.row_labels,
                                  title=focus_view.title, x_title="key word" if words else "key token",

@@ -4,8 +4,18 @@ import streamlit as st
 
 from attention import causal_mask, multi_head_attention, plotting
 from attention import examples as ex
+from attention.live import (
+    SHARPNESS_VALUES,
+    Panel,
+    Slider,
+    cross_attention_frames,
+    slider_values,
+    step_of,
+    sweep_payload,
+)
 from attention.multihead import toy_translation
 from pages._frame import ensure_app_frame
+from pages._live import live_sweep, release_to
 
 ensure_app_frame()
 
@@ -47,7 +57,17 @@ st.markdown("In an encoder–decoder model, the decoder's queries come from the 
             f"over meaning axes ({', '.join(ex.TRANSLATION_AXES)}), W_Q = W_K = s·I.")
 st.latex(r"\text{CrossAttn}(Y, X) = \operatorname{softmax}\!\left(\frac{(Y W_Q)(X W_K)^\top}{\sqrt{d_k}}\right)"
          r" X W_V")
-sharp = st.slider("sharpness s", 0.0, 6.0, 3.0, 0.5, key="mh.sharp", bind="query-params")
+with st.expander("Exact value (typed, kept in the link)"):
+    sharp = st.number_input("sharpness s", 0.0, 6.0, 3.0, 0.5, key="mh.sharp", bind="query-params")
+
+
+values = slider_values(SHARPNESS_VALUES, sharp)
+live_sweep(sweep_payload([Slider("sharpness s", tuple(values), step_of(values, sharp))],
+                         [Panel("cross-attention weights, live", "matrix", ex.TARGET_SENTENCE, ex.SOURCE_SENTENCE,
+                                cross_attention_frames(values))], key="mh"),
+           key="mh.live", on_release=release_to("mh.live", ("mh.sharp",), (tuple(float(v) for v in values),)))
+st.caption("Drag s: the weights above redraw at every step (precomputed with the same function); the chart "
+           "below, with hover and export, follows when you let go.")
 cross = toy_translation(sharp)
 st.plotly_chart(plotting.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.TARGET_SENTENCE,
                                  title=f"Target ({len(ex.TARGET_SENTENCE)} words) attends to source "

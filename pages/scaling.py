@@ -4,8 +4,19 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
+from attention.live import (
+    DIM_VALUES,
+    TEMPERATURE_VALUES,
+    Panel,
+    Slider,
+    scaling_frames,
+    slider_values,
+    step_of,
+    sweep_payload,
+)
 from attention.scaling import scaling_sample, scaling_study
 from pages._frame import ensure_app_frame
+from pages._live import live_sweep, release_to
 
 ensure_app_frame()
 
@@ -22,20 +33,31 @@ st.markdown("Take a query q and keys k with independent entries of mean 0 and va
 st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d} \operatorname{Var}(q_i k_i) = d"
          r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt d}\right) = 1")
 
-c1, c2, c3 = st.columns(3)
-d = c1.slider("dimension d", 1, 1024, 64, key="scaling.d", bind="query-params")
-temperature = c2.slider("softmax temperature T", 0.1, 5.0, 1.0, 0.1, key="scaling.temperature",
-                        bind="query-params")
-n_keys = c3.slider("number of keys", 2, 32, 8, key="scaling.keys", bind="query-params")
+c1, c2 = st.columns([2, 1])
+n_keys = c2.slider("number of keys", 2, 32, 8, key="scaling.keys", bind="query-params")
+with c1.expander("Exact values (typed, kept in the link)"):
+    e1, e2 = st.columns(2)
+    d = e1.number_input("dimension d", 1, 1024, 64, key="scaling.d", bind="query-params")
+    temperature = e2.number_input("softmax temperature T", 0.1, 5.0, 1.0, 0.1, key="scaling.temperature",
+                                  bind="query-params", format="%.1f")
 st.latex(r"\alpha = \operatorname{softmax}(s / T)")
 
-sample = scaling_sample(d, n_keys=n_keys, temperature=temperature)
+
+dims, temperatures = slider_values(DIM_VALUES, d), slider_values(TEMPERATURE_VALUES, temperature)
+frames = scaling_frames(d, temperature, n_keys, dims, temperatures)
 labels = [f"k{j}" for j in range(n_keys)]
-cb1, cb2 = st.columns(2)
-cb1.plotly_chart(plotting.weights_bar(labels, sample.weights_unscaled, title=f"Without scaling (d = {d})"),
-                 width="stretch", key="scaling.bar_unscaled")
-cb2.plotly_chart(plotting.weights_bar(labels, sample.weights_scaled, title=f"With ÷√d (d = {d})"),
-                 width="stretch", key="scaling.bar_scaled")
+live_sweep(sweep_payload([Slider("dimension d", tuple(dims), step_of(dims, d)),
+                          Slider("temperature T", tuple(temperatures), step_of(temperatures, temperature))],
+                         [Panel("Without scaling: softmax(q·k / T)", "bars", ("q",), labels, frames["unscaled"]),
+                          Panel("With ÷√d: softmax(q·k / √d / T)", "bars", ("q",), labels, frames["scaled"])],
+                         key="scaling"),
+           key="scaling.live", on_release=release_to("scaling.live", ("scaling.d", "scaling.temperature"),
+                                                     (tuple(int(v) for v in dims),
+                                                      tuple(float(v) for v in temperatures))))
+st.caption("One random query and its keys (seeded). Drag d or T: both charts redraw at every step, from weights "
+           "computed in advance; the table and the curves below follow when you let go. The d slider moves on "
+           f"{len(dims)} values from 1 to 1,024; type any d above.")
+sample = scaling_sample(d, n_keys=n_keys, temperature=temperature)
 st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.scores, "q·k/√d": sample.scaled,
                            "weight, unscaled": sample.weights_unscaled, "weight, scaled": sample.weights_scaled})
              .style.format(precision=3), hide_index=True, key="scaling.table")

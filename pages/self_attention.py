@@ -5,8 +5,10 @@ import streamlit as st
 
 from attention import attention_from_embeddings, plotting
 from attention import examples as ex
+from attention.live import QUERY_STEP, QUERY_VALUES, Panel, Slider, query_sweeps, step_of, sweep_payload, with_query
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
+from pages._live import live_sweep, release_to
 
 ensure_app_frame()
 
@@ -84,3 +86,33 @@ if upto >= 6:
     st.latex(rf"z_{{{i}}} = \sum_j \alpha_{{{i}j}} v_j")
     vectors("α_ij · v_j (each value, weighted)", trace.weighted_values(i), tokens)
     vectors(f"z_{i}: the output for “{word}”", trace.output[i:i + 1], [word])
+
+# --- Drag the query --------------------------------------------------------------------------------------
+if name.startswith("Cat"):
+    st.header("7 · Drag the query and watch")
+    st.markdown(f"Change q for “{word}” one coordinate at a time: the scaled scores, the softmax weights and "
+                "the output z move while you drag (every step was computed in advance by "
+                "`attention.live.query_sweeps`; the browser only looks them up). Starting point: q rounded "
+                f"to steps of {QUERY_STEP}.")
+    q_keys = [f"self.q{i}.{f}" for f in range(d_k)]
+    with st.expander("Exact values (typed, kept in the link)"):
+        cols = st.columns(d_k)
+        query = [col.number_input(f"q[{f}]", QUERY_VALUES[0], QUERY_VALUES[-1],
+                                  QUERY_VALUES[step_of(QUERY_VALUES, trace.q[i, f])], QUERY_STEP, key=key,
+                                  bind="query-params", format="%.2f")
+                 for f, (col, key) in enumerate(zip(cols, q_keys, strict=True))]
+    edited = with_query(data.x, data.w_q, data.w_k, data.w_v, i, query)
+    sweeps = query_sweeps(data.x, data.w_q, data.w_k, data.w_v, i, QUERY_VALUES, query=query)
+    sliders = [Slider(f"q[{f}]", tuple(QUERY_VALUES), step_of(QUERY_VALUES, query[f])) for f in range(d_k)]
+    # a typed coordinate between two steps: the sliders start at the nearest step, the table below is exact
+    panels = [Panel("scaled scores q·k/√d_k", "bars", (word,), tokens, sweeps["scaled"][:, :, None, :], weights=False),
+              Panel("softmax weights α", "bars", (word,), tokens, sweeps["weights"][:, :, None, :]),
+              Panel("output z", "bars", (word,), [str(c) for c in range(data.w_v.shape[1])],
+                    sweeps["output"][:, :, None, :], weights=False)]
+
+    steps = tuple(float(v) for v in QUERY_VALUES)
+    live_sweep(sweep_payload(sliders, panels, key="self"), key="self.live",
+               on_release=release_to("self.live", tuple(q_keys), (steps,) * d_k))
+    st.caption("Arrow keys, Home and End move a focused slider. The table follows when you let go.")
+    st.dataframe(pd.DataFrame({"key": tokens, "scaled": edited.scaled[0], "weight": edited.weights[0]})
+                 .style.format(precision=3), hide_index=True, key="self.live_table")

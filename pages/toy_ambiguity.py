@@ -4,8 +4,10 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
+from attention.live import PULL_VALUES, Panel, Slider, pull_frames, slider_values, step_of, sweep_payload
 from attention.toy_ambiguity import bank_attention, it_attention
 from pages._frame import ensure_app_frame
+from pages._live import live_sweep, release_to
 from pages._text import md
 
 ensure_app_frame()
@@ -14,7 +16,27 @@ st.title("Ambiguity in a toy model")
 st.markdown("Four-to-six readable dimensions instead of hundreds, and weights written by hand "
             "(see `attention/examples.py`), so you can see *why* attention picks the right sense. "
             "`pull` multiplies the queries: 0 means uniform attention, more means sharper.")
-pull = st.slider("pull of the context words", 0.0, 10.0, 4.0, 0.5, key="toy.pull", bind="query-params")
+with st.expander("Exact value (typed, kept in the link)"):
+    pull = st.number_input("pull of the context words", 0.0, 10.0, 4.0, 0.5, key="toy.pull", bind="query-params")
+
+
+values = slider_values(PULL_VALUES, pull)
+panels = []
+for word, keys, defaults in (("bank", ("toy.bank0", "toy.bank1"), ex.BANK_SENTENCES),
+                             ("it", ("toy.it0", "toy.it1"), ex.IT_SENTENCES)):
+    for key, default in zip(keys, defaults, strict=True):
+        sentence = st.session_state.get(key, default)
+        try:
+            tokens, frames = pull_frames(sentence, word, values)
+        except ValueError:
+            continue  # the tab below says what is wrong with this sentence
+        title = f"“{word}” in “{sentence}”" + (" (layer 2)" if word == "it" else "")
+        panels.append(Panel(title, "bars", (word,), tokens, frames))
+if panels:
+    live_sweep(sweep_payload([Slider("pull", tuple(values), step_of(values, pull))], panels, key="toy"),
+               key="toy.live", on_release=release_to("toy.live", ("toy.pull",), (tuple(float(v) for v in values),)))
+    st.caption("Drag the pull: what “bank” and “it” attend to redraws at every step (computed in advance); the "
+               "tabs below follow when you let go.")
 tab_bank, tab_it = st.tabs(["“bank”", "“it”"])
 
 with tab_bank:

@@ -152,8 +152,9 @@ def test_atlas_button_opens_the_same_model_text_and_head(app_url, browser):
                        text="The otter dove into the cold river and came up with a fish."))
     wait_idle(page, timeout=180_000)
     page.locator("[data-testid='stPlotlyChart']").first.wait_for()
-    rows = page.evaluate("() => document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot')"
-                         "._fullData[0].z.length")
+    rows = page.wait_for_function("() => { const gd = document.querySelector('[data-testid=stPlotlyChart] "
+                                  ".js-plotly-plot'); return gd && gd._fullData && gd._fullData[0].z && "
+                                  "gd._fullData[0].z.length; }", timeout=30_000).json_value()  # once drawn
     assert rows == 30  # the atlas shows SmolLM2's 30 layers
     page.get_by_role("button", name="Zoom into it in Model heads").click()
     page.wait_for_function("() => location.pathname.endsWith('model_heads')")
@@ -223,7 +224,7 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     page.wait_for_function("() => document.querySelector(\".st-key-heads-zoom .js-plotly-plot\")"
                            ".layout.title.text.includes('Layer 3, head 5')", timeout=30_000)
     wait_idle(page)
-    page.get_by_role("button", name="Copy link to this view").first.click()
+    page.get_by_role("button", name="Link").first.click()
     link = page.locator("[data-testid='stPopoverBody'] code").first.inner_text()
     assert "layer=3" in link and "head=5" in link and "agg=" in link
     page.keyboard.press("Escape")
@@ -235,4 +236,64 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     wait_idle(other, timeout=120_000)
     assert "Layer 3, head 5" in _title(other, "heads.zoom")
     other.close()
+    page.close()
+
+
+def sweep_cells(page, key: str) -> list[str]:
+    """The numbers a live sweep's matrix shows now."""
+    return page.evaluate(f"""() => {{
+        const host = [...document.querySelectorAll('.st-key-{key} *')].find(e => e.shadowRoot);
+        const scope = host ? host.shadowRoot : document.querySelector('.st-key-{key}');
+        return [...scope.querySelectorAll('table.matrix td')].map(e => e.textContent);
+    }}""")
+
+
+def test_live_sweep_on_the_multihead_page_follows_the_drag_and_reports_the_release(app_url, browser):
+    import numpy as np
+
+    from attention.live import SHARPNESS_VALUES
+    from attention.multihead import toy_translation
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(app_url, "multihead"))
+    wait_idle(page)
+    slider = page.locator(".st-key-mh-live input[type='range']").first
+    slider.wait_for()
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    seen = set()
+    for fraction in (0.05, 0.3, 0.62, 0.9, 0.15, 0.75):
+        page.mouse.move(box["x"] + box["width"] * fraction, box["y"] + box["height"] / 2)
+        sharp = SHARPNESS_VALUES[int(slider.input_value())]
+        want = [f"{w:.2f}" for w in (np.rint(toy_translation(sharp).heads[0].weights * 1000) / 1000).ravel()]
+        assert sweep_cells(page, "mh-live") == want, sharp
+        seen.add(tuple(want))
+    assert len(seen) >= 4  # it moved while the mouse was down
+    page.mouse.up()
+    page.wait_for_function(f"() => new URLSearchParams(location.search).get('mh.sharp') === '{sharp:g}'",
+                           timeout=15_000)
+    page.close()
+
+
+def test_live_sweep_component_writes_hostile_names_as_text(browser):
+    import base64
+
+    js = (APP.parent / "pages" / "components" / "live_sweep.js").read_text()
+    evil = '<img src=x onerror="window.__xss=1">'
+    frames = base64.b64encode(bytes(4 * 2 * 2 * 2)).decode()  # 1 slider x 2 steps x (1 x 2) and (2 x 2) cells
+    data = {"key": "t", "sliders": [{"label": evil, "values": [0.0, 1.0], "index": 0}], "signature": "1",
+            "panels": [{"title": evil, "kind": "bars", "rows": [evil], "cols": [evil, "b"], "weights": True,
+                        "scale": 1.0, "frames": base64.b64encode(bytes(4 * 2 * 2)).decode()},
+                       {"title": "m", "kind": "matrix", "rows": [evil, "r"], "cols": ["c", evil], "weights": False,
+                        "scale": 1.0, "frames": frames}]}
+    page = browser.new_page()
+    page.set_content("<div id=root></div>")
+    page.evaluate("""async ([js, data]) => {
+        const url = URL.createObjectURL(new Blob([js], {type: 'text/javascript'}));
+        (await import(url)).default({data, parentElement: document.getElementById('root'), setStateValue: () => {}});
+    }""", [js, data])
+    assert page.locator("#root img").count() == 0 and not page.evaluate("() => window.__xss")
+    assert page.locator("#root").inner_text().count(evil) >= 4
     page.close()

@@ -146,9 +146,9 @@ def test_self_attention_cat_sentence_query_choice():
 
 def test_scaling_entropy_drops_without_scaling():
     at = open_page("pages/scaling.py")
-    at.slider(key="scaling.d").set_value(1024).run()
-    unscaled, scaled = bar_values(at, "scaling.bar_unscaled"), bar_values(at, "scaling.bar_scaled")
-    assert unscaled.max() > scaled.max()
+    at.number_input(key="scaling.d").set_value(1024).run()  # what releasing the live d slider sets
+    table = table_with(at, "weight, unscaled")
+    assert table["weight, unscaled"].max() > table["weight, scaled"].max()
     ent = chart(at, "scaling.entropy")["data"]
     assert array(ent[0]["y"])[-1] < array(ent[1]["y"])[-1]  # unscaled entropy collapses at d = 1024
 
@@ -180,7 +180,7 @@ def test_toy_ambiguity_pull_sharpens_bank():
     at = open_page("pages/toy_ambiguity.py")
     river = bar_values(at, "toy.bank_bar0")
     assert int(np.argmax(river)) == 4  # "river"
-    at.slider(key="toy.pull").set_value(0.0).run()
+    at.number_input(key="toy.pull").set_value(0.0).run()
     np.testing.assert_allclose(bar_values(at, "toy.bank_bar0"), 1 / 6)
     at.text_input(key="toy.bank0").set_value("I sat on the sofa bank").run()
     assert at.error and "unknown word" in at.error[0].value
@@ -207,3 +207,57 @@ def test_bottleneck_page_translates_and_refuses_bad_sequences():
     for text, message in (("12a4", "Only the digits"), ("", "at least one digit"), ("9" * 200, "At most 30")):
         at.text_input(key="bn.digits").set_value(text).run()
         assert not at.exception and any(message in w.value for w in at.warning), (text, [w.value for w in at.warning])
+
+
+def _frames(panel: dict, shape) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(panel["frames"]), "<i4").reshape(shape) / 1000
+
+
+def test_live_sweeps_hold_the_math_at_every_step():
+    """Each page's precomputed frames against numpy written out here, at random steps."""
+    from attention import live
+
+    rng = np.random.default_rng(1)
+    cat = ex.cat_sentence()
+    q, k, v = cat.x @ cat.w_q, cat.x @ cat.w_k, cat.x @ cat.w_v
+    sweeps = live.query_sweeps(cat.x, cat.w_q, cat.w_k, cat.w_v, 2, live.QUERY_VALUES)
+    for f, s in zip(rng.integers(0, 3, 30), rng.integers(0, len(live.QUERY_VALUES), 30), strict=True):
+        qi = q[2].copy()
+        qi[f] = live.QUERY_VALUES[s]
+        scores = k @ qi / np.sqrt(3)
+        w = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+        np.testing.assert_allclose(sweeps["scaled"][f, s], scores, atol=1e-12)
+        np.testing.assert_allclose(sweeps["weights"][f, s], w, atol=1e-12)
+        np.testing.assert_allclose(sweeps["output"][f, s], w @ v, atol=1e-12)
+    x_source, x_target = ex.translation_embeddings()
+    cross = live.cross_attention_frames(live.SHARPNESS_VALUES)
+    for s in rng.integers(0, len(live.SHARPNESS_VALUES), 10):
+        sharp = live.SHARPNESS_VALUES[s]
+        scores = (sharp * x_target) @ (sharp * x_source).T / np.sqrt(x_source.shape[1])
+        w = np.exp(scores - scores.max(1, keepdims=True))
+        np.testing.assert_allclose(cross[0, s], w / w.sum(1, keepdims=True), atol=1e-12)
+    row = np.array([1.5, -0.2, 0.3, -np.inf])
+    frames = live.temperature_frames(row, live.TEMPERATURE_VALUES)
+    for s in rng.integers(0, len(live.TEMPERATURE_VALUES), 10):
+        e = np.exp(row / live.TEMPERATURE_VALUES[s] - row.max() / live.TEMPERATURE_VALUES[s])
+        np.testing.assert_allclose(frames[0, s, 0], e / e.sum(), atol=1e-12)
+
+
+def test_live_sweep_payloads_round_trip_and_stay_small():
+    from attention import live
+
+    tokens, frames = live.pull_frames(ex.BANK_SENTENCES[0], "bank", live.PULL_VALUES)
+    data = live.sweep_payload([live.Slider("pull", tuple(live.PULL_VALUES), 8)],
+                              [live.Panel("bank", "bars", ("bank",), tokens, frames)], key="t")
+    np.testing.assert_allclose(_frames(data["panels"][0], frames.shape), np.rint(frames * 1000) / 1000)
+    dims, temps = live.slider_values(live.DIM_VALUES, 64), live.TEMPERATURE_VALUES
+    assert 64 in dims and len(dims) == len(live.DIM_VALUES) + 1  # a typed d joins the slider's steps
+    scaling = live.scaling_frames(64, 1.0, 32, dims, temps)  # the largest the Why-scale page makes
+    keys = [str(j) for j in range(32)]
+    data = live.sweep_payload([live.Slider("d", tuple(dims), 0), live.Slider("T", tuple(temps), 9)],
+                              [live.Panel("u", "bars", ("q",), keys, scaling["unscaled"]),
+                               live.Panel("s", "bars", ("q",), keys, scaling["scaled"])], key="s")
+    assert len(json.dumps(data)) < 200_000
+    with pytest.raises(ValueError, match="do not match"):
+        live.sweep_payload([live.Slider("x", (0.0, 1.0), 0)], [live.Panel("p", "bars", ("r",), ("a",), frames)],
+                           key="bad")

@@ -372,7 +372,7 @@ def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None =
     n = len(att.tokens)
     if not 0 <= token < n:
         raise ValueError(f"token {token} is outside the {n} tokens")
-    word = None if words is None else next(a for a, group in enumerate(words.pieces) if token in group)
+    word = None if words is None else words.word_of(token)
     pieces = [token] if word is None else list(words.pieces[word])
     rows = np.stack([attention_row(att, i, layer=layer, head=head) for i in pieces]).astype(np.float64)  # (p, n)
     if sinks is not None:

@@ -73,6 +73,10 @@ class WordGroups:
         """(n, n) bool -> (W, W) bool: a word pair is visible when any of its piece pairs is."""
         return None if mask is None else self.merge(np.asarray(mask, dtype=np.float64)) > 0
 
+    def word_of(self, token: int) -> int:
+        """The index of the word holding token `token`."""
+        return next(a for a, group in enumerate(self.pieces) if token in group)
+
     def restricted(self, keep: np.ndarray) -> WordGroups:
         """The groups over the kept tokens only (e.g. with special tokens hidden), renumbered 0..k-1; words
         left with no piece are dropped. Shapes: keep (n,) bool."""

@@ -1,0 +1,152 @@
+// Live sweep: one or more sliders whose every step was precomputed in Python (attention/live.py); while a
+// slider moves, each chart shows the frame for that step. No attention math here: frames are looked up.
+// On release the step indices go back to Python (setStateValue), which updates its own widgets and tables.
+// Labels and titles are user-visible strings: always textContent, never HTML.
+
+function unpack(b64) { // base64 little-endian int32 thousandths
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  return new Int32Array(bytes.buffer);
+}
+
+function el(tag, cls, parent, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+// Colours as the server's charts: weights on Blues (0..1), signed values on red-white-blue around 0.
+function colour(k, panel) {
+  if (panel.weights) {
+    const t = Math.min(1, Math.max(0, k / 1000));
+    return mix([247, 251, 255], [8, 48, 107], t);
+  }
+  const t = Math.max(-1, Math.min(1, k / 1000 / panel.scale));
+  return t >= 0 ? mix([247, 247, 247], [33, 102, 172], t) : mix([247, 247, 247], [178, 24, 43], -t);
+}
+function mix(a, b, t) { return `rgb(${a.map((x, i) => Math.round(x + (b[i] - x) * t)).join(",")})`; }
+const shownValue = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(2));
+
+const views = new WeakMap(); // parentElement -> view (the module runs again on every rerun)
+
+function build(parent) {
+  const root = el("div", "sweep", parent);
+  const view = { root, sliders: el("div", "sliders", root), panels: el("div", "panels", root), data: null };
+  views.set(parent, view);
+  return view;
+}
+
+function render(view, data) {
+  const fresh = !view.data || view.data.signature !== data.signature;
+  view.data = data;
+  view.index = data.sliders.map((s) => s.index);
+  if (fresh) {
+    view.frames = data.panels.map((p) => unpack(p.frames));
+    view.steps = Math.max(...data.sliders.map((s) => s.values.length));
+    buildSliders(view);
+    buildPanels(view);
+  }
+  draw(view, 0, view.index[0], null);
+}
+
+function buildSliders(view) {
+  view.sliders.replaceChildren();
+  view.inputs = view.data.sliders.map((s, f) => {
+    const box = el("div", "slider", view.sliders);
+    const id = `sweep-${view.data.key}-${f}`;
+    const label = el("label", "", box, s.label);
+    label.htmlFor = id;
+    const input = el("input", "", box);
+    Object.assign(input, { type: "range", min: 0, max: s.values.length - 1, step: 1, id, value: view.index[f] });
+    const shown = el("span", "value", box, shownValue(s.values[view.index[f]]));
+    input.setAttribute("aria-valuetext", shown.textContent);
+    input.addEventListener("input", (e) => {
+      const i = Number(input.value);
+      shown.textContent = shownValue(s.values[i]);
+      input.setAttribute("aria-valuetext", shown.textContent);
+      draw(view, f, i, e.timeStamp);
+    });
+    input.addEventListener("change", () => {
+      view.index[f] = Number(input.value);
+      view.setStateValue("indices", view.index.slice());
+    });
+    return input;
+  });
+}
+
+function buildPanels(view) {
+  view.panels.replaceChildren();
+  view.cells = view.data.panels.map((p) => {
+    const wide = p.kind === "matrix" || p.cols.length > 8; // many bars: a row of their own, so numbers fit
+    const box = el("div", `panel kind-${p.kind}${wide ? " wide" : ""}`, view.panels);
+    el("div", "title", box, p.title);
+    if (p.kind === "bars") {
+      const bars = el("div", p.weights ? "bars" : "bars signed", box);
+      return p.cols.map((name) => {
+        const col = el("div", "bar", bars);
+        const num = el("span", "num", col);
+        const track = el("div", "track", col);
+        const fill = el("div", "fill", track);
+        el("span", "name", col, name);
+        return { num, fill };
+      });
+    }
+    const table = el("table", "matrix", box);
+    const head = el("tr", "", table);
+    el("th", "", head, "");
+    p.cols.forEach((c) => el("th", "col", head, c));
+    const cells = [];
+    p.rows.forEach((r) => {
+      const tr = el("tr", "", table);
+      el("th", "row", tr, r);
+      p.cols.forEach(() => cells.push(el("td", "", tr)));
+    });
+    return cells;
+  });
+}
+
+function draw(view, f, s, at) {
+  view.data.panels.forEach((p, k) => {
+    const size = p.rows.length * p.cols.length;
+    const start = (f * view.steps + s) * size;
+    const frame = view.frames[k].subarray(start, start + size);
+    if (p.kind === "bars") {
+      let best = 0;
+      view.cells[k].forEach(({ num, fill }, j) => {
+        const v = frame[j];
+        num.textContent = (v / 1000).toFixed(3);
+        if (p.weights) {
+          fill.style.height = `${Math.max(0, Math.min(100, v / 10))}%`;
+          fill.style.bottom = "0";
+        } else {
+          const h = Math.min(50, (Math.abs(v) / 1000 / p.scale) * 50);
+          fill.style.height = `${h}%`;
+          fill.style.bottom = v >= 0 ? "50%" : `${50 - h}%`;
+        }
+        fill.style.background = colour(v, p);
+        if (v > frame[best]) best = j;
+      });
+      view.cells[k].forEach(({ fill }, j) => fill.classList.toggle("best", p.weights && j === best));
+    } else {
+      view.cells[k].forEach((td, j) => {
+        td.textContent = (frame[j] / 1000).toFixed(2);
+        td.style.background = colour(frame[j], p);
+        td.style.color = Math.abs(frame[j]) > (p.weights ? 550 : p.scale * 550) ? "white" : "black";
+      });
+    }
+  });
+  if (at !== null) {
+    requestAnimationFrame(() => {
+      const stats = (window.__liveStats = window.__liveStats || { latencies: [], frames: 0 });
+      stats.latencies.push(performance.now() - at);
+    });
+  }
+}
+
+export default function (component) {
+  const { data, parentElement, setStateValue } = component;
+  const view = views.get(parentElement) || build(parentElement);
+  view.setStateValue = setStateValue;
+  if (data) render(view, data);
+}
