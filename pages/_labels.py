@@ -27,3 +27,12 @@ def label_of(table: dict, field: str | None = None) -> Callable[[str], str]:
 def _label(table: dict, field: str | None, key) -> str:
     entry = table[key]
     return getattr(entry, field) if field else entry[0] if isinstance(entry, tuple) else str(entry)
+
+
+def label_or_every(tokens) -> Callable[[int | None], str]:
+    """A format_func for an optional token: None -> "every token", 3 -> "3: bank"."""
+    return functools.partial(_label_or_every, tuple(tokens))
+
+
+def _label_or_every(tokens: tuple[str, ...], i: int | None) -> str:
+    return "every token" if i is None else _token_label(tokens, i)

@@ -335,6 +335,16 @@ def chart_config(*name_parts) -> dict:
     return plotting.image_config(file_stem(*name_parts), carried("image_format", "png"))
 
 
+def tile_opener(chart_key: str) -> Callable[[], None]:
+    """on_select for the all-heads grid (a partial, not a page lambda: pages/_labels.py says why)."""
+    return functools.partial(open_tile, chart_key)
+
+
+def query_picker(chart_key: str, row_ids) -> Callable[[], None]:
+    """on_select for the zoom: a click on a cell follows its query below."""
+    return functools.partial(pick_query, chart_key, row_ids)
+
+
 def open_tile(chart_key: str) -> None:
     """on_select of the all-heads grid: the clicked tile's layer and head go to the zoom (one head)."""
     points = st.session_state[chart_key]["selection"]["points"]
@@ -373,7 +383,7 @@ def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
     reopens this view."""
     stem = file_stem(*name_parts)
     c1, c2, c3 = st.columns(3)
-    c1.download_button("CSV", matrix_csv(view), file_name=f"{stem}.csv", mime="text/csv",
+    c1.download_button("CSV", functools.partial(matrix_csv, view), file_name=f"{stem}.csv", mime="text/csv",
                        icon=":material/table:", on_click="ignore", key=f"csv.{stem}",
                        help="The matrix on screen, one row per query, with its labels.")
     c2.download_button(".npz", functools.partial(sentence_npz, att),

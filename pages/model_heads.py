@@ -4,10 +4,10 @@ import streamlit as st
 
 from attention import plotting
 from attention.models import AGGREGATIONS, token_focus, zoom
-from attention.models.aggregations import LINE_VIEW_TOKENS, line_view
+from attention.models.aggregations import LINE_VIEW_MAX_UNITS, LINE_VIEW_TOKENS, line_view
 from attention.models.tokens import default_focus
 from pages._frame import ensure_app_frame
-from pages._labels import label_of, token_labels
+from pages._labels import label_of, label_or_every, token_labels
 from pages._models import (
     SINKS_NOTE,
     attention_or_stop,
@@ -15,12 +15,12 @@ from pages._models import (
     chart_config,
     export_row,
     layer_and_head,
-    open_tile,
-    pick_query,
+    query_picker,
     reading_options,
     remember,
     sentence_and_model,
     survey_or_stop,
+    tile_opener,
 )
 from pages._text import md
 
@@ -38,7 +38,7 @@ words, no_sinks, log = reading_options(att)
 st.subheader("All heads at once")
 found = survey_or_stop(name, text, att)
 st.plotly_chart(plotting.head_grid(found.tiles, hover_extra=found.sink_mass, hover_label="sink mass"),
-                width="stretch", key="heads.grid", on_select=lambda: open_tile("heads.grid"), selection_mode="points",
+                width="stretch", key="heads.grid", on_select=tile_opener("heads.grid"), selection_mode="points",
                 config=chart_config(name, "all-heads"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
            + (f", each cell the largest weight in a block of {found.block}×{found.block} tokens, so thin patterns "
@@ -68,7 +68,7 @@ st.plotly_chart(plotting.heatmap(view.matrix, view.col_labels, view.row_labels, 
                                  value_name=view.value_name, zmin=0, zmax=view.zmax, mask=view.mask, show_values=False,
                                  log_scale=log and view.value_name == "weight", clickable=small),
                 width="stretch", key="heads.zoom", selection_mode="points",
-                on_select=(lambda: pick_query("heads.zoom", view.row_ids)) if small else "ignore",
+                on_select=query_picker("heads.zoom", view.row_ids) if small else "ignore",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how))
 notes = []
 if words is not None:
@@ -97,18 +97,25 @@ st.plotly_chart(plotting.heatmap(focus_view.matrix, focus_view.col_labels, focus
                 width="stretch", key="heads.focus", config=chart_config(name, "token", focus))
 
 st.subheader("Lines: one layer's heads, query to key")
-c1, c2 = st.columns([2, 1])
-picked = c1.multiselect("Heads of this layer", [h + 1 for h in range(H)], default=[head + 1], key="line_heads",
-                        max_selections=8, help="One colour per head; up to 8.")
-only = c2.selectbox("Lines of", [None, *range(len(units))], key="line_query",
-                    format_func=lambda i: "every token" if i is None else token_labels(units)(i))
-if picked:
-    lines = line_view(att, layer, [h - 1 for h in picked], query=only, words=words)
-    st.plotly_chart(plotting.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
-                    width="stretch", key="heads.lines", config=chart_config(name, f"layer-{layer + 1}", "lines"))
-    if lines.top:
-        st.caption(f"Over {LINE_VIEW_TOKENS} {'words' if words else 'tokens'}: each query keeps its {lines.top} "
-                   "strongest lines. Hover a line's middle for its weight.")
+if st.toggle("Show the line view", value=False, key="show_lines", bind="query-params",
+             help=f"BertViz's picture: queries left, keys right, a line per pair whose opacity is the weight. Up to "
+                  f"{LINE_VIEW_MAX_UNITS} tokens (or words)."):
+    if len(units) > LINE_VIEW_MAX_UNITS:
+        st.info(f"The line view draws up to {LINE_VIEW_MAX_UNITS} {'words' if words else 'tokens'}; this text has "
+                f"{len(units):,}. The zoom and the token focus above show every one.")
+    else:
+        c1, c2 = st.columns([2, 1])
+        picked = c1.multiselect("Heads of this layer", [h + 1 for h in range(H)], default=[head + 1],
+                                key="line_heads", max_selections=8, help="One colour per head; up to 8.")
+        only = c2.selectbox("Lines of", [None, *range(len(units))], key="line_query",
+                            format_func=label_or_every(units))
+        if picked:
+            lines = line_view(att, layer, [h - 1 for h in picked], query=only, words=words)
+            st.plotly_chart(plotting.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
+                            width="stretch", key="heads.lines",
+                            config=chart_config(name, f"layer-{layer + 1}", "lines"))
+            st.caption((f"Over {LINE_VIEW_TOKENS} {'words' if words else 'tokens'}: each query keeps its {lines.top} "
+                        "strongest lines. " if lines.top else "") + "Hover a line's middle for its weight.")
 
 if att.kind == "encoder-decoder":
     st.subheader("Cross-attention: each target token reads the source")

@@ -155,3 +155,16 @@ def test_word_view_and_sinks_on_every_page_that_draws_weights(minilm):
         if key:
             bars = array(chart(at, key)["data"][0]["y"])
             assert bars.sum() == pytest.approx(1.0, abs=1e-4) and len(bars) < len(minilm.attend(text).tokens)
+
+
+def test_line_view_draws_the_heads_weights(minilm):
+    text = "The cat sat on the mat."
+    at = open_page("pages/model_heads.py")
+    at.text_area(key="text").set_value(text).run()
+    assert not [c for c in at.get("plotly_chart") if "heads.lines" in c.proto.id]  # off until asked
+    at.toggle(key="show_lines").set_value(True).run()
+    fig = chart(at, "heads.lines")
+    w = minilm.attend(text).head_weights(0, 0)
+    hovers = [h for trace in fig["data"] if trace.get("hovertext") for h in trace["hovertext"]]
+    assert len(hovers) == int((w >= 0.01).sum())  # one line per pair of at least 0.01 (8 tokens: all kept)
+    assert any(f"weight {w.max():.3f}" in h for h in hovers)

@@ -320,6 +320,7 @@ def attention_row(att: ModelAttention, token: int, *, layer: int, head: int | No
 LINE_VIEW_TOKENS = 30  # up to this many tokens every line is drawn; beyond, each query keeps its top weights
 LINE_VIEW_TOP = 3
 LINE_VIEW_MIN = 0.01  # lines under this weight are not drawn (they would be invisible anyway)
+LINE_VIEW_MAX_UNITS = 120  # tokens (or words) beyond which the two columns of labels no longer fit a screen
 
 
 @dataclass(frozen=True)
@@ -342,6 +343,8 @@ def line_view(att: ModelAttention, layer: int, heads, *, query: int | None = Non
     heads = [int(h) for h in heads]
     labels = att.tokens if words is None else words.words
     n = len(labels)
+    if n > LINE_VIEW_MAX_UNITS:
+        raise ValueError(f"the line view draws up to {LINE_VIEW_MAX_UNITS} tokens or words; this text has {n:,}")
     if query is not None and not 0 <= query < n:
         raise ValueError(f"query {query} is outside the {n} {'tokens' if words is None else 'words'}")
     if top is None and n > LINE_VIEW_TOKENS:
