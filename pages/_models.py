@@ -14,6 +14,7 @@ so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 import functools
 import gc
 import threading
+import weakref
 from collections.abc import Callable
 from urllib.parse import urlencode
 
@@ -378,6 +379,15 @@ def view_link(url: str) -> str:
     return f"{url}?{urlencode(params)}"
 
 
+def _npz_of(result: weakref.ref) -> bytes:
+    """The .npz download, built when clicked. The button keeps this callable until it is drawn again, so it
+    holds the result weakly: a strong reference kept a 4,096-token result (0.8 GB) alive beside the next."""
+    att = result()
+    if att is None:  # the result left the cache since the page was drawn (another text was read)
+        raise RuntimeError("this sentence's result is no longer cached: run the page again and download")
+    return sentence_npz(att)
+
+
 def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
     """Downloads of the matrix on screen (CSV) and of everything for the sentence (.npz), and a link that
     reopens this view."""
@@ -386,7 +396,7 @@ def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
     c1.download_button("CSV", functools.partial(matrix_csv, view), file_name=f"{stem}.csv", mime="text/csv",
                        icon=":material/table:", on_click="ignore", key=f"csv.{stem}",
                        help="The matrix on screen, one row per query, with its labels.")
-    c2.download_button(".npz", functools.partial(sentence_npz, att),
+    c2.download_button(".npz", functools.partial(_npz_of, weakref.ref(att)),
                        file_name=f"{file_stem(att.model_name, 'sentence')}.npz", mime="application/octet-stream",
                        icon=":material/download:", on_click="ignore", key=f"npz.{stem}",
                        help="Tokens, ids, every layer's weights (or q, k, v for long inputs), model name and text; "
