@@ -111,8 +111,10 @@ def lookup_payload(query, keys, values, labels, key_features, value_features, *,
         "query_steps": steps,
         "keys": np.clip(np.asarray(keys, dtype=np.float64), 0, 1).round(3).tolist(),
         "pairs": [list(p) for p in PLANE_PAIRS],
-        "sweeps": {"weights": packed(sweeps.weights), "outputs": packed(np.clip(sweeps.outputs, 0, 65))},
-        "plane": {"features": list(plane.features), "weights": packed(plane.weights)},
+        "sweeps": {"weights": packed(sweeps.weights), "outputs": packed(np.clip(sweeps.outputs, 0, 65)),
+                   "winners": sweeps.winners.ravel().tolist()},
+        "plane": {"features": list(plane.features), "weights": packed(plane.weights),
+                  "winners": base64.b64encode(plane.winners.astype(np.uint8).tobytes()).decode("ascii")},
     }
     data["signature"] = str(hash((data["sweeps"]["weights"], data["plane"]["weights"], tuple(data["labels"]))))
     return data

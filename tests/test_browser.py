@@ -91,8 +91,10 @@ def test_live_component_writes_hostile_names_as_text(browser):
     plane = base64.b64encode(bytes(101 * 101 * 2 * 2)).decode()
     data = {"key": "t", "labels": [evil, "b"], "features": ["f0", "f1", evil], "value_features": [evil],
             "query_steps": [1, 2, 3], "keys": [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], "pairs": [[0, 1]],
-            "sweeps": {"weights": zeros, "outputs": base64.b64encode(bytes(3 * 101 * 2)).decode()},
-            "plane": {"features": [0, 1], "weights": plane}, "signature": "1"}
+            "sweeps": {"weights": zeros, "outputs": base64.b64encode(bytes(3 * 101 * 2)).decode(),
+                       "winners": [0] * 303},
+            "plane": {"features": [0, 1], "weights": plane, "winners": base64.b64encode(bytes(101 * 101)).decode()},
+            "signature": "1"}
     page = browser.new_page()
     page.set_content("<div id=root></div>")
     page.evaluate("""async ([js, data]) => {

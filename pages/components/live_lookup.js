@@ -65,6 +65,7 @@ function render(view, data) {
     view.sweepWeights = unpack(data.sweeps.weights);
     view.sweepOutputs = unpack(data.sweeps.outputs);
     view.planeWeights = unpack(data.plane.weights);
+    view.planeWinners = Uint8Array.from(atob(data.plane.winners), (c) => c.charCodeAt(0));
     buildSliders(view);
     buildPairs(view);
     buildPlaneKeys(view);
@@ -129,17 +130,18 @@ function current(view, moved) {
   if (moved && moved.plane) {
     const [i, j] = moved.plane;
     const at = (i * STEPS + j) * m;
-    return { weights: view.planeWeights.subarray(at, at + m), output: null };
+    return { weights: view.planeWeights.subarray(at, at + m), output: null, winner: view.planeWinners[i * STEPS + j] };
   }
   const f = moved ? moved.feature : 0;
   const s = view.steps[f];
   const at = (f * STEPS + s) * m;
   const out = (f * STEPS + s) * dv;
-  return { weights: view.sweepWeights.subarray(at, at + m), output: view.sweepOutputs.subarray(out, out + dv) };
+  return { weights: view.sweepWeights.subarray(at, at + m), output: view.sweepOutputs.subarray(out, out + dv),
+           winner: view.data.sweeps.winners[f * STEPS + s] };
 }
 
 function draw(view, moved) {
-  const { weights, output } = current(view, moved);
+  const { weights, output, winner } = current(view, moved); // the winner as Python chose it
   const labels = view.data.labels;
   if (view.bars.children.length !== labels.length) {
     view.bars.replaceChildren();
@@ -152,7 +154,7 @@ function draw(view, moved) {
       el("div", "cell", view.heat).title = name;
     });
   }
-  let best = 0;
+  const best = winner;
   labels.forEach((name, j) => {
     const col = view.bars.children[j];
     col.children[0].textContent = fmt(weights[j]);
@@ -160,7 +162,6 @@ function draw(view, moved) {
     view.heat.children[j].style.background = blue(weights[j]);
     view.heat.children[j].textContent = fmt(weights[j]);
     view.heat.children[j].style.color = weights[j] > 500 ? "white" : "black";
-    if (weights[j] > weights[best]) best = j;
   });
   [...view.bars.children].forEach((c, j) => c.classList.toggle("best", j === best));
   if (output) {
