@@ -6,9 +6,15 @@ these arrays, computed with `attention.lookup.soft_lookup` at each slider step, 
 where they are. When the drag ends, the value goes back to Python, which precomputes again around it.
 
 Numbers travel as integers in thousandths (3 decimals, the precision on screen), packed as little-endian
-uint16 and base64: 101 x 101 x 3 plane weights are 82 KB of text instead of ~250 KB of JSON.
+uint16 (weights) or int32 (anything signed) and base64: 101 x 101 x 3 plane weights are 82 KB of text
+instead of ~250 KB of JSON.
 
-Shapes: S slider steps (101: 0.00 to 1.00), m items, d_v value features.
+Two components use it: the lookup's sliders and query plane (lookup_payload, pages/components/
+live_lookup.js), and a general sweep of bars and matrices, one frame per slider step (sweep_payload and
+the *_frames functions, pages/components/live_sweep.js) for Step by step, Why scale, Multi-head,
+Ambiguity and Inside one head.
+
+Shapes: S slider steps (101: 0.00 to 1.00 for the lookup), m items, d_v value features.
 """
 
 from __future__ import annotations
@@ -111,7 +117,8 @@ def lookup_payload(query, keys, values, labels, key_features, value_features, *,
         "query_steps": steps,
         "keys": np.clip(np.asarray(keys, dtype=np.float64), 0, 1).round(3).tolist(),
         "pairs": [list(p) for p in PLANE_PAIRS],
-        "sweeps": {"weights": packed(sweeps.weights), "outputs": packed(np.clip(sweeps.outputs, 0, 65)),
+        "sweeps": {"weights": packed(sweeps.weights),
+                   "outputs": base64.b64encode(signed_thousandths(sweeps.outputs).tobytes()).decode("ascii"),
                    "winners": sweeps.winners.ravel().tolist()},
         "plane": {"features": list(plane.features), "weights": packed(plane.weights),
                   "winners": base64.b64encode(plane.winners.astype(np.uint8).tobytes()).decode("ascii")},

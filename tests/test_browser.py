@@ -38,6 +38,7 @@ def live_numbers(page) -> dict:
         return {
             weights: [...scope.querySelectorAll('.bar .num')].map(e => e.textContent),
             winner: scope.querySelector('.winner').textContent,
+            output: [...scope.querySelectorAll('.output .pair')].map(e => e.textContent),
             sliders: [...scope.querySelectorAll('input[type=range]')].map(e => Number(e.value)),
         };
     }""")
@@ -65,8 +66,11 @@ def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app
         shown = live_numbers(page)
         step = shown["sliders"][0]
         q = np.array([step / 100, 0.2, 0.1])
-        expected = soft_lookup(q, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS).weights
-        assert shown["weights"] == [f"{w:.3f}" for w in np.rint(expected * 1000) / 1000], (step, shown)
+        res = soft_lookup(q, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS)
+        assert shown["weights"] == [f"{w:.3f}" for w in np.rint(res.weights * 1000) / 1000], (step, shown)
+        assert shown["output"] == [f"{name} {v:.3f}" for name, v in
+                                   zip(ex.FRUIT_VALUE_FEATURES, np.rint(res.output * 1000) / 1000, strict=True)]
+        assert shown["winner"].startswith(res.winner)
         seen.add(tuple(shown["weights"]))
     assert len(seen) > 20  # the chart changed while the mouse was still down
     page.mouse.up()
@@ -91,7 +95,7 @@ def test_live_component_writes_hostile_names_as_text(browser):
     plane = base64.b64encode(bytes(101 * 101 * 2 * 2)).decode()
     data = {"key": "t", "labels": [evil, "b"], "features": ["f0", "f1", evil], "value_features": [evil],
             "query_steps": [1, 2, 3], "keys": [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], "pairs": [[0, 1]],
-            "sweeps": {"weights": zeros, "outputs": base64.b64encode(bytes(3 * 101 * 2)).decode(),
+            "sweeps": {"weights": zeros, "outputs": base64.b64encode(bytes(3 * 101 * 4)).decode(),
                        "winners": [0] * 303},
             "plane": {"features": [0, 1], "weights": plane, "winners": base64.b64encode(bytes(101 * 101)).decode()},
             "signature": "1"}

@@ -47,6 +47,8 @@ def test_eight_sessions_twenty_interactions_each():
         for _, lookup, heads in sessions:
             wait_idle(lookup, timeout=120_000)
             wait_idle(heads, timeout=120_000)
+            # the live component mounts just after the script finishes (its module loads in the page)
+            lookup.locator(".st-key-lookup-live input[type='range']").first.wait_for(timeout=120_000)
         for r in range(ROUNDS):
             # Fire every session's two interactions before waiting for any, so the server serves them together.
             for s, lookup, heads in sessions:

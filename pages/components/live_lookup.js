@@ -13,6 +13,12 @@ function unpack(b64) {
   return new Uint16Array(bytes.buffer);
 }
 
+// Signed values (outputs can be negative): little-endian int32 thousandths.
+function unpackSigned(b64) {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  return new Int32Array(bytes.buffer);
+}
+
 const fmt = (k) => (k / 1000).toFixed(3); // thousandths -> "0.123", as the server tables print them
 
 // Blues, as the server's heatmaps: a weight in [0, 1] -> an rgb colour.
@@ -63,7 +69,7 @@ function render(view, data) {
   if (!view.dragging) view.steps = data.query_steps.slice();
   if (fresh) {
     view.sweepWeights = unpack(data.sweeps.weights);
-    view.sweepOutputs = unpack(data.sweeps.outputs);
+    view.sweepOutputs = unpackSigned(data.sweeps.outputs);
     view.planeWeights = unpack(data.plane.weights);
     view.planeWinners = Uint8Array.from(atob(data.plane.winners), (c) => c.charCodeAt(0));
     buildSliders(view);
