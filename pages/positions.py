@@ -49,7 +49,7 @@ left, right = st.columns(2)
 left.plotly_chart(plotting.heatmap(demo.weights, tokens, tokens, title="Weights, written order", zmin=0, zmax=1,
                                    height=340), width="stretch", key="pos.written")
 right.plotly_chart(plotting.heatmap(demo.weights_unshuffled, tokens, tokens, zmin=0, zmax=1, height=340,
-                                    title="Weights of the shuffled sentence, put back in written order"),
+                                    title="Shuffled, put back in order"),
                    width="stretch", key="pos.unshuffled")
 m1, m2 = st.columns(2)
 m1.metric("Largest change of any weight", f"{demo.max_weight_change:.3g}")
@@ -63,15 +63,15 @@ else:
 
 # --- 2. Sinusoidal ------------------------------------------------------------------------------------------
 st.header("2 · Sinusoidal positions (Vaswani et al. 2017)")
-st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)\qquad "
-         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")  # two lines: one ran off 800 px
+st.latex(r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 c1, c2 = st.columns(2)
 n_pos = c1.slider("positions", 10, 200, 50, 10, key="pos.n", bind="query-params")
 d_model = c2.slider("d_model", 8, 256, 64, 8, key="pos.d", bind="query-params")
 pe = sinusoidal_positions(n_pos, d_model)
 left, right = st.columns(2)
 left.plotly_chart(plotting.heatmap(pe, [str(i) for i in range(d_model)], [str(p) for p in range(n_pos)],
-                                   title=f"PE ({n_pos} positions × {d_model} dimensions)", x_title="dimension",
+                                   title=f"PE ({n_pos} × {d_model})", x_title="dimension",
                                    y_title="position", value_name="PE", colorscale=plotting.SIGNED_SCALE,
                                    zmid_zero=True, show_values=False, height=420, max_y_tick_labels=10),
                   width="stretch", key="pos.pe")
@@ -79,15 +79,15 @@ similarity = position_similarity(n_pos, d_model)
 starts = [0, n_pos // 2]
 right.plotly_chart(plotting.lines(list(range(n_pos - starts[-1])),
                                   {f"from position {p}": similarity[p, p:p + n_pos - starts[-1]] for p in starts},
-                                  title="PE[p] · PE[p + Δ]: the same curve from any p", x_title="distance Δ",
+                                  title="PE[p] · PE[p + Δ]", x_title="distance Δ",
                                   y_title="dot product"), width="stretch", key="pos.similarity")
 st.markdown("Each pair of dimensions is a clock turning at its own speed, so the dot product of two positions "
             "depends only on their distance. Added to the embeddings, the positions change every score:")
 trace_without = attention_from_embeddings(cat.x, cat.w_q, cat.w_k, cat.w_v)
 trace_with = with_positions(cat.x, cat.w_q, cat.w_k, cat.w_v)
 left, right = st.columns(2)
-for col, trace, title, key in ((left, trace_without, "Scores q·k/√d_k, embeddings alone", "pos.without"),
-                               (right, trace_with, "Scores q·k/√d_k, embeddings + PE", "pos.with")):
+for col, trace, title, key in ((left, trace_without, "Scores, embeddings alone", "pos.without"),
+                               (right, trace_with, "Scores, embeddings + PE", "pos.with")):
     col.plotly_chart(plotting.heatmap(trace.scaled, tokens, tokens, title=title, value_name="score",
                                       colorscale=plotting.SIGNED_SCALE, zmid_zero=True, height=340),
                      width="stretch", key=key)
@@ -98,8 +98,8 @@ st.markdown("Llama, SmolLM2 and most recent models add nothing to the embeddings
             "after the projections, they **rotate q and k** (not v) by an angle proportional to the position. "
             "The score of a rotated pair depends on the angle between them, so on the **difference** of their "
             "positions only.")
-st.latex(r"\tilde q_m = R(m\theta)\, q,\quad \tilde k_n = R(n\theta)\, k \quad\Rightarrow\quad "
-         r"\tilde q_m^\top \tilde k_n = q^\top R\big((n - m)\theta\big)\, k")
+st.latex(r"\tilde q_m = R(m\theta)\, q,\qquad \tilde k_n = R(n\theta)\, k")
+st.latex(r"\tilde q_m^\top \tilde k_n = q^\top R\big((n - m)\theta\big)\, k")
 st.subheader("In two dimensions")
 c1, c2, c3 = st.columns(3)
 query_position = c1.slider("query position m", 0, 11, 3, key="pos.rope_q", bind="query-params")
@@ -108,14 +108,14 @@ degrees = c3.slider("θ (degrees per position)", 5, 90, 30, 5, key="pos.rope_the
 q_toy, k_toy = (1.0, 0.2), (0.7, 0.6)
 toy = rotary_toy(q_toy, k_toy, query_position, key_position, degrees_per_position=degrees)
 shifted = rotary_toy(q_toy, k_toy, query_position + 5, key_position + 5, degrees_per_position=degrees)
-left, right = st.columns([3, 2])
+left, right = st.columns([1, 1])
 left.plotly_chart(plotting.vector_plane({"q": toy.q, "k": toy.k, f"q at {query_position}": toy.q_rotated,
                                          f"k at {key_position}": toy.k_rotated}, faded=("q", "k"),
-                                        title="q and k, then rotated by their positions"),
+                                        title="q, k and rotated"),
                   width="stretch", key="pos.plane")
 right.dataframe(pd.DataFrame({
-    "": ["q · k (no positions)", f"at positions ({query_position}, {key_position})",
-         f"both moved 5 later ({query_position + 5}, {key_position + 5})"],
+    "positions": ["none", f"({query_position}, {key_position})",
+                  f"({query_position + 5}, {key_position + 5}): both 5 later"],
     "score": [toy.unrotated_score, toy.score, shifted.score],
 }).style.format({"score": "{:.4f}"}), hide_index=True, key="pos.toy_scores")
 right.caption(f"Distance m − n = {toy.distance}: moving both positions by the same amount leaves the score "
