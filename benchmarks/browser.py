@@ -129,6 +129,20 @@ def live_drags(browser, url: str, drags: int) -> dict:
             "release": summary(release)}
 
 
+def submit_until_grid(page, box, text: str, timeout_ms: int) -> float:
+    """Type `text` into `box`, press Ctrl+Enter -> ms until the script has finished and the all-heads grid
+    is painted (the page must have PROBE installed)."""
+    box.fill(text)
+    runs = page.evaluate("() => window.__runs")
+    box.press("Control+Enter")
+    done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
+        document.querySelector("{DONE}") &&
+        document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), {timeout_ms})""")
+    ms = done - page.evaluate("() => window.__keys[window.__keys.length - 1]")
+    wait_idle(page, timeout=timeout_ms)
+    return ms
+
+
 def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm", keep_open: bool = False):
     """Ctrl+Enter in the sentence box -> the script has finished and the all-heads grid is painted.
 
@@ -143,14 +157,7 @@ def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm",
     box = page.locator("[data-testid='stTextArea'] textarea").first
     ms = []
     for text in texts:
-        box.fill(text)
-        runs = page.evaluate("() => window.__runs")
-        box.press("Control+Enter")
-        done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
-            document.querySelector("{DONE}") &&
-            document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 120000)""")
-        ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
-        wait_idle(page, timeout=120_000)
+        ms.append(submit_until_grid(page, box, text, 120_000))
     if keep_open:
         return summary(ms), page
     page.close()
@@ -228,15 +235,7 @@ def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str]) 
         wait_idle(scanning, timeout=120_000)
         scanning.get_by_role("button", name="Remove every head in turn").click()
         scanning.wait_for_timeout(300)  # the scan is running
-        mine = other.locator("[data-testid='stTextArea'] textarea").first
-        mine.fill(text)
-        runs = other.evaluate("() => window.__runs")
-        mine.press("Control+Enter")
-        done = other.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
-            document.querySelector("{DONE}") &&
-            document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 60000)""")
-        ms.append(done - other.evaluate("() => window.__keys[window.__keys.length - 1]"))
-        wait_idle(other, timeout=60_000)
+        ms.append(submit_until_grid(other, other.locator("[data-testid='stTextArea'] textarea").first, text, 60_000))
         wait_idle(scanning, timeout=120_000)
     scanning.close()
     other.close()
