@@ -13,10 +13,16 @@ import streamlit as st
 
 COMPONENTS = Path(__file__).with_name("components")
 
+
+
+def component_source(name: str, kind: str) -> str:
+    """A component's CSS or JS (kind "css" or "js"): pages/components/common.<kind>, then <name>.<kind>."""
+    return "\n".join((COMPONENTS / f"{stem}.{kind}").read_text(encoding="utf-8") for stem in ("common", name))
+
+
 _live_lookup = st.components.v2.component(
-    "attention_explorer_live_lookup",
-    css=(COMPONENTS / "live_lookup.css").read_text(encoding="utf-8"),
-    js=(COMPONENTS / "live_lookup.js").read_text(encoding="utf-8"),
+    "attention_explorer_live_lookup", css=component_source("live_lookup", "css"),
+    js=component_source("live_lookup", "js"),
 )
 
 
@@ -28,9 +34,8 @@ def live_lookup(data: dict, *, key: str, on_query: callable, on_pair: callable):
 
 
 _live_sweep = st.components.v2.component(
-    "attention_explorer_live_sweep",
-    css=(COMPONENTS / "live_sweep.css").read_text(encoding="utf-8"),
-    js=(COMPONENTS / "live_sweep.js").read_text(encoding="utf-8"),
+    "attention_explorer_live_sweep", css=component_source("live_sweep", "css"),
+    js=component_source("live_sweep", "js"),
 )
 
 

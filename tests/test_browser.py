@@ -89,7 +89,9 @@ def test_live_component_writes_hostile_names_as_text(browser):
     """The component's own file, run on a blank page with a hostile item name: text, never markup."""
     import base64
 
-    js = (APP.parent / "pages" / "components" / "live_lookup.js").read_text()
+    from pages._live import component_source
+
+    js = component_source("live_lookup", "js")
     evil = '<img src=x onerror="window.__xss=1">'
     zeros = base64.b64encode(bytes(2 * 3 * 101 * 2)).decode()
     plane = base64.b64encode(bytes(101 * 101 * 2 * 2)).decode()
@@ -286,7 +288,9 @@ def test_live_sweep_on_the_multihead_page_follows_the_drag_and_reports_the_relea
 def test_live_sweep_component_writes_hostile_names_as_text(browser):
     import base64
 
-    js = (APP.parent / "pages" / "components" / "live_sweep.js").read_text()
+    from pages._live import component_source
+
+    js = component_source("live_sweep", "js")
     evil = '<img src=x onerror="window.__xss=1">'
     frames = base64.b64encode(bytes(4 * 2 * 2 * 2)).decode()  # 1 slider x 2 steps x (1 x 2) and (2 x 2) cells
     data = {"key": "t", "sliders": [{"label": evil, "values": [0.0, 1.0], "index": 0}], "signature": "1",

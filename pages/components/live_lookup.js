@@ -4,37 +4,11 @@
 // every slider step; this file decodes them, looks up the step under the pointer and draws it. On release
 // the new query goes back to Python (setStateValue), which updates its tables and sends new arrays.
 // Every user-supplied string (item and feature names) is written with textContent, never as HTML.
+// unpackUint16, unpackInt32, blues and el come from common.js (pages/_live.py puts it first).
 
 const STEPS = 101; // slider positions 0.00 ... 1.00
 
-// Integer thousandths, little-endian uint16, base64 -> Uint16Array (divide by 1000 to read).
-function unpack(b64) {
-  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  return new Uint16Array(bytes.buffer);
-}
-
-// Signed values (outputs can be negative): little-endian int32 thousandths.
-function unpackSigned(b64) {
-  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  return new Int32Array(bytes.buffer);
-}
-
 const fmt = (k) => (k / 1000).toFixed(3); // thousandths -> "0.123", as the server tables print them
-
-// Blues, as the server's heatmaps: a weight in [0, 1] -> an rgb colour.
-function blue(k) {
-  const t = Math.min(1, k / 1000);
-  const from = [247, 251, 255], to = [8, 48, 107];
-  return `rgb(${from.map((a, i) => Math.round(a + (to[i] - a) * t)).join(",")})`;
-}
-
-function el(tag, cls, parent, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  if (parent) parent.appendChild(node);
-  return node;
-}
 
 const views = new WeakMap(); // parentElement -> the view built for it (the function runs on every rerun)
 
@@ -68,9 +42,9 @@ function render(view, data) {
   view.data = data;
   if (!view.dragging) view.steps = data.query_steps.slice();
   if (fresh) {
-    view.sweepWeights = unpack(data.sweeps.weights);
-    view.sweepOutputs = unpackSigned(data.sweeps.outputs);
-    view.planeWeights = unpack(data.plane.weights);
+    view.sweepWeights = unpackUint16(data.sweeps.weights);
+    view.sweepOutputs = unpackInt32(data.sweeps.outputs);
+    view.planeWeights = unpackUint16(data.plane.weights);
     view.planeWinners = Uint8Array.from(atob(data.plane.winners), (c) => c.charCodeAt(0));
     buildSliders(view);
     buildPairs(view);
@@ -119,7 +93,7 @@ function buildPlaneKeys(view) {
   view.plane.querySelectorAll(".key, .axis").forEach((k) => k.remove());
   const [fx, fy] = view.data.plane.features;
   el("div", "axis x", view.plane, `${view.data.features[fx]} →`);
-  el("div", "axis y", view.plane, `${view.data.features[fy]} →`);
+  el("div", "axis y", view.plane, `↑ ${view.data.features[fy]}`);
   view.data.keys.forEach((key, j) => {
     const mark = el("div", "key", view.plane);
     mark.style.left = `${key[fx] * 100}%`;
@@ -165,7 +139,7 @@ function draw(view, moved) {
     const col = view.bars.children[j];
     col.children[0].textContent = fmt(weights[j]);
     col.children[1].style.height = `${weights[j] / 10}%`;
-    view.heat.children[j].style.background = blue(weights[j]);
+    view.heat.children[j].style.background = blues(weights[j]);
     view.heat.children[j].textContent = fmt(weights[j]);
     view.heat.children[j].style.color = weights[j] > 500 ? "white" : "black";
   });

@@ -2,30 +2,16 @@
 // slider moves, each chart shows the frame for that step. No attention math here: frames are looked up.
 // On release the step indices go back to Python (setStateValue), which updates its own widgets and tables.
 // Labels and titles are user-visible strings: always textContent, never HTML.
-
-function unpack(b64) { // base64 little-endian int32 thousandths
-  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  return new Int32Array(bytes.buffer);
-}
-
-function el(tag, cls, parent, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  if (parent) parent.appendChild(node);
-  return node;
-}
+// unpackInt32, blues, mix and el come from common.js (pages/_live.py puts it first).
 
 // Colours as the server's charts: weights on Blues (0..1), signed values on red-white-blue around 0.
 function colour(k, panel) {
   if (panel.weights) {
-    const t = Math.min(1, Math.max(0, k / 1000));
-    return mix([247, 251, 255], [8, 48, 107], t);
+    return blues(k);
   }
   const t = Math.max(-1, Math.min(1, k / 1000 / panel.scale));
   return t >= 0 ? mix([247, 247, 247], [33, 102, 172], t) : mix([247, 247, 247], [178, 24, 43], -t);
 }
-function mix(a, b, t) { return `rgb(${a.map((x, i) => Math.round(x + (b[i] - x) * t)).join(",")})`; }
 const shownValue = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(2));
 
 const views = new WeakMap(); // parentElement -> view (the module runs again on every rerun)
@@ -42,7 +28,7 @@ function render(view, data) {
   view.data = data;
   view.index = data.sliders.map((s) => s.index);
   if (fresh) {
-    view.frames = data.panels.map((p) => unpack(p.frames));
+    view.frames = data.panels.map((p) => unpackInt32(p.frames));
     view.steps = Math.max(...data.sliders.map((s) => s.values.length));
     buildSliders(view);
     buildPanels(view);
