@@ -136,20 +136,36 @@ class Panel:
     Shapes: frames (n_sliders, S, rows, cols)."""
 
     title: str
-    kind: str  # "bars" or "matrix"
+    chart: str  # "bars" or "matrix"
     row_labels: tuple[str, ...]
     col_labels: tuple[str, ...]
     frames: np.ndarray
-    weights: bool = True  # values are weights in [0, 1] (blue scale); else signed numbers (red-blue around 0)
+    signed: bool = False  # signed numbers (red-blue around 0); else weights in [0, 1] (blue scale)
+
+    @property
+    def best(self) -> np.ndarray | None:
+        """(n_sliders, S) the bar drawn darker in each frame: the largest weight. None for signed bars and
+        matrices, which highlight nothing."""
+        if self.chart != "bars" or self.signed:
+            return None
+        return self.frames[..., 0, :].argmax(-1)
 
 
 @dataclass(frozen=True)
 class Slider:
-    """A live slider: the value at each step (what it shows), and the step it starts at."""
+    """A live slider: the value at each step (what it shows), the step it starts at, and the page widget
+    that takes the value when the slider is let go."""
 
     label: str
-    values: tuple[float, ...]
+    values: tuple  # of the widget's own type: int for an integer input, float otherwise
     index: int
+    widget: str  # the key of the page's widget (bound to the URL) that the released value goes to
+
+
+def slider(label: str, values, value, widget: str) -> Slider:
+    """A Slider over `values`, starting at the step nearest `value` (numpy numbers become Python's)."""
+    values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+    return Slider(label, values, step_of(values, value), widget)
 
 
 def signed_thousandths(x) -> np.ndarray:
@@ -159,7 +175,8 @@ def signed_thousandths(x) -> np.ndarray:
 
 def sweep_payload(sliders: list[Slider], panels: list[Panel], *, key: str) -> dict:
     """JSON-ready data for the live sweep component (pages/components/live_sweep.js): frames as base64
-    little-endian int32 thousandths, read with Int32Array. Names travel as text."""
+    little-endian int32 thousandths, read with Int32Array, and the bar to highlight in each frame
+    (Panel.best), so the browser picks nothing itself. Names travel as text."""
     for p in panels:
         if p.frames.shape[:2] != (len(sliders), max(len(s.values) for s in sliders)):
             raise ValueError(f"panel {p.title!r}: frames {p.frames.shape} do not match the sliders")
@@ -167,10 +184,11 @@ def sweep_payload(sliders: list[Slider], panels: list[Panel], *, key: str) -> di
         "key": key,
         "sliders": [{"label": str(s.label), "values": [float(v) for v in s.values], "index": int(s.index)}
                     for s in sliders],
-        "panels": [{"title": str(p.title), "kind": p.kind, "rows": [str(x) for x in p.row_labels],
-                    "cols": [str(x) for x in p.col_labels], "weights": bool(p.weights),
-                    "scale": float(max(1e-9, np.abs(p.frames).max())) if not p.weights else 1.0,
-                    "frames": base64.b64encode(signed_thousandths(p.frames).tobytes()).decode("ascii")}
+        "panels": [{"title": str(p.title), "chart": p.chart, "rows": [str(x) for x in p.row_labels],
+                    "cols": [str(x) for x in p.col_labels], "signed": bool(p.signed),
+                    "scale": float(max(1e-9, np.abs(p.frames).max())) if p.signed else 1.0,
+                    "frames": base64.b64encode(signed_thousandths(p.frames).tobytes()).decode("ascii"),
+                    "best": None if p.best is None else p.best.ravel().tolist()}
                    for p in panels],
     }
     data["signature"] = str(hash(tuple(p["frames"] for p in data["panels"])))

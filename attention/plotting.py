@@ -9,6 +9,7 @@ their own rows and columns instead of being merged by Plotly's category axes.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -43,20 +44,52 @@ def _ticks(labels, max_labels: int = 40) -> dict:
     return dict(tickmode="auto")
 
 
-def heatmap(
-    z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
-    value_name: str = "weight", zmin=None, zmax=None, colorscale: str = WEIGHT_SCALE, mask=None,
-    digits: int = 2, show_values: bool | None = None, height: int | None = None, zmid_zero: bool = False,
-    show_scale: bool = True, max_tick_labels: int = 40, max_y_tick_labels: int | None = None,
-    row_groups: int | None = None, log_scale: bool = False, clickable: bool = False,
-) -> go.Figure:
-    """A labelled matrix; cells where `mask` is False are greyed and read "masked".
-    `zmid_zero` centres a diverging colour scale on 0 (for signed vectors). `row_groups` g labels only
-    every g-th row, with the part of its label before the first space ("L3 H1" -> "L3": one tick per
-    layer of a layers x heads list). `log_scale` colours by log10 of the value (LOG_FLOOR to 1; hover and
-    numbers keep the values): a sink's 0.9 no longer washes out the 0.01s. `clickable` (up to
-    CLICKABLE_CELLS cells) lays an invisible point on every cell: Plotly heatmaps report no selection on a
-    click, points do, so a Streamlit selection (on_select) gets the cell's column as x and row as y.
+LOG_FLOOR = 1e-4  # the log colour scale starts here: weights below read as this
+CLICKABLE_CELLS = 4096  # cells up to which a heatmap can carry a clickable point per cell (64 x 64 tokens)
+
+
+@dataclass(frozen=True)
+class Colours:
+    """How a heatmap turns values into colours."""
+
+    zmin: float | None = None  # bottom of the scale (None: the smallest value)
+    zmax: float | None = None  # top of the scale (None: the largest value)
+    scale: str = WEIGHT_SCALE  # a Plotly colour scale
+    centred: bool = False  # a diverging scale with 0 in its middle (signed values)
+    log: bool = False  # colour by log10 of the value, LOG_FLOOR to 1 (numbers and hover keep the values)
+    bar: bool = True  # draw the colour bar
+
+    def logged(self, log: bool) -> Colours:
+        """The same colours, by log10 when `log`."""
+        return replace(self, log=log)
+
+
+WEIGHTS = Colours(0.0, 1.0)  # attention weights: 0 to 1 in blues
+SIGNED = Colours(scale=SIGNED_SCALE, centred=True)  # scores, vectors, effects: red below 0, blue above
+
+
+@dataclass(frozen=True)
+class Ticks:
+    """Which rows and columns of a heatmap are labelled."""
+
+    x: int = 40  # every column label when there are at most this many, else Plotly's automatic ticks
+    y: int | None = None  # the same for rows (None: as x)
+    row_groups: int | None = None  # label only every g-th row, by its label's first word ("L3 H1" -> "L3")
+
+
+AUTO_TICKS = Ticks()  # every label while up to 40 fit, then Plotly's own
+
+
+def heatmap(z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
+            value_name: str = "weight", colours: Colours = Colours(), ticks: Ticks = AUTO_TICKS, mask=None,
+            digits: int = 2, show_values: bool | None = None, height: int | None = None,
+            clickable: bool = False) -> go.Figure:
+    """A labelled matrix: `colours` say how values are coloured (WEIGHTS, SIGNED, or your own), `ticks`
+    which rows and columns are labelled. Cells where `mask` is False are greyed and read "masked".
+    `show_values` writes each cell's number (default: when the matrix is small enough to read them).
+    `clickable` (up to CLICKABLE_CELLS cells) lays an invisible point on every cell: Plotly heatmaps
+    report no selection on a click, points do, so a Streamlit selection (on_select) gets the cell's
+    column as x and row as y.
 
     Shapes: z (n, m), x_labels m, y_labels n, mask (n, m) bool or None.
     """
@@ -64,17 +97,32 @@ def heatmap(
     n, m = z.shape
     visible = np.ones(z.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), z.shape)
     shown = np.where(visible & np.isfinite(z), z, np.nan)  # masked cells: gaps on the grey background
-    if log_scale:
+    if colours.log:
         shown = np.log10(np.clip(shown, LOG_FLOOR, None))
-        zmin, zmax, zmid_zero = np.log10(LOG_FLOOR), 0.0, False
-    xl = [esc(s) for s in x_labels]
-    yl = [esc(s) for s in y_labels]
+        colours = replace(colours, zmin=np.log10(LOG_FLOOR), zmax=0.0, centred=False)
+    xl, yl = [esc(s) for s in x_labels], [esc(s) for s in y_labels]
     clickable = clickable and n * m <= CLICKABLE_CELLS
     if n * m > BIG_CELLS and not clickable:
         fig = _big_heatmap(shown, xl, yl, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
-                           zmin=zmin, zmax=zmax, colorscale=colorscale, zmid_zero=zmid_zero, height=height,
-                           show_scale=show_scale, row_groups=row_groups, values=z if log_scale else None)
-        return _log_colorbar(fig) if log_scale else fig
+                           colours=colours, height=height, row_groups=ticks.row_groups,
+                           values=z if colours.log else None)
+    else:
+        fig = _small_heatmap(z, shown, visible, xl, yl, title=title, x_title=x_title, y_title=y_title,
+                             value_name=value_name, colours=colours, ticks=ticks, digits=digits,
+                             show_values=show_values, height=height, clickable=clickable)
+    return _log_colorbar(fig) if colours.log else fig
+
+
+def _colour_args(colours: Colours, value_name: str) -> dict:
+    """go.Heatmap's colour arguments."""
+    return dict(zmin=colours.zmin, zmax=colours.zmax, colorscale=colours.scale, zmid=0 if colours.centred else None,
+                showscale=colours.bar, colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4))
+
+
+def _small_heatmap(z, shown, visible, xl, yl, *, title, x_title, y_title, value_name, colours, ticks, digits,
+                   show_values, height, clickable) -> go.Figure:
+    """A matrix small enough for a hover string (and maybe a number) per cell."""
+    n, m = z.shape
     text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
     yt, xt, vn = esc(y_title), esc(x_title), esc(value_name)
     hover = [[f"{yt}: {yl[i]}<br>{xt}: {xl[j]}<br>{vn}: {text[i][j]}" for j in range(m)] for i in range(n)]
@@ -82,21 +130,19 @@ def heatmap(
         show_values = m <= 16 and n * m <= 400  # numbers stay legible only in small matrices
     gap = 1 if max(n, m) <= 60 else 0  # cell borders would swallow thin cells
     fig = go.Figure(go.Heatmap(
-        z=shown, x=list(range(m)), y=list(range(n)), zmin=zmin, zmax=zmax, colorscale=colorscale,
-        zmid=0 if zmid_zero else None,
-        text=text if show_values else None, texttemplate="%{text}" if show_values else None,
-        hovertext=hover, hoverinfo="text", showscale=show_scale, xgap=gap, ygap=gap,
-        colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4),
+        z=shown, x=list(range(m)), y=list(range(n)), text=text if show_values else None,
+        texttemplate="%{text}" if show_values else None, hovertext=hover, hoverinfo="text", xgap=gap, ygap=gap,
+        **_colour_args(colours, value_name),
     ))
     fig.update_layout(
         title=dict(text=esc(title)), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height or max(260, 80 + 34 * n),
     )
-    fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, max_tick_labels))
-    y_ticks = _ticks(yl, max_y_tick_labels or max_tick_labels)
-    if row_groups:
-        y_ticks = dict(tickmode="array", tickvals=list(range(0, n, row_groups)),
-                       ticktext=[yl[i].split(" ")[0] for i in range(0, n, row_groups)])
+    fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, ticks.x))
+    y_ticks = _ticks(yl, ticks.y or ticks.x)
+    if ticks.row_groups:
+        y_ticks = dict(tickmode="array", tickvals=list(range(0, n, ticks.row_groups)),
+                       ticktext=[yl[i].split(" ")[0] for i in range(0, n, ticks.row_groups)])
     fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **y_ticks)
     if clickable:
         rows, cols = np.divmod(np.arange(n * m), m)
@@ -106,11 +152,31 @@ def heatmap(
             marker=dict(size=max(6, min(30, 640 // max(n, m))), opacity=0, symbol="square"),
             hovertext=[hover[i][j] for i, j in zip(rows, cols, strict=True)],
         ))
-    return _log_colorbar(fig) if log_scale else fig
+    return fig
 
 
-LOG_FLOOR = 1e-4  # the log colour scale starts here: weights below read as this
-CLICKABLE_CELLS = 4096  # cells up to which a heatmap can carry a clickable point per cell (64 x 64 tokens)
+def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, colours, height, row_groups=None,
+                 values=None) -> go.Figure:
+    """A large matrix sent as one float32 array; labels are "position·token" categories so hover can name
+    both tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
+    n, m = z.shape
+    x = [f"{j}·{t}" for j, t in enumerate(xl)]
+    y = [f"{i}·{t}" for i, t in enumerate(yl)]
+    fig = go.Figure(go.Heatmap(
+        z=z.astype(np.float32), x=x, y=y, customdata=None if values is None else values.astype(np.float32),
+        hovertemplate=f"{esc(y_title)}: %{{y}}<br>{esc(x_title)}: %{{x}}<br>{esc(value_name)}: "
+                      + ("%{z:.4f}" if values is None else "%{customdata:.4f}") + "<extra></extra>",
+        **_colour_args(colours, value_name),
+    ))
+    fig.update_layout(title=dict(text=esc(title)), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+                      height=height or min(900, max(400, 120 + 6 * n)))
+    fig.update_xaxes(title_text=x_title, type="category", showgrid=False, showticklabels=m <= 80)
+    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False,
+                     showticklabels=n <= 80 or bool(row_groups))
+    if row_groups:
+        fig.update_yaxes(tickmode="array", tickvals=y[::row_groups],
+                         ticktext=[t.split(" ")[0] for t in yl[::row_groups]])
+    return fig
 
 
 def _log_colorbar(fig: go.Figure) -> go.Figure:
@@ -201,124 +267,4 @@ def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") ->
                       legend=dict(orientation="h", y=-0.2))
     fig.update_xaxes(title_text=esc(axes[0]), range=[-0.05, 1.05])
     fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05])
-    return fig
-
-
-def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, zmin, zmax, colorscale, zmid_zero, height,
-                 show_scale, row_groups=None, values=None) -> go.Figure:
-    """A large matrix sent as one float32 array; labels are "position·token" categories so hover can name
-    both tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
-    n, m = z.shape
-    x = [f"{j}·{t}" for j, t in enumerate(xl)]
-    y = [f"{i}·{t}" for i, t in enumerate(yl)]
-    fig = go.Figure(go.Heatmap(
-        z=z.astype(np.float32), x=x, y=y, zmin=zmin, zmax=zmax, colorscale=colorscale, zmid=0 if zmid_zero else None,
-        customdata=None if values is None else values.astype(np.float32),
-        hovertemplate=f"{esc(y_title)}: %{{y}}<br>{esc(x_title)}: %{{x}}<br>{esc(value_name)}: "
-                      + ("%{z:.4f}" if values is None else "%{customdata:.4f}") + "<extra></extra>",
-        colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4), showscale=show_scale,
-    ))
-    fig.update_layout(title=dict(text=esc(title)), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-                      height=height or min(900, max(400, 120 + 6 * n)))
-    fig.update_xaxes(title_text=x_title, type="category", showgrid=False, showticklabels=m <= 80)
-    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False,
-                     showticklabels=n <= 80 or bool(row_groups))
-    if row_groups:
-        fig.update_yaxes(tickmode="array", tickvals=y[::row_groups],
-                         ticktext=[t.split(" ")[0] for t in yl[::row_groups]])
-    return fig
-
-
-GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
-
-
-def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,
-              hover_label: str = "") -> go.Figure:
-    """Every layer x head as one small tile, in a single heatmap trace (not L x H charts).
-
-    `tiles` are each head's weights, already pooled to a few cells per side (attention.models.head_survey);
-    hovering a tile names its layer and head (1-based) and, with `hover_extra` (L, H), one more number.
-    Shapes: tiles (L, H, c, c').
-    """
-    n_layers, n_heads, c, c2 = tiles.shape
-    z = np.full((n_layers * (c + 1) - 1, n_heads * (c2 + 1) - 1), np.nan, dtype=np.float32)
-    extra = np.zeros(z.shape, dtype=np.uint8)  # whole percents: a quarter of float32's bytes on the wire
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            cell = (slice(layer * (c + 1), layer * (c + 1) + c), slice(head * (c2 + 1), head * (c2 + 1) + c2))
-            z[cell] = tiles[layer, head]
-            if hover_extra is not None:
-                extra[cell] = np.rint(np.clip(hover_extra[layer, head], 0, 1) * 100)
-    # Coordinates: tile (layer, head) spans layer+1 +- 0.5*c/(c+1), so rounding names the tile.
-    def centres(count: int, size: int) -> np.ndarray:
-        offsets = (np.arange(size + 1) - (size - 1) / 2) / (size + 1)  # size cells, then the gap at +0.5
-        return (np.arange(count)[:, None] + 1 + offsets[None, :]).ravel()[:-1].astype(np.float32)
-
-    hover = "layer %{y:.0f} · head %{x:.0f}<br>weight (block max): %{z:.3f}"
-    if hover_extra is not None:
-        hover += f"<br>{esc(hover_label)}: %{{customdata}}%"
-    fig = go.Figure(go.Heatmap(
-        z=z, x=centres(n_heads, c2), y=centres(n_layers, c), zmin=0, zmax=1, colorscale=GRID_SCALE,
-        customdata=extra if hover_extra is not None else None, hovertemplate=hover + "<extra></extra>",
-        colorbar=dict(title=dict(text="weight"), thickness=12, xpad=4), hoverongaps=False,
-    ))
-    # Plotly heatmaps report no selection on a click; a point does. One invisible point per tile, on top, so
-    # that a Streamlit selection (on_select) names the tile: its x is the head and y the layer, from 1.
-    layers, heads = np.divmod(np.arange(n_layers * n_heads), n_heads)
-    fig.add_trace(go.Scatter(
-        x=heads + 1, y=layers + 1, mode="markers", showlegend=False, name="heads",
-        marker=dict(size=max(8, min(40, 480 // max(n_heads, n_layers))), opacity=0, symbol="square"),
-        customdata=None if hover_extra is None else np.rint(np.clip(hover_extra, 0, 1) * 100).ravel(),
-        hovertemplate="layer %{y} · head %{x}"
-                      + (f"<br>{esc(hover_label)}: %{{customdata}}%" if hover_extra is not None else "")
-                      + "<br>click to open it in the zoom<extra></extra>",
-    ))
-    fig.update_layout(title=dict(text=esc(title)), plot_bgcolor="white", height=int(min(2400, 80 + n_layers * 70)),
-                      margin=dict(l=10, r=10, t=50 if title else 20, b=10))
-    fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
-                     zeroline=False, side="top")
-    fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
-                     zeroline=False, autorange="reversed")
-    return fig
-
-
-HEAD_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-
-
-def attention_lines(view, *, title: str = "") -> go.Figure:
-    """BertViz's head view in Plotly: queries on the left, keys on the right, a line per (query, key) whose
-    opacity is the weight, one colour per head (attention.models.aggregations.LineView). Lines are drawn
-    in five opacity bands per head (one trace each, not one per line); hovering a line's middle names it.
-    Shapes: view.lines per head (k, 3) rows (query, key, weight)."""
-    labels = [esc(t) for t in view.labels]
-    n = len(labels)
-    fig = go.Figure()
-    bands = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.01])
-    for h, (head, rows) in enumerate(zip(view.heads, view.lines, strict=True)):
-        colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
-        for lo, hi in zip(bands[:-1], bands[1:], strict=True):
-            part = rows[(rows[:, 2] >= lo) & (rows[:, 2] < hi)]
-            if not len(part):
-                continue
-            xs = np.tile([0.0, 1.0, np.nan], len(part))
-            ys = np.column_stack([part[:, 0], part[:, 1], np.full(len(part), np.nan)]).ravel()
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=1 + 3 * hi),
-                                     opacity=float(min(1.0, 0.15 + hi * 0.85)), hoverinfo="skip",
-                                     legendgroup=head, showlegend=False))
-        q, k, w = rows[:, 0].astype(int), rows[:, 1].astype(int), rows[:, 2]
-        fig.add_trace(go.Scatter(  # the middles of the lines: what hover finds
-            x=np.full(len(rows), 0.5), y=(q + k) / 2, mode="markers", marker=dict(size=6, color=colour, opacity=0.01),
-            name=esc(head), legendgroup=head, showlegend=True,
-            hovertext=[f"{esc(head)}: {labels[i]} → {labels[j]}<br>weight {v:.3f}"
-                       for i, j, v in zip(q, k, w, strict=True)],
-            hoverinfo="text"))
-    fig.add_trace(go.Scatter(x=np.zeros(n), y=np.arange(n), mode="text", text=labels, textposition="middle left",
-                             hoverinfo="skip", showlegend=False, textfont=dict(size=12)))
-    fig.add_trace(go.Scatter(x=np.ones(n), y=np.arange(n), mode="text", text=labels, textposition="middle right",
-                             hoverinfo="skip", showlegend=False, textfont=dict(size=12)))
-    fig.update_layout(title=dict(text=esc(title)), height=int(max(300, 60 + 22 * n)), plot_bgcolor="white",
-                      margin=dict(l=10, r=10, t=50 if title else 20, b=10), hovermode="closest",
-                      legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"))
-    fig.update_xaxes(range=[-0.6, 1.6], visible=False, fixedrange=True)
-    fig.update_yaxes(range=[n - 0.5, -0.5], visible=False)
     return fig

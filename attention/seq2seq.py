@@ -16,16 +16,14 @@ so decoding runs len(source) greedy steps and no end token is needed.
     >>> t = translate(models.attentive, "0123456789")
     >>> t.output, t.alignment.shape         # '9876543210', (10 target steps, 10 source positions)
 
-Weights: `seq2seq_weights.npz` beside this file, trained by `scripts/train_seq2seq.py` (fixed seed, one
-thread, deterministic on CPU). This module never imports transformers: the page starts without it.
+Weights: `seq2seq_weights.npz` beside this file, trained by `scripts/train_seq2seq.py` with
+attention.seq2seq_training (fixed seed, one thread, deterministic on CPU). This module never imports
+transformers: the page starts without it.
 """
 
 from __future__ import annotations
 
 import functools
-import io
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +36,7 @@ BOS = 10  # the decoder's first input: "start", not a digit
 TRAIN_LENGTHS = (1, 20)  # sequence lengths seen in training, inclusive
 MAX_LENGTH = 30  # longest sequence the page accepts: a third beyond training, to show what happens there
 WEIGHTS = Path(__file__).with_name("seq2seq_weights.npz")
-KINDS = ("bottleneck", "attentive")
+VARIANTS = ("bottleneck", "attentive")  # the two models, as Translators names them
 
 
 @dataclass(frozen=True)
@@ -127,8 +125,8 @@ def _seen(steps: list, states: torch.Tensor) -> dict:
 class Translators:
     bottleneck: Translator  # one context vector for the whole sequence (Sutskever et al. 2014)
     attentive: Translator  # additive attention over every encoder state (Bahdanau et al. 2015)
-    trained_accuracy: dict  # kind -> LengthAccuracy measured by the training script when it saved them
-    train_seconds: dict  # kind -> seconds the training took
+    trained_accuracy: dict  # variant -> LengthAccuracy measured by the training script when it saved them
+    train_seconds: dict  # variant -> seconds the training took
 
 
 @dataclass(frozen=True)
@@ -263,73 +261,6 @@ def accuracy_by_length(model: Translator, lengths=range(1, MAX_LENGTH + 1), *, s
     return LengthAccuracy(lengths=lengths, sequences=seq, digits=dig, samples=samples)
 
 
-def train(attentive: bool, *, steps: int = 3000, batch: int = 64, seed: int = 0, learning_rate: float = 3e-3,
-          on_step: Callable[[int, float], None] | None = None) -> Translator:
-    """Train one model on random sequences of TRAIN_LENGTHS, one length per batch, teacher forcing, Adam with
-    a cosine-decaying learning rate.
-    Deterministic: fixed seeds, one torch thread (restored afterwards)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        torch.manual_seed(seed)
-        rng = np.random.default_rng(seed)
-        model = Translator(attentive)
-        optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
-        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)  # settle at the end
-        loss_of = nn.CrossEntropyLoss()
-        for step in range(steps):
-            n = int(rng.integers(TRAIN_LENGTHS[0], TRAIN_LENGTHS[1] + 1))
-            source = torch.from_numpy(rng.integers(0, 10, size=(batch, n)))
-            target = source.flip(1)
-            previous = torch.cat([torch.full((batch, 1), BOS), target[:, :-1]], dim=1)
-            logits, _ = model(source, previous)
-            loss = loss_of(logits.reshape(-1, len(DIGITS)), target.reshape(-1))
-            optimiser.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimiser.step()
-            schedule.step()
-            if on_step is not None:
-                on_step(step, float(loss))
-        return model.eval()
-    finally:
-        torch.set_num_threads(threads)
-
-
-def train_both(*, steps: int = 3000, seed: int = 0, on_step=None) -> Translators:
-    """Both models, same seed, same data, same steps. Weights are rounded through float16, as they will be
-    saved, before their accuracy is measured as the page measures it."""
-    made, accuracy, seconds = {}, {}, {}
-    for kind in KINDS:
-        start = time.perf_counter()
-        made[kind] = train(kind == "attentive", steps=steps, seed=seed,
-                           on_step=None if on_step is None else functools.partial(on_step, kind))
-        seconds[kind] = time.perf_counter() - start
-        with torch.no_grad():
-            for p in made[kind].parameters():
-                p.copy_(p.half().float())
-        accuracy[kind] = accuracy_by_length(made[kind])
-    return Translators(made["bottleneck"], made["attentive"], accuracy, seconds)
-
-
-def save_translators(models: Translators, path: Path = WEIGHTS) -> int:
-    """Write both models' weights (float16), their sizes and measured accuracy to one .npz; -> bytes."""
-    arrays = {}
-    for kind in KINDS:
-        model = getattr(models, kind)
-        for name, value in model.state_dict().items():
-            arrays[f"{kind}/{name}"] = value.numpy().astype(np.float16)
-        acc = models.trained_accuracy[kind]
-        arrays[f"{kind}/accuracy"] = np.stack([acc.lengths, acc.sequences, acc.digits])
-        arrays[f"{kind}/samples"] = np.array(acc.samples)
-        arrays[f"{kind}/train_seconds"] = np.array(models.train_seconds[kind])
-        arrays[f"{kind}/sizes"] = np.array([getattr(model.sizes, f) for f in Sizes.__dataclass_fields__])
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    Path(path).write_bytes(buffer.getvalue())
-    return len(buffer.getvalue())
-
-
 @functools.cache
 def load_translators(path: Path = WEIGHTS) -> Translators:
     """The shipped models (cached per path). Weights are stored as float16 and run as float32; the
@@ -338,14 +269,15 @@ def load_translators(path: Path = WEIGHTS) -> Translators:
         raise FileNotFoundError(f"{path} is missing: run `python scripts/train_seq2seq.py` to train the models")
     with np.load(path) as data:
         made, accuracy, seconds = {}, {}, {}
-        for kind in KINDS:
-            model = Translator(kind == "attentive", Sizes(*(int(x) for x in data[f"{kind}/sizes"])))
-            state = {name: torch.from_numpy(data[f"{kind}/{name}"].astype(np.float32))
+        for variant in VARIANTS:
+            model = Translator(variant == "attentive", Sizes(*(int(x) for x in data[f"{variant}/sizes"])))
+            state = {name: torch.from_numpy(data[f"{variant}/{name}"].astype(np.float32))
                      for name in model.state_dict()}
             model.load_state_dict(state)
-            made[kind] = model.eval()
-            lengths, sequences, digits = data[f"{kind}/accuracy"]
-            accuracy[kind] = LengthAccuracy(lengths.astype(int), sequences, digits, int(data[f"{kind}/samples"]))
-            seconds[kind] = float(data[f"{kind}/train_seconds"])
+            made[variant] = model.eval()
+            lengths, sequences, digits = data[f"{variant}/accuracy"]
+            accuracy[variant] = LengthAccuracy(lengths.astype(int), sequences, digits,
+                                               int(data[f"{variant}/samples"]))
+            seconds[variant] = float(data[f"{variant}/train_seconds"])
     return Translators(made["bottleneck"], made["attentive"], accuracy, seconds)
 

@@ -115,7 +115,7 @@ def effects(smoke: bool) -> dict:
 
 def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
     """JSON bytes of the all-heads grid figure vs BertViz model_view HTML, same model and sentence."""
-    from attention import plotting
+    from attention import figures
     from attention.models import load_model, survey
 
     m = load_model("minilm")
@@ -123,7 +123,7 @@ def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
     for n in (16,) if smoke else (16, 128, 512):
         att = m.attend(text_of_tokens(m.tokenizer, n))
         found = survey(att)
-        fig = plotting.head_grid(found.tiles, hover_extra=found.special, hover_label="on the first/special tokens")
+        fig = figures.head_grid(found.tiles, hover_extra=found.special_mass, hover_label="on the first/special tokens")
         row = {"n": len(att.tokens), "grid_bytes": len(fig.to_json().encode())}
         if with_bertviz:
             row.update(_child("bertviz", str(n)))
@@ -191,21 +191,26 @@ def _job_long(name: str, sizes: str) -> dict:
 def _job_effects(smoke: str) -> dict:
     from attention import examples as ex
     from attention.models import load_model
-    from attention.models.head_effects import attribution_patching, head_ablation, rank_correlation
+    from attention.models.contrast import contrast
+    from attention.models.head_effects import agreement, attribution_patching, head_ablation
     from attention.models.predictions import generate
 
     prompt, target, foil = ex.PREDICTION_EXAMPLES["Mary and John"]
     m = load_model("smollm2")
     m.attend("warm up")
-    exact = head_ablation(m, prompt, target, foil)
-    estimate = attribution_patching(m, prompt, target, foil)
+
+    def scan(how):  # as before the contrast existed: the text is read, then every head removed (or estimated)
+        att = m.attend(prompt)
+        return how(m, att, contrast(att, m.tokenizer, target, foil))
+
+    exact, estimate = scan(head_ablation), scan(attribution_patching)
     runs = 1 if smoke == "1" else 3
     return {
         "tokens": len(m.attend(prompt).tokens), "heads": int(exact.effect.size),
-        "scan": timed(lambda: head_ablation(m, prompt, target, foil), runs),
-        "patching": timed(lambda: attribution_patching(m, prompt, target, foil), runs + 2),
+        "scan": timed(lambda: scan(head_ablation), runs),
+        "patching": timed(lambda: scan(attribution_patching), runs + 2),
         "generate32": timed(lambda: generate(m, "The capital of France is", max_new_tokens=32), runs),
-        "spearman": rank_correlation(estimate.effect, exact.effect), "baseline": exact.baseline,
+        "spearman": agreement(estimate, exact).spearman, "baseline": exact.baseline,
     }
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import streamlit as st
 
-COMPONENTS = Path(__file__).with_name("components")
+from attention.live import Panel, Slider, sweep_payload
 
+COMPONENTS = Path(__file__).with_name("components")
 
 
 def component_source(name: str, kind: str) -> str:
@@ -26,7 +27,7 @@ _live_lookup = st.components.v2.component(
 )
 
 
-def live_lookup(data: dict, *, key: str, on_query: callable, on_pair: callable):
+def live_lookup(data: dict, *, key: str, on_query: Callable[[], None], on_pair: Callable[[], None]):
     """Mount the live lookup (attention.live.lookup_payload builds `data`). on_query() runs when a drag
     ends, on_pair() when another plane is chosen; both read st.session_state[key]."""
     return _live_lookup(key=key, data=data, default={"query_steps": data["query_steps"], "plane_pair": 0},
@@ -39,20 +40,19 @@ _live_sweep = st.components.v2.component(
 )
 
 
-def live_sweep(data: dict, *, key: str, on_release: callable):
-    """Mount a live sweep (attention.live.sweep_payload builds `data`); on_release() runs when a slider is
-    let go and reads the step indices from st.session_state[key]["indices"]."""
-    return _live_sweep(key=key, data=data, default={"indices": [s["index"] for s in data["sliders"]]},
-                       on_indices_change=on_release, height="content")
+def live_sliders(sliders: list[Slider], panels: list[Panel], *, key: str) -> None:
+    """Sliders that redraw `panels` on every frame of a drag (attention.live.sweep_payload), mounted as
+    `<key>.live`; when a slider is let go, its value goes to its widget (Slider.widget), and the page runs
+    again from there."""
+    live_key = f"{key}.live"
+    data = sweep_payload(sliders, panels, key=key)
+    _live_sweep(key=live_key, data=data, default={"indices": [s["index"] for s in data["sliders"]]},
+                on_indices_change=functools.partial(_release, live_key, tuple(sliders)), height="content")
 
 
-def release_to(live_key: str, widget_keys: tuple[str, ...], values: tuple[tuple, ...]) -> Callable[[], None]:
-    """on_release for a live sweep: slider f's released step becomes widget_keys[f]'s value, read from
-    values[f] (numbers of the widget's own type: int for an integer input)."""
-    return functools.partial(_release, live_key, widget_keys, values)
-
-
-def _release(live_key: str, widget_keys: tuple[str, ...], values: tuple[tuple, ...]) -> None:
+def _release(live_key: str, sliders: tuple[Slider, ...]) -> None:
+    """on_indices_change (a partial, not a page lambda: pages/_labels.py says why): each slider's released
+    step becomes its widget's value."""
     indices = st.session_state[live_key]["indices"]
-    for key, index, steps in zip(widget_keys, indices, values, strict=True):
-        st.session_state[key] = steps[int(index)]
+    for s, index in zip(sliders, indices, strict=True):
+        st.session_state[s.widget] = s.values[int(index)]

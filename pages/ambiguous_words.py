@@ -5,14 +5,15 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
-from attention.models.aggregations import query_row
+from attention.models import query_row
 from attention.models.ambiguous_words import compare_word, difference_by_token
-from attention.models.head_survey import head_sinks
-from attention.models.words import word_groups
+from attention.plotting import WEIGHTS
+from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
+from pages._jobs import attention_or_stop
 from pages._labels import label_of
-from pages._models import attention_or_stop, chart_config, export_row, pick_model, reading_options
 from pages._text import md
+from pages._widgets import pick_model, reading_switches
 
 ensure_app_frame()
 
@@ -37,7 +38,7 @@ except ValueError as err:
     st.warning(md(err))
     st.stop()
 L, H = a.n_layers, a.n_heads
-words_on, no_sinks, _ = reading_options(a, log_scale=False)
+reading = reading_switches(a, log_scale=False)
 
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
 c1, c2 = st.columns(2)
@@ -47,18 +48,16 @@ head_choice = c2.selectbox("Head", ["mean of heads"] + [str(h + 1) for h in rang
 head = None if head_choice == "mean of heads" else int(head_choice) - 1
 cols = st.columns(2)
 for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
-    groups = word_groups(att) if words_on is not None else None
-    sinks = head_sinks(att, layer, head) if no_sinks else None
-    row = query_row(att, i, layer=layer, head=head, words=groups, sinks=sinks)
+    row = query_row(att, i, layer=layer, head=head, reading=reading)
     col.plotly_chart(plotting.weights_bar(row.col_labels, row.matrix[0], title=f"Sentence {tag}"), width="stretch",
                      key=f"amb.bar{tag}", config=chart_config(name, f"sentence-{tag}", f"layer-{layer + 1}",
                                                                head_choice))
     with col:
         export_row(att, row, name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice)
-if words_on is not None or no_sinks:
-    st.caption(("Words: the query is the whole word, keys are words (sums over pieces). " if words_on else "")
+if row.reading.words or row.reading.without_sinks:
+    st.caption(("Words: the query is the whole word, keys are words (sums over pieces). " if row.reading.words else "")
                + ("Without sinks: each row rescaled to sum to 1 without the first/special tokens and any token "
-                  "that holds most rows. " if no_sinks else "")
+                  "that holds most rows. " if row.reading.without_sinks else "")
                + "The comparisons below stay on tokens.")
 
 st.subheader("The difference (A − B), per token string")
@@ -71,7 +70,7 @@ st.latex(r"\text{shift}^{(\ell,h)} = \tfrac12 \sum_{t} \big|\alpha^{A}_{t} - \al
 st.caption("t runs over token strings: a word's weights are summed over its occurrences in each sentence.")
 c1, c2 = st.columns([3, 2])
 c1.plotly_chart(plotting.heatmap(cmp.shift, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)],
-                                 x_title="head", y_title="layer", value_name="shift", zmin=0, zmax=1,
+                                 x_title="head", y_title="layer", value_name="shift", colours=WEIGHTS,
                                  show_values=False),  # 72 numbers in a narrow column: unreadable; hover has them
                 width="stretch", key="amb.shift")
 c2.dataframe(pd.DataFrame([{"layer": l_ + 1, "head": h + 1, "shift": s} for l_, h, s in cmp.top_heads(8)])

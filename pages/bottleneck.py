@@ -86,7 +86,7 @@ st.caption(f"Expected: {' '.join(results['attentive'].expected)}")
 st.header("3 · What the attention model looks at")
 t = results["attentive"]
 st.plotly_chart(plotting.heatmap(t.alignment, [f"{j}: {c}" for j, c in enumerate(t.source)],
-                                 [f"{i}: {c}" for i, c in enumerate(t.output)], zmin=0, zmax=1,
+                                 [f"{i}: {c}" for i, c in enumerate(t.output)], colours=plotting.WEIGHTS,
                                  title="Alignment α_tj: output step (rows) × input position (columns)",
                                  x_title="input position: digit", y_title="output step: digit",
                                  show_values=len(t.source) <= 10), width="stretch", key="bn.alignment")

@@ -5,9 +5,11 @@ import streamlit as st
 
 from attention import plotting
 from attention.models.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD
+from attention.plotting import Colours
 from pages._frame import ensure_app_frame
+from pages._jobs import attention_or_stop, survey_or_stop
 from pages._labels import label_of
-from pages._models import attention_or_stop, layer_and_head, open_head_buttons, sentence_and_model, survey_or_stop
+from pages._widgets import layer_and_head, open_head_buttons, sentence_and_model
 
 ensure_app_frame()
 
@@ -24,7 +26,8 @@ values = getattr(stats, metric)
 st.caption(help_text + (f" Uniform attention would give {stats.uniform_entropy:.2f} nats." if metric == "entropy"
                         else ""))
 fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
-                       x_title="head", y_title="layer", value_name=title, zmin=0, zmax=stats.upper_bound(metric),
+                       x_title="head", y_title="layer", value_name=title,
+                       colours=Colours(0.0, stats.upper_bound(metric)),
                        show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L), clickable=True)
 picked = st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select="rerun", selection_mode="points")
 if picked and picked.selection.points:  # a click on a cell opens that head below
@@ -35,8 +38,8 @@ st.subheader("Head types")
 st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink** when more than "
             f"{TYPE_THRESHOLD:.0%} of its attention (averaged over tokens) goes there, as in Clark et al. 2019; "
             f"**broad** when its mean entropy exceeds {BROAD_FRACTION:.0%} of uniform (our threshold).")
-rows = [{"layer": l_ + 1, "head": h + 1, "type": stats.labels[l_, h], "entropy": stats.entropy[l_, h],
-         "special": stats.special[l_, h], "sink mass": stats.sink_mass[l_, h],
+rows = [{"layer": l_ + 1, "head": h + 1, "type": stats.head_types[l_, h], "entropy": stats.entropy[l_, h],
+         "special": stats.special_mass[l_, h], "sink mass": stats.sink_mass[l_, h],
          "previous": stats.previous[l_, h], "next": stats.next[l_, h],
          "mean distance": stats.mean_distance[l_, h]} for l_ in range(L) for h in range(H)]
 table = pd.DataFrame(rows)
@@ -48,8 +51,8 @@ st.dataframe(table[table["type"] != ""].style.format(precision=3), hide_index=Tr
 st.subheader("Open a head (or click a cell above)")
 c1, c2, c3 = st.columns([1, 1, 2])
 layer, head = layer_and_head(c1, c2, L, H)
-kind = stats.labels[layer, head] or "no clear type"
-c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{kind}**, entropy {stats.entropy[layer, head]:.2f} nats, "
+head_type = stats.head_types[layer, head] or "no clear type"
+c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}**, entropy {stats.entropy[layer, head]:.2f} nats, "
             f"mean distance {stats.mean_distance[layer, head]:.1f} tokens.")
 open_head_buttons(layer, head, key="atlas.open")
 

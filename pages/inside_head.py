@@ -4,33 +4,17 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
-from attention.live import (
-    TEMPERATURE_VALUES,
-    Panel,
-    Slider,
-    slider_values,
-    step_of,
-    sweep_payload,
-    temperature_frames,
-    temperature_sweep,
-)
-from attention.models.aggregations import query_row
-from attention.models.head_survey import head_sinks
+from attention.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
+from attention.models import query_row
 from attention.models.tokens import default_focus
+from attention.plotting import SIGNED, Ticks
+from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
+from pages._jobs import attention_or_stop, cached_own_attention, model_or_stop
 from pages._labels import token_labels
-from pages._live import live_sweep, release_to
-from pages._models import (
-    attention_or_stop,
-    cached_own_attention,
-    chart_config,
-    export_row,
-    layer_and_head,
-    model_or_stop,
-    reading_options,
-    sentence_and_model,
-)
+from pages._live import live_sliders
 from pages._text import md
+from pages._widgets import layer_and_head, reading_switches, sentence_and_model
 
 ensure_app_frame()
 SHOWN_KEYS = 24  # above this many keys, the steps show the keys with the largest weights
@@ -41,7 +25,7 @@ name, text = sentence_and_model()
 att = attention_or_stop(name, text)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 
-words, no_sinks, _ = reading_options(att, log_scale=False)
+reading = reading_switches(att, log_scale=False)
 c1, c2, c3 = st.columns(3)
 layer, head = layer_and_head(c1, c2, L, H)
 label = token_labels(att.tokens)
@@ -81,8 +65,7 @@ dims = [str(j) for j in range(d)]
 def vectors(matrix, rows, title, key, y_title="key token", value_name="value", height=None):
     """Rows of d-dimensional vectors, diverging colours centred on 0."""
     fig = plotting.heatmap(matrix, dims, rows, title=title, x_title="dimension", y_title=y_title,
-                           value_name=value_name, colorscale=plotting.SIGNED_SCALE, zmid_zero=True, height=height,
-                           max_tick_labels=16, max_y_tick_labels=SHOWN_KEYS * 2)
+                           value_name=value_name, colours=SIGNED, height=height, ticks=Ticks(x=16, y=SHOWN_KEYS * 2))
     st.plotly_chart(fig, width="stretch", key=key)
 
 
@@ -116,11 +99,9 @@ with st.expander("Exact value (typed, kept in the link)"):
 
 
 temperatures = slider_values(TEMPERATURE_VALUES, temperature)
-live_sweep(sweep_payload([Slider("temperature T", tuple(temperatures), step_of(temperatures, temperature))],
-                         [Panel(f"What “{word}” attends to at temperature T", "bars", (word,), keys,
-                                temperature_frames(t.scaled[0, shown], temperatures))], key="inside"),
-           key="inside.live", on_release=release_to("inside.live", ("inside.temperature",),
-                                                    (tuple(float(v) for v in temperatures),)))
+live_sliders([slider("temperature T", temperatures, temperature, "inside.temperature")],
+             [Panel(f"What “{word}” attends to at temperature T", "bars", (word,), keys,
+                    temperature_frames(t.scaled[0, shown], temperatures))], key="inside")
 at_t = temperature_sweep(t.scaled[0, shown], [temperature])[0]
 st.caption(f"T = 1 is the model's own softmax. Drag T: below 1 the largest score takes over, above 1 the weights "
            f"even out (precomputed at every step). At T = {temperature:.1f} the largest weight is {at_t.max():.3f}.")
@@ -132,15 +113,14 @@ vectors(t.output, [word], f"z: this head's output for “{word}”", "inside.out
 if n > 2 * SHOWN_KEYS:
     st.caption(f"z sums α_j · v_j over all {n:,} keys, not only the {SHOWN_KEYS} shown.")
 
-sinks = head_sinks(att, layer, head) if no_sinks else None
-row = query_row(att, i, layer=layer, head=head, words=words, sinks=sinks)
-if words is not None or sinks is not None:
+row = query_row(att, i, layer=layer, head=head, reading=reading)
+if row.reading.words or row.reading.without_sinks:
     st.header("5 · the same row, re-read")
     notes = []
-    if sinks is not None:
-        gone = ", ".join(f"“{md(att.tokens[j])}”" for j in range(n) if sinks[j])
+    if row.reading.without_sinks:
+        gone = ", ".join(f"“{md(token)}”" for token in row.sinks)
         notes.append(f"Without this head's sinks ({gone}): their weight removed, the rest rescaled to sum to 1.")
-    if words is not None:
+    if row.reading.words:
         notes.append("In words: the query is the whole word (the mean of its pieces' rows); each key word gets the "
                      "sum over its pieces.")
     st.caption(" ".join(notes))

@@ -2,27 +2,19 @@
 
 import streamlit as st
 
-from attention import plotting
-from attention.models import AGGREGATIONS, token_focus, zoom
-from attention.models.aggregations import LINE_VIEW_MAX_UNITS, LINE_VIEW_TOKENS, line_view
+from attention import figures
+from attention.models import AGGREGATIONS, line_view, token_focus, zoom
+from attention.models.sinks import SINKS_NOTE
 from attention.models.tokens import default_focus
+from attention.models.views import LINE_VIEW_MAX_UNITS, LINE_VIEW_TOKENS
+from attention.plotting import CLICKABLE_CELLS, Ticks
+from pages._carried import carried, remember
+from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
+from pages._jobs import attention_or_stop, survey_or_stop
 from pages._labels import label_of, label_or_every, token_labels
-from pages._models import (
-    SINKS_NOTE,
-    attention_or_stop,
-    carried,
-    chart_config,
-    export_row,
-    layer_and_head,
-    query_picker,
-    reading_options,
-    remember,
-    sentence_and_model,
-    survey_or_stop,
-    tile_opener,
-)
 from pages._text import md
+from pages._widgets import layer_and_head, query_picker, reading_switches, sentence_and_model, tile_opener
 
 ensure_app_frame()
 
@@ -30,14 +22,14 @@ st.title("Model heads")
 name, text = sentence_and_model()
 att = attention_or_stop(name, text)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
-st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.kind} · {att.nbytes / 1e6:.1f} MB stored (q, k, v and "
-           "hidden states; weights are recomputed from q and k for each view)")
+st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
+           "v and hidden states; weights are recomputed from q and k for each view)")
 
-words, no_sinks, log = reading_options(att)
+reading = reading_switches(att)
 
 st.subheader("All heads at once")
 found = survey_or_stop(name, text, att)
-st.plotly_chart(plotting.head_grid(found.tiles, hover_extra=found.sink_mass, hover_label="sink mass"),
+st.plotly_chart(figures.head_grid(found.tiles, hover_extra=found.sink_mass, hover_label="sink mass"),
                 width="stretch", key="heads.grid", on_select=tile_opener("heads.grid"), selection_mode="points",
                 config=chart_config(name, "all-heads"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
@@ -57,25 +49,21 @@ layer, head = layer_and_head(c2, c3, L, H, head_disabled=how != "head")
 hide = c4.toggle("Hide special tokens", value=False, key="hide_special", bind="query-params",
                  help="Drop [CLS]/[SEP]/BOS rows and columns and renormalise each row")
 st.latex(AGGREGATIONS[how].formula)
-sinks = found.sinks_of(layer, head if how == "head" else None) if no_sinks else None
 try:
-    view = zoom(att, how, layer=layer, head=head, hide_special=hide, sinks=sinks, words=words)
+    view = zoom(att, how, layer=layer, head=head, hide_special=hide, reading=reading)
 except ValueError as err:
     st.warning(md(err))
     st.stop()
-small = view.block == 1 and view.matrix.size <= plotting.CLICKABLE_CELLS  # a click on a cell names its query
-st.plotly_chart(plotting.heatmap(view.matrix, view.col_labels, view.row_labels, title=view.title,
-                                 value_name=view.value_name, zmin=0, zmax=view.zmax, mask=view.mask, show_values=False,
-                                 log_scale=log and view.value_name == "weight", clickable=small),
-                width="stretch", key="heads.zoom", selection_mode="points",
+small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
+st.plotly_chart(figures.view_heatmap(view, clickable=small), width="stretch", key="heads.zoom", selection_mode="points",
                 on_select=query_picker("heads.zoom", view.row_ids) if small else "ignore",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how))
 notes = []
-if words is not None:
+if view.reading.words:
     notes.append("Words: attention *to* a word is the sum over its pieces, *from* a word the mean of its pieces' "
                  "rows, so rows still sum to 1.")
-if sinks is not None:
-    gone = ", ".join(f"“{md(att.tokens[i])}”" for i in range(n) if sinks[i])
+if view.reading.without_sinks:
+    gone = ", ".join(f"“{md(token)}”" for token in view.sinks)
     notes.append(f"Without sinks: {gone} removed (grey), each row renormalised to sum to 1.")
 if small:
     notes.append("Click a cell to follow its query token below.")
@@ -84,16 +72,15 @@ if notes:
 export_row(att, view, name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
 
 st.subheader("Where does one token look, in every head?")
+words = reading.groups(att)
 units = att.tokens if words is None else words.words
 focus = st.selectbox("Word" if words is not None else "Token", range(len(units)), format_func=token_labels(units),
                      key="focus", bind="query-params",
                      index=default_focus(att.tokens) if words is None else words.word_of(default_focus(att.tokens)))
-focus_view = token_focus(att, min(focus, len(units) - 1), words=words)
-st.plotly_chart(plotting.heatmap(focus_view.matrix, focus_view.col_labels, focus_view.row_labels,
-                                 title=focus_view.title, x_title="key word" if words else "key token",
-                                 y_title="layer · head", zmin=0, zmax=1, log_scale=log,
-                                 show_values=False, height=min(1400, 120 + 12 * L * H), max_tick_labels=96,
-                                 row_groups=H if L * H > 96 else None),
+focus_view = token_focus(att, min(focus, len(units) - 1), reading=reading)
+st.plotly_chart(figures.view_heatmap(focus_view, x_title="key word" if words else "key token",
+                                     y_title="layer · head", height=min(1400, 120 + 12 * L * H),
+                                     ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
                 width="stretch", key="heads.focus", config=chart_config(name, "token", focus))
 
 st.subheader("Lines: one layer's heads, query to key")
@@ -110,14 +97,14 @@ if st.toggle("Show the line view", value=False, key="show_lines", bind="query-pa
         only = c2.selectbox("Lines of", [None, *range(len(units))], key="line_query",
                             format_func=label_or_every(units))
         if picked:
-            lines = line_view(att, layer, [h - 1 for h in picked], query=only, words=words)
-            st.plotly_chart(plotting.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
+            lines = line_view(att, layer, [h - 1 for h in picked], query=only, reading=reading)
+            st.plotly_chart(figures.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
                             width="stretch", key="heads.lines",
                             config=chart_config(name, f"layer-{layer + 1}", "lines"))
             st.caption((f"Over {LINE_VIEW_TOKENS} {'words' if words else 'tokens'}: each query keeps its {lines.top} "
                         "strongest lines. " if lines.top else "") + "Hover a line's middle for its weight.")
 
-if att.kind == "encoder-decoder":
+if att.architecture == "encoder-decoder":
     st.subheader("Cross-attention: each target token reads the source")
     target = st.text_input("Target sentence (empty: the model's own greedy translation)", key="target",
                            bind="query-params", max_chars=2000)
@@ -126,7 +113,6 @@ if att.kind == "encoder-decoder":
     if cross_how != how:
         st.caption(f"{AGGREGATIONS[how].label} is defined for self-attention; cross-attention shows the mean over "
                    "heads.")
-    cross = zoom(pair, cross_how, layer=layer, head=head, stack="cross")  # (t, n)
-    st.plotly_chart(plotting.heatmap(cross.matrix, cross.col_labels, cross.row_labels, title=cross.title,
-                                     x_title="source token (key)", y_title="target token (query)", zmin=0, zmax=1,
-                                     show_values=False), width="stretch", key="heads.cross")
+    cross = zoom(pair, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
+    st.plotly_chart(figures.view_heatmap(cross, x_title="source token (key)", y_title="target token (query)"),
+                    width="stretch", key="heads.cross")

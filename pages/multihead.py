@@ -4,18 +4,10 @@ import streamlit as st
 
 from attention import causal_mask, multi_head_attention, plotting
 from attention import examples as ex
-from attention.live import (
-    SHARPNESS_VALUES,
-    Panel,
-    Slider,
-    cross_attention_frames,
-    slider_values,
-    step_of,
-    sweep_payload,
-)
+from attention.live import SHARPNESS_VALUES, Panel, cross_attention_frames, slider, slider_values
 from attention.multihead import toy_translation
 from pages._frame import ensure_app_frame
-from pages._live import live_sweep, release_to
+from pages._live import live_sliders
 
 ensure_app_frame()
 
@@ -45,9 +37,9 @@ per_row = 2 if n_heads <= 4 else 4  # two wide heads keep their numbers legible
 for start in range(0, n_heads, per_row):
     cols = st.columns(per_row)
     for h, col in zip(range(start, start + per_row), cols, strict=True):
-        col.plotly_chart(plotting.heatmap(mh.heads[h].weights, tokens, tokens, title=f"head {h + 1}", zmin=0,
-                                          zmax=1, mask=mask, height=360, show_values=n_heads <= 4,
-                                          show_scale=h % per_row == per_row - 1),
+        colours = plotting.Colours(0.0, 1.0, bar=h % per_row == per_row - 1)  # one colour bar per row
+        col.plotly_chart(plotting.heatmap(mh.heads[h].weights, tokens, tokens, title=f"head {h + 1}", colours=colours,
+                                          mask=mask, height=360, show_values=n_heads <= 4),
                          width="stretch", key=f"mh.head{h}")
 
 # --- Cross-attention ------------------------------------------------------------------------------------
@@ -62,10 +54,9 @@ with st.expander("Exact value (typed, kept in the link)"):
 
 
 values = slider_values(SHARPNESS_VALUES, sharp)
-live_sweep(sweep_payload([Slider("sharpness s", tuple(values), step_of(values, sharp))],
-                         [Panel("cross-attention weights, live", "matrix", ex.TARGET_SENTENCE, ex.SOURCE_SENTENCE,
-                                cross_attention_frames(values))], key="mh"),
-           key="mh.live", on_release=release_to("mh.live", ("mh.sharp",), (tuple(float(v) for v in values),)))
+live_sliders([slider("sharpness s", values, sharp, "mh.sharp")],
+             [Panel("cross-attention weights, live", "matrix", ex.TARGET_SENTENCE, ex.SOURCE_SENTENCE,
+                    cross_attention_frames(values))], key="mh")
 st.caption("Drag s: the weights above redraw at every step (precomputed with the same function); the chart "
            "below, with hover and export, follows when you let go.")
 cross = toy_translation(sharp)
@@ -73,5 +64,5 @@ st.plotly_chart(plotting.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.
                                  title=f"Target ({len(ex.TARGET_SENTENCE)} words) attends to source "
                                        f"({len(ex.SOURCE_SENTENCE)} words)",
                                  x_title="source (English, keys)", y_title="target (French, queries)",
-                                 zmin=0, zmax=1), width="stretch", key="mh.cross")
+                                 colours=plotting.WEIGHTS), width="stretch", key="mh.cross")
 st.caption("“le” splits its attention between the two “the”: nothing in these toy vectors says which one.")

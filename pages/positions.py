@@ -46,9 +46,9 @@ shuffled = [tokens[i] for i in demo.perm]
 st.markdown(f"Written: **{' '.join(tokens)}** → shuffled: **{' '.join(shuffled)}**  \n"
             "“Cat sat on the mat”, d_model = 4, d_k = 3 (the Step by step page's toy weights).")
 left, right = st.columns(2)
-left.plotly_chart(plotting.heatmap(demo.weights, tokens, tokens, title="Weights, written order", zmin=0, zmax=1,
-                                   height=340), width="stretch", key="pos.written")
-right.plotly_chart(plotting.heatmap(demo.weights_unshuffled, tokens, tokens, zmin=0, zmax=1, height=340,
+left.plotly_chart(plotting.heatmap(demo.weights, tokens, tokens, title="Weights, written order",
+                                   colours=plotting.WEIGHTS, height=340), width="stretch", key="pos.written")
+right.plotly_chart(plotting.heatmap(demo.weights_unshuffled, tokens, tokens, colours=plotting.WEIGHTS, height=340,
                                     title="Shuffled, put back in order"),
                    width="stretch", key="pos.unshuffled")
 m1, m2 = st.columns(2)
@@ -72,8 +72,8 @@ pe = sinusoidal_positions(n_pos, d_model)
 left, right = st.columns(2)
 left.plotly_chart(plotting.heatmap(pe, [str(i) for i in range(d_model)], [str(p) for p in range(n_pos)],
                                    title=f"PE ({n_pos} × {d_model})", x_title="dimension",
-                                   y_title="position", value_name="PE", colorscale=plotting.SIGNED_SCALE,
-                                   zmid_zero=True, show_values=False, height=420, max_y_tick_labels=10),
+                                   y_title="position", value_name="PE", colours=plotting.SIGNED, show_values=False,
+                                   height=420, ticks=plotting.Ticks(y=10)),
                   width="stretch", key="pos.pe")
 similarity = position_similarity(n_pos, d_model)
 starts = [0, n_pos // 2]
@@ -89,7 +89,7 @@ left, right = st.columns(2)
 for col, trace, title, key in ((left, trace_without, "Scores, embeddings alone", "pos.without"),
                                (right, trace_with, "Scores, embeddings + PE", "pos.with")):
     col.plotly_chart(plotting.heatmap(trace.scaled, tokens, tokens, title=title, value_name="score",
-                                      colorscale=plotting.SIGNED_SCALE, zmid_zero=True, height=340),
+                                      colours=plotting.SIGNED, height=340),
                      width="stretch", key=key)
 
 # --- 3. Rotary ---------------------------------------------------------------------------------------------
@@ -125,14 +125,16 @@ st.subheader("In SmolLM2")
 st.caption("SmolLM2 rotates 32 pairs of each 64-dimensional head, pair i by θ_i = 100000^(−2i/64) per position: "
            "pair 0 turns a radian per token, the last pair barely moves over 4,096 tokens.")
 if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key="pos.real", bind="query-params"):
+    from attention.models.registry import DEFAULT_DECODER
     from attention.models.rotary import rotary_view
     from attention.models.running import rotary_base
-    from pages._models import attention_or_stop, layer_and_head, model_or_stop
+    from pages._jobs import attention_or_stop, model_or_stop
+    from pages._widgets import layer_and_head
 
     text = st.text_input("Sentence", "The cat sat on the mat because the cat was tired.", key="pos.text",
                          bind="query-params", max_chars=400)
-    loaded = model_or_stop("smollm2")
-    att = attention_or_stop("smollm2", text)
+    loaded = model_or_stop(DEFAULT_DECODER)
+    att = attention_or_stop(DEFAULT_DECODER, text)
     base = rotary_base(loaded)
     n = len(att.tokens)
     c1, c2, c3, c4 = st.columns(4)

@@ -5,52 +5,38 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
-from attention.models.aggregations import query_row
-from attention.models.head_effects import METHODS, choose_token, rank_correlation
-from attention.models.head_survey import head_sinks
+from attention.models import DEFAULT_DECODER, query_row
+from attention.models.contrast import contrast
+from attention.models.head_effects import ABLATIONS, agreement
 from attention.models.predictions import MAX_NEW_TOKENS, next_tokens
+from attention.models.registry import model_label
 from attention.models.tokens import default_focus, last_word
+from attention.plotting import SIGNED, WEIGHTS, Ticks
+from pages._carried import carried, example_filler, model_switcher
+from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
-from pages._labels import label_of, token_labels
-from pages._models import (
+from pages._jobs import (
     ablation_job,
     attention_or_stop,
-    carried,
-    chart_config,
-    example_filler,
-    export_row,
-    follow,
+    follow_or_stop,
     generation_job,
-    layer_and_head,
     model_or_stop,
-    model_switcher,
-    open_head_buttons,
     patching_job,
-    reading_options,
-    sentence_and_model,
     vector_ablation_job,
 )
+from pages._labels import label_of, token_labels
 from pages._text import md, md_token
+from pages._widgets import layer_and_head, open_head_buttons, reading_switches, sentence_and_model
 
 ensure_app_frame()
 LAYER_HEADS = "layer · head"
 
 
-def result_or_stop(job):
-    """A job's result, or its error as a message that ends the page."""
-    try:
-        return follow(job)
-    except ValueError as err:
-        st.warning(md(err))
-        st.stop()
-
-
 def effects_heatmap(effects, title: str, key: str):
     L, H = effects.effect.shape
     fig = plotting.heatmap(effects.effect, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)],
-                           title=title, x_title="head", y_title="layer", value_name="effect",
-                           colorscale=plotting.SIGNED_SCALE, zmid_zero=True, show_values=False,
-                           height=min(1000, 140 + 22 * L))
+                           title=title, x_title="head", y_title="layer", value_name="effect", colours=SIGNED,
+                           show_values=False, height=min(1000, 140 + 22 * L))
     st.plotly_chart(fig, width="stretch", key=key)
 
 
@@ -62,19 +48,19 @@ example = st.selectbox("Example", list(ex.PREDICTION_EXAMPLES), key="pred.exampl
                        on_change=example_filler(ex.PREDICTION_EXAMPLES, "pred.example", ("text", "pred.target",
                                                                                            "pred.foil")))
 prompt, target_default, foil_default = ex.PREDICTION_EXAMPLES[example]
-name, text = sentence_and_model(prompt)
+name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
 att = attention_or_stop(name, text)
 loaded = model_or_stop(name)
-words, no_sinks, log = reading_options(att)
-method = st.radio("Remove a head by", list(METHODS), format_func=label_of(METHODS), horizontal=True,
-                  key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
-                                          "position.")
+reading = reading_switches(att)
+ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
+                    key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
+                                            "position.")
 
 if att.next_logits is None:  # an encoder: follow one word's vector instead of a next token
     st.info(f"{md(loaded.spec.label)} is an encoder: it has no language-model head and predicts no next token. "
             "Its heads are measured by how far removing each one moves a word's final vector.")
-    st.button("Switch to SmolLM2, which predicts next tokens", icon=":material/swap_horiz:", key="pred.decoder",
-              on_click=model_switcher("smollm2"))
+    st.button(f"Switch to {model_label(DEFAULT_DECODER)}, which predicts next tokens", icon=":material/swap_horiz:",
+              key="pred.decoder", on_click=model_switcher(DEFAULT_DECODER))
     st.selectbox("Example for an encoder", list(ex.VECTOR_EXAMPLES), index=None, key="pred.vector_example",
                  placeholder="choose one to fill the sentence and the word",
                  on_change=example_filler(ex.VECTOR_EXAMPLES, "pred.vector_example", ("text", "pred.word")))
@@ -83,7 +69,7 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
                          max_chars=40)
     st.latex(r"\text{effect}^{(\ell,h)} = 1 - \cos\big(x^{\text{final}}_{w},\ x^{\text{final}}_{w}\,"
              r"\text{without head }(\ell,h)\big)")
-    effects = result_or_stop(vector_ablation_job(name, text, word, method, loaded))
+    effects = follow_or_stop(vector_ablation_job(name, text, word, ablation, loaded, att))
     effects_heatmap(effects, f"How far each head's removal moves “{att.tokens[effects.token]}”", "pred.vector")
     st.caption("Attribution patching is not shown for this metric: 1 − cos is smallest (0) at the unablated "
                "vector, so its gradient there is zero and a first-order estimate would say 0 for every head. It "
@@ -114,7 +100,7 @@ with st.form("pred.generate"):
     asked = st.form_submit_button("Generate", icon=":material/play_arrow:")
 if asked or st.session_state.get("pred.generated"):
     st.session_state["pred.generated"] = True
-    gen = result_or_stop(generation_job(name, text, n_new, greedy, g_temp, seed, loaded))
+    gen = follow_or_stop(generation_job(name, text, n_new, greedy, g_temp, seed, loaded))
     if gen.truncated:
         st.warning("The prompt was cut to leave room for the new tokens.")
     step = st.slider("step", 1, len(gen.steps), len(gen.steps), key="pred.step") - 1
@@ -135,9 +121,9 @@ if asked or st.session_state.get("pred.generated"):
     L, H = s.rows.shape[:2]
     c2.plotly_chart(plotting.heatmap(s.rows.reshape(L * H, -1), keys, [f"L{i + 1} H{h + 1}" for i in range(L)
                                      for h in range(H)], title=f"Where it looked: {len(keys)} keys, one more each "
-                                     "step (the KV cache)", x_title="key token", y_title=LAYER_HEADS, zmin=0, zmax=1,
-                                     show_values=False, height=min(900, 120 + 3 * L * H), max_tick_labels=48,
-                                     row_groups=H, log_scale=log),
+                                     "step (the KV cache)", x_title="key token", y_title=LAYER_HEADS,
+                                     colours=WEIGHTS.logged(reading.log), show_values=False,
+                                     height=min(900, 120 + 3 * L * H), ticks=Ticks(x=48, row_groups=H)),
                     width="stretch", key="pred.rows", config=chart_config(name, "generation-step", step + 1))
 
 # --- 3. Target and foil -----------------------------------------------------------------------------------
@@ -146,32 +132,28 @@ c1, c2 = st.columns(2)
 target = c1.text_input("expected next token (target)", value=target_default, key="pred.target", max_chars=40)
 foil = c2.text_input("an alternative (foil)", value=foil_default, key="pred.foil", max_chars=40)
 try:
-    t, f = choose_token(loaded.tokenizer, target, "target"), choose_token(loaded.tokenizer, foil, "foil")
+    pair = contrast(att, loaded.tokenizer, target, foil)  # tokenized here, once, for every scan below
 except ValueError as err:
     st.warning(md(err))
     st.stop()
-for choice, col in ((t, c1), (f, c2)):
+for choice, col in ((pair.target, c1), (pair.foil, c2)):
     col.caption(f"“{md(choice.text)}” is one token." if choice.pieces == 1 else
                 f"“{md(choice.text)}” is {choice.pieces} tokens; the first, “{md(choice.token)}”, is used. A leading "
                 "space matters: “ Mary” and “Mary” are different tokens.")
-if t.token_id == f.token_id:
-    st.warning(f"The target and the foil are the same token (“{md(t.token)}”): their logit difference is always 0.")
-    st.stop()
-z = att.next_logits
-st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {z[t.token_id]:.2f} - "
-         rf"{z[f.token_id]:.2f} = {z[t.token_id] - z[f.token_id]:.2f}")
+st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {pair.target_logit:.2f} - "
+         rf"{pair.foil_logit:.2f} = {pair.baseline:.2f}")
 st.caption("Positive: the model prefers the target. A head's effect is m with the head removed, minus m: negative "
            "means the head supported the target.")
 
 # --- 4. Which heads matter --------------------------------------------------------------------------------
 st.header("4 · Which heads matter")
-estimate = result_or_stop(patching_job(name, text, target, foil, method, loaded))
+estimate = follow_or_stop(patching_job(name, text, target, foil, ablation, loaded, att, pair))
 exact_asked = st.button("Remove every head in turn (the exact scan)", icon=":material/science:", key="pred.scan",
                         help="One forward pass per head, batched; a few seconds for SmolLM2's 270 heads.")
 exact = None
-if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{target}.{foil}.{method}"):
-    st.session_state[f"pred.scanned.{name}.{text}.{target}.{foil}.{method}"] = True
-    exact = result_or_stop(ablation_job(name, text, target, foil, method, loaded))
+if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{target}.{foil}.{ablation}"):
+    st.session_state[f"pred.scanned.{name}.{text}.{target}.{foil}.{ablation}"] = True
+    exact = follow_or_stop(ablation_job(name, text, target, foil, ablation, loaded, att, pair))
 c1, c2 = st.columns(2)
 with c1:
     effects_heatmap(estimate, "Estimate: attribution patching (1 forward + 1 backward)", "pred.estimate")
@@ -188,7 +170,7 @@ rows = [{"layer": i + 1, "head": h + 1, "exact effect": exact.effect[i, h] if ex
          "estimate": estimate.effect[i, h]} for i, h, _ in ranked]
 if exact is not None:
     st.caption(f"Rank correlation between the estimate and the exact effects over all heads: Spearman ρ = "
-               f"{rank_correlation(estimate.effect, exact.effect):.2f} (1: the same order).")
+               f"{agreement(estimate, exact).spearman:.2f} (1: the same order).")
 st.dataframe(pd.DataFrame(rows).style.format({"exact effect": "{:.3f}", "estimate": "{:.3f}"}, na_rep="–"),
              hide_index=True, key="pred.ranked")
 
@@ -196,13 +178,13 @@ st.dataframe(pd.DataFrame(rows).style.format({"exact effect": "{:.3f}", "estimat
 st.header("5 · What a head that matters looks at")
 c1, c2 = st.columns(2)
 layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
-pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, words=words,
-                    sinks=head_sinks(att, layer, head) if no_sinks else None)
-last = token_labels(att.tokens)(len(att.tokens) - 1)
+pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=reading)
+words = pattern.reading.words
+last = pattern.row_labels[0] if words else token_labels(att.tokens)(len(att.tokens) - 1)
 st.plotly_chart(plotting.weights_bar(pattern.col_labels, pattern.matrix[0],
                                      title=f"Layer {layer + 1}, head {head + 1}: where the last "
-                                     f"{'word' if words else 'token'} ({pattern.row_labels[0] if words else last}) "
-                                     "looks" + (", without sinks" if no_sinks else "")),
+                                     f"{'word' if words else 'token'} ({last}) looks"
+                                     + (", without sinks" if pattern.reading.without_sinks else "")),
                 width="stretch", key="pred.pattern",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")

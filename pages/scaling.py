@@ -4,19 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
-from attention.live import (
-    DIM_VALUES,
-    TEMPERATURE_VALUES,
-    Panel,
-    Slider,
-    scaling_frames,
-    slider_values,
-    step_of,
-    sweep_payload,
-)
+from attention.live import DIM_VALUES, TEMPERATURE_VALUES, Panel, scaling_frames, slider, slider_values
 from attention.scaling import scaling_sample, scaling_study
 from pages._frame import ensure_app_frame
-from pages._live import live_sweep, release_to
+from pages._live import live_sliders
 
 ensure_app_frame()
 
@@ -46,14 +37,10 @@ st.latex(r"\alpha = \operatorname{softmax}(s / T)")
 dims, temperatures = slider_values(DIM_VALUES, d), slider_values(TEMPERATURE_VALUES, temperature)
 frames = scaling_frames(d, temperature, n_keys, dims, temperatures)
 labels = [f"k{j}" for j in range(n_keys)]
-live_sweep(sweep_payload([Slider("dimension d", tuple(dims), step_of(dims, d)),
-                          Slider("temperature T", tuple(temperatures), step_of(temperatures, temperature))],
-                         [Panel("Without scaling: softmax(q·k / T)", "bars", ("q",), labels, frames["unscaled"]),
-                          Panel("With ÷√d: softmax(q·k / √d / T)", "bars", ("q",), labels, frames["scaled"])],
-                         key="scaling"),
-           key="scaling.live", on_release=release_to("scaling.live", ("scaling.d", "scaling.temperature"),
-                                                     (tuple(int(v) for v in dims),
-                                                      tuple(float(v) for v in temperatures))))
+live_sliders([slider("dimension d", dims, d, "scaling.d"),
+              slider("temperature T", temperatures, temperature, "scaling.temperature")],
+             [Panel("Without scaling: softmax(q·k / T)", "bars", ("q",), labels, frames["unscaled"]),
+              Panel("With ÷√d: softmax(q·k / √d / T)", "bars", ("q",), labels, frames["scaled"])], key="scaling")
 st.caption("One random query and its keys (seeded). Drag d or T: both charts redraw at every step, from weights "
            "computed in advance; the table and the curves below follow when you let go. The d slider moves on "
            f"{len(dims)} values from 1 to 1,024; type any d above.")

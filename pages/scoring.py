@@ -37,10 +37,10 @@ for cell, method in zip(cells, METHODS, strict=False):
         st.markdown(f"**{NAMES[method]}**")
         st.latex(FORMULAS[method])
         if show.startswith("weights"):
-            fig = plotting.heatmap(t.weights, tokens, tokens, zmin=0, zmax=1, mask=mask, height=320)
+            fig = plotting.heatmap(t.weights, tokens, tokens, colours=plotting.WEIGHTS, mask=mask, height=320)
         else:
-            fig = plotting.heatmap(t.scaled, tokens, tokens, value_name="score", colorscale=plotting.SIGNED_SCALE,
-                                   zmid_zero=True, mask=mask, height=320)
+            fig = plotting.heatmap(t.scaled, tokens, tokens, value_name="score", colours=plotting.SIGNED, mask=mask,
+                                   height=320)
         st.plotly_chart(fig, width="stretch", key=f"scoring.{method}")
 with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
     for method, ps in params.items():

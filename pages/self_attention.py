@@ -5,10 +5,10 @@ import streamlit as st
 
 from attention import attention_from_embeddings, plotting
 from attention import examples as ex
-from attention.live import QUERY_STEP, QUERY_VALUES, Panel, Slider, query_sweeps, step_of, sweep_payload, with_query
+from attention.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
-from pages._live import live_sweep, release_to
+from pages._live import live_sliders
 
 ensure_app_frame()
 
@@ -43,7 +43,7 @@ def vectors(title, matrix, labels, value_name="value"):
     """Rows of vectors as a heatmap; numbers written in the cells when there are few."""
     st.plotly_chart(plotting.heatmap(matrix, [str(j) for j in range(matrix.shape[1])], labels, title=title,
                                      x_title="dimension", y_title="token", value_name=value_name,
-                                     colorscale=plotting.SIGNED_SCALE, zmid_zero=True),
+                                     colours=plotting.SIGNED),
                     width="stretch", key=f"self.{title}")
 
 
@@ -79,7 +79,7 @@ if upto >= 5:
     c_bar.plotly_chart(plotting.weights_bar(tokens, trace.weights[i], title=f"What “{word}” attends to"),
                        width="stretch", key="self.bar")
     c_heat.plotly_chart(plotting.heatmap(trace.weights, tokens, tokens, title="All queries (rows) × keys",
-                                         zmin=0, zmax=1), width="stretch", key="self.heat")
+                                         colours=plotting.WEIGHTS), width="stretch", key="self.heat")
 
 if upto >= 6:
     st.header(STEPS[5])
@@ -103,16 +103,13 @@ if name.startswith("Cat"):
                  for f, (col, key) in enumerate(zip(cols, q_keys, strict=True))]
     edited = with_query(data.x, data.w_q, data.w_k, data.w_v, i, query)
     sweeps = query_sweeps(data.x, data.w_q, data.w_k, data.w_v, i, QUERY_VALUES, query=query)
-    sliders = [Slider(f"q[{f}]", tuple(QUERY_VALUES), step_of(QUERY_VALUES, query[f])) for f in range(d_k)]
+    sliders = [slider(f"q[{f}]", QUERY_VALUES, query[f], key) for f, key in enumerate(q_keys)]
     # a typed coordinate between two steps: the sliders start at the nearest step, the table below is exact
-    panels = [Panel("scaled scores q·k/√d_k", "bars", (word,), tokens, sweeps["scaled"][:, :, None, :], weights=False),
+    panels = [Panel("scaled scores q·k/√d_k", "bars", (word,), tokens, sweeps["scaled"][:, :, None, :], signed=True),
               Panel("softmax weights α", "bars", (word,), tokens, sweeps["weights"][:, :, None, :]),
               Panel("output z", "bars", (word,), [str(c) for c in range(data.w_v.shape[1])],
-                    sweeps["output"][:, :, None, :], weights=False)]
-
-    steps = tuple(float(v) for v in QUERY_VALUES)
-    live_sweep(sweep_payload(sliders, panels, key="self"), key="self.live",
-               on_release=release_to("self.live", tuple(q_keys), (steps,) * d_k))
+                    sweeps["output"][:, :, None, :], signed=True)]
+    live_sliders(sliders, panels, key="self")
     st.caption("Arrow keys, Home and End move a focused slider. The table follows when you let go.")
     st.dataframe(pd.DataFrame({"key": tokens, "scaled": edited.scaled[0], "weight": edited.weights[0]})
                  .style.format(precision=3), hide_index=True, key="self.live_table")

@@ -4,10 +4,10 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
-from attention.live import PULL_VALUES, Panel, Slider, pull_frames, slider_values, step_of, sweep_payload
+from attention.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
 from attention.toy_ambiguity import bank_attention, it_attention
 from pages._frame import ensure_app_frame
-from pages._live import live_sweep, release_to
+from pages._live import live_sliders
 from pages._text import md
 
 ensure_app_frame()
@@ -33,8 +33,7 @@ for word, keys, defaults in (("bank", ("toy.bank0", "toy.bank1"), ex.BANK_SENTEN
         title = f"“{word}” in “{sentence}”" + (" (layer 2)" if word == "it" else "")
         panels.append(Panel(title, "bars", (word,), tokens, frames))
 if panels:
-    live_sweep(sweep_payload([Slider("pull", tuple(values), step_of(values, pull))], panels, key="toy"),
-               key="toy.live", on_release=release_to("toy.live", ("toy.pull",), (tuple(float(v) for v in values),)))
+    live_sliders([slider("pull", values, pull, "toy.pull")], panels, key="toy")
     st.caption("Drag the pull: what “bank” and “it” attend to redraws at every step (computed in advance); the "
                "tabs below follow when you let go.")
 tab_bank, tab_it = st.tabs(["“bank”", "“it”"])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from attention import seq2seq  # noqa: E402
+from attention import seq2seq, seq2seq_training  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,16 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=seq2seq.WEIGHTS)
     args = parser.parse_args(argv)
 
-    def on_step(kind: str, step: int, loss: float) -> None:
+    def on_step(variant: str, step: int, loss: float) -> None:
         if step % 250 == 0 or step == args.steps - 1:
-            print(f"{kind:10s} step {step:5d}  loss {loss:.4f}", flush=True)
+            print(f"{variant:10s} step {step:5d}  loss {loss:.4f}", flush=True)
 
-    models = seq2seq.train_both(steps=args.steps, seed=args.seed, on_step=on_step)
-    size = seq2seq.save_translators(models, args.out)
-    for kind in seq2seq.KINDS:
-        acc = models.trained_accuracy[kind]
+    models = seq2seq_training.train_both(steps=args.steps, seed=args.seed, on_step=on_step)
+    size = seq2seq_training.save_translators(models, args.out)
+    for variant in seq2seq.VARIANTS:
+        acc = models.trained_accuracy[variant]
         at = {int(n): f"{a:.0%}" for n, a in zip(acc.lengths, acc.sequences, strict=True) if n % 5 == 0}
-        print(f"{kind:10s} trained in {models.train_seconds[kind]:.0f} s; sequences reversed by length: {at}")
+        print(f"{variant:10s} trained in {models.train_seconds[variant]:.0f} s; sequences reversed by length: {at}")
     print(f"wrote {args.out} ({size / 1024:.0f} KiB)")
     return 0
 

@@ -286,18 +286,18 @@ def test_live_sweep_on_the_multihead_page_follows_the_drag_and_reports_the_relea
 
 
 def test_live_sweep_component_writes_hostile_names_as_text(browser):
-    import base64
+    import numpy as np
 
+    from attention.live import Panel, slider, sweep_payload
     from pages._live import component_source
 
     js = component_source("live_sweep", "js")
     evil = '<img src=x onerror="window.__xss=1">'
-    frames = base64.b64encode(bytes(4 * 2 * 2 * 2)).decode()  # 1 slider x 2 steps x (1 x 2) and (2 x 2) cells
-    data = {"key": "t", "sliders": [{"label": evil, "values": [0.0, 1.0], "index": 0}], "signature": "1",
-            "panels": [{"title": evil, "kind": "bars", "rows": [evil], "cols": [evil, "b"], "weights": True,
-                        "scale": 1.0, "frames": base64.b64encode(bytes(4 * 2 * 2)).decode()},
-                       {"title": "m", "kind": "matrix", "rows": [evil, "r"], "cols": ["c", evil], "weights": False,
-                        "scale": 1.0, "frames": frames}]}
+    bars = np.array([[[[0.2, 0.8]], [[0.7, 0.3]]]])  # 1 slider x 2 steps x (1 x 2): the best bar moves
+    data = sweep_payload([slider(evil, (0.0, 1.0), 1.0, "w")],
+                         [Panel(evil, "bars", (evil,), (evil, "b"), bars),
+                          Panel("m", "matrix", (evil, "r"), ("c", evil), np.zeros((1, 2, 2, 2)), signed=True)],
+                         key="t")
     page = browser.new_page()
     page.set_content("<div id=root></div>")
     page.evaluate("""async ([js, data]) => {
@@ -306,4 +306,7 @@ def test_live_sweep_component_writes_hostile_names_as_text(browser):
     }""", [js, data])
     assert page.locator("#root img").count() == 0 and not page.evaluate("() => window.__xss")
     assert page.locator("#root").inner_text().count(evil) >= 4
+    # The darker bar is the one Python named for this step (step 2: the first bar), not one the browser picked.
+    assert page.locator("#root .fill.best").count() == 1
+    assert "best" in page.locator("#root .bar").nth(0).locator(".fill").get_attribute("class")
     page.close()

@@ -72,11 +72,11 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
     from transformers import AutoTokenizer
 
     from attention.models.loading import minilm_dir
-    from pages._models import DEFAULT_TEXT, OTHER
+    from pages._widgets import DEFAULT_TEXT, OTHER
     from tests.test_models import tiny
 
     loaded, reference = tiny("marian", AutoTokenizer.from_pretrained(minilm_dir()))
-    monkeypatch.setattr("pages._models.load_model", lambda name, **kw: loaded)
+    monkeypatch.setattr("pages._jobs.load_model", lambda name, **kw: loaded)
     at = open_page("pages/model_heads.py")
     at.selectbox(key="model").set_value(OTHER).run()
     at.text_input(key="hub_id").set_value("tiny/marian").run()
@@ -95,10 +95,7 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
 
 def test_predictions_page_tells_the_story_from_prediction_to_heads():
     at = open_page("pages/predictions.py")
-    assert "encoder" in at.info[0].value  # MiniLM, the default model, predicts no next token
-    assert chart(at, "pred.vector")  # its heads measured on a word's vector instead
-    at.button(key="pred.decoder").click().run()
-    assert at.selectbox(key="model").value == "smollm2" and not at.exception
+    assert at.selectbox(key="model").value == "smollm2"  # opened from the menu: the bundled decoder
     next_chart = chart(at, "pred.next")
     assert next_chart["layout"]["xaxis"]["ticktext"][0] == "“ Mary”"
     assert array(next_chart["data"][0]["y"])[0] == pytest.approx(0.92, abs=0.03)
@@ -109,11 +106,18 @@ def test_predictions_page_tells_the_story_from_prediction_to_heads():
     assert exact.shape == (30, 9) and np.isfinite(exact).all()
     ranked = table_with(at, "exact effect")
     assert abs(ranked["exact effect"].iloc[0]) == pytest.approx(np.abs(exact).max(), abs=1e-3)  # largest first
-    assert any("Spearman" in c.value for c in at.caption)
+    ranks = [np.argsort(np.argsort(a.ravel(), kind="stable"), kind="stable") for a in (estimate, exact)]
+    rho = next(c.value for c in at.caption if "Spearman" in c.value)
+    assert f"ρ = {np.corrcoef(*ranks)[0, 1]:.2f}" in rho  # the two charts' own rank correlation
     at.text_input(key="pred.foil").set_value(" Mary").run()
     assert any("same token" in w.value for w in at.warning)
     at.text_input(key="pred.target").set_value("").run()
     assert any("empty" in w.value for w in at.warning)
+    at.selectbox(key="model").set_value("minilm").run()
+    assert "encoder" in at.info[0].value  # MiniLM predicts no next token
+    assert chart(at, "pred.vector")  # its heads measured on a word's vector instead
+    at.button(key="pred.decoder").click().run()
+    assert at.selectbox(key="model").value == "smollm2" and not at.exception
 
 
 def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm2):

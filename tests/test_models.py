@@ -139,10 +139,11 @@ def test_smollm2_predicts_paris_from_the_converted_copy():
 # --- tiny random models: no download -------------------------------------------------------------------
 TINY = {
     "bert": (tf.BertModel, lambda: tf.BertConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
-                                                 intermediate_size=64), "encoder"),
-    "gpt2": (tf.GPT2Model, lambda: tf.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=30522), "decoder"),
+                                                 intermediate_size=64), "encoder-only"),
+    "gpt2": (tf.GPT2Model, lambda: tf.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=30522), "decoder-only"),
     "llama": (tf.LlamaModel, lambda: tf.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                                    hidden_size=32, intermediate_size=64, vocab_size=30522), "decoder"),
+                                                    hidden_size=32, intermediate_size=64, vocab_size=30522),
+              "decoder-only"),
     "bart": (tf.BartForConditionalGeneration, lambda: tf.BartConfig(
         encoder_layers=2, decoder_layers=2, d_model=32, encoder_attention_heads=4, decoder_attention_heads=4,
         encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=30522, max_position_embeddings=128), "encoder-decoder"),
@@ -158,7 +159,7 @@ TINY = {
 
 def tiny(name: str, minilm_tokenizer):
     """The same random weights twice: routed through our capture, and through plain eager (the reference)."""
-    cls, make, kind = TINY[name]
+    cls, make, architecture = TINY[name]
     torch.manual_seed(0)
     cfg = make()
     cfg._attn_implementation = "eager"
@@ -167,7 +168,8 @@ def tiny(name: str, minilm_tokenizer):
     cfg2._attn_implementation = CAPTURE
     ours = cls(cfg2).eval()
     ours.load_state_dict(reference.state_dict())
-    return LoadedModel(spec=ModelSpec(name, name, kind, 64), network=ours, tokenizer=minilm_tokenizer), reference
+    spec = ModelSpec(name, name, architecture, 64)
+    return LoadedModel(spec=spec, network=ours, tokenizer=minilm_tokenizer), reference
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +288,7 @@ def test_a_model_that_returns_no_attention_weights_gives_a_message(tokenizer):
             return tf.modeling_outputs.BaseModelOutput(last_hidden_state=hidden, hidden_states=(hidden,),
                                                        attentions=None)
 
-    loaded = LoadedModel(spec=ModelSpec("fused", "fused", "encoder", 64), network=NoWeights(), tokenizer=tokenizer)
+    loaded = LoadedModel(spec=ModelSpec("fused", "fused", "encoder-only", 64), network=NoWeights(), tokenizer=tokenizer)
     with pytest.raises(ValueError, match="returned no attention weights"):
         loaded.attend("the cat sat")
 

@@ -247,17 +247,20 @@ def test_live_sweep_payloads_round_trip_and_stay_small():
     from attention import live
 
     tokens, frames = live.pull_frames(ex.BANK_SENTENCES[0], "bank", live.PULL_VALUES)
-    data = live.sweep_payload([live.Slider("pull", tuple(live.PULL_VALUES), 8)],
+    data = live.sweep_payload([live.slider("pull", live.PULL_VALUES, 4.0, "toy.pull")],
                               [live.Panel("bank", "bars", ("bank",), tokens, frames)], key="t")
+    assert data["sliders"][0]["index"] == 8  # 4.0 is the ninth step of 0, 0.5, ...
     np.testing.assert_allclose(_frames(data["panels"][0], frames.shape), np.rint(frames * 1000) / 1000)
+    # The bar drawn darker in each frame is Python's: the largest weight of that frame.
+    assert data["panels"][0]["best"] == [max(range(len(row)), key=list(row).__getitem__) for row in frames[0, :, 0]]
     dims, temps = live.slider_values(live.DIM_VALUES, 64), live.TEMPERATURE_VALUES
     assert 64 in dims and len(dims) == len(live.DIM_VALUES) + 1  # a typed d joins the slider's steps
     scaling = live.scaling_frames(64, 1.0, 32, dims, temps)  # the largest the Why-scale page makes
     keys = [str(j) for j in range(32)]
-    data = live.sweep_payload([live.Slider("d", tuple(dims), 0), live.Slider("T", tuple(temps), 9)],
+    data = live.sweep_payload([live.slider("d", dims, 1, "d"), live.slider("T", temps, 1.0, "T")],
                               [live.Panel("u", "bars", ("q",), keys, scaling["unscaled"]),
                                live.Panel("s", "bars", ("q",), keys, scaling["scaled"])], key="s")
     assert len(json.dumps(data)) < 200_000
     with pytest.raises(ValueError, match="do not match"):
-        live.sweep_payload([live.Slider("x", (0.0, 1.0), 0)], [live.Panel("p", "bars", ("r",), ("a",), frames)],
+        live.sweep_payload([live.slider("x", (0.0, 1.0), 0.0, "x")], [live.Panel("p", "bars", ("r",), ("a",), frames)],
                            key="bad")

@@ -1,9 +1,10 @@
-"""Figure builders: pooling keeps maxima, the grid names its tiles, large heatmaps stay small on the wire."""
+"""Figure builders: pooling keeps maxima, the grid names its tiles, large heatmaps stay small on the wire,
+colour options reach the trace."""
 
 import numpy as np
 
-from attention import plotting
-from attention.models.aggregations import pool_max
+from attention import figures, plotting
+from attention.models.views import pool_max
 
 rng = np.random.default_rng(7)
 
@@ -22,7 +23,7 @@ def test_pool_max_equals_block_maxima():
 
 def test_head_grid_coordinates_round_to_their_tile():
     w = rng.random((3, 4, 10, 10))
-    trace = plotting.head_grid(w, hover_extra=rng.random((3, 4)), hover_label="sink").data[0]
+    trace = figures.head_grid(w, hover_extra=rng.random((3, 4)), hover_label="sink").data[0]
     x, y, z = np.asarray(trace.x), np.asarray(trace.y), np.asarray(trace.z)
     c = 10
     for layer in range(3):
@@ -40,3 +41,19 @@ def test_large_heatmap_uses_a_template_not_per_cell_strings():
     assert trace.hovertext is None and "%{z" in trace.hovertemplate
     assert len(fig.to_json()) < 2e6  # 512 x 512 float32 as base64 (~1.4 MB), not 262,144 hover strings
     assert len(set(trace.x)) == 512  # "position·token" keeps repeated tokens apart
+
+
+def test_colour_options_reach_the_trace_and_log_colours_keep_the_values_on_hover():
+    z = np.array([[0.001, 0.999], [0.5, 0.5]])
+    signed = plotting.heatmap(z - 0.5, ["a", "b"], ["c", "d"], colours=plotting.SIGNED).data[0]
+    plain = plotting.heatmap(z, ["a", "b"], ["c", "d"]).data[0]
+    assert signed.zmid == 0 and plain.zmid is None and signed.colorscale != plain.colorscale
+    logged = plotting.heatmap(z, ["a", "b"], ["c", "d"], colours=plotting.WEIGHTS.logged(True)).data[0]
+    np.testing.assert_allclose(np.asarray(logged.z, float), np.log10(z))
+    assert (logged.zmin, logged.zmax) == (np.log10(plotting.LOG_FLOOR), 0.0)
+    assert "0.50" in logged.hovertext[1][0]  # hover says the weight, not its logarithm
+    no_bar = plotting.heatmap(z, ["a", "b"], ["c", "d"], colours=plotting.Colours(0.0, 1.0, bar=False)).data[0]
+    assert no_bar.showscale is False
+    grouped = plotting.heatmap(np.zeros((6, 2)), ["a", "b"], [f"L{i // 3 + 1} H{i % 3 + 1}" for i in range(6)],
+                               ticks=plotting.Ticks(row_groups=3))
+    assert list(grouped.layout.yaxis.ticktext) == ["L1", "L2"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention import scored_attention
+from attention import scored_attention, seq2seq_training
 from attention import seq2seq as s2s
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,16 +35,16 @@ def test_training_script_runs_and_its_file_loads(tmp_path):
 def test_shipped_weights_are_small_and_reproduce_the_stated_accuracy(shipped):
     assert s2s.WEIGHTS.stat().st_size <= 1_000_000
     lengths = (5, 10, 15, 20)
-    for kind in s2s.KINDS:
-        stated = shipped.trained_accuracy[kind]
-        fresh = s2s.accuracy_by_length(getattr(shipped, kind), lengths, samples=500, seed=2024)
+    for variant in s2s.VARIANTS:
+        stated = shipped.trained_accuracy[variant]
+        fresh = s2s.accuracy_by_length(getattr(shipped, variant), lengths, samples=500, seed=2024)
         for n, p in zip(lengths, fresh.sequences, strict=True):
             q = stated.sequences[list(stated.lengths).index(n)]
             # two independent samples of 200 and 500 sequences: 4 standard errors of their difference
             spread = 4 * math.sqrt(max(q * (1 - q), 0.01) * (1 / stated.samples + 1 / 500))
-            assert abs(p - q) <= spread, (kind, n, p, q)
+            assert abs(p - q) <= spread, (variant, n, p, q)
     # the bottleneck, as the page says: the single vector falls behind attention on long sequences
-    at20 = {k: shipped.trained_accuracy[k].sequences[19] for k in s2s.KINDS}
+    at20 = {k: shipped.trained_accuracy[k].sequences[19] for k in s2s.VARIANTS}
     assert at20["attentive"] > 0.8 and at20["bottleneck"] < 0.2
 
 
@@ -70,5 +70,5 @@ def test_bad_input_is_refused_with_a_message(text, message):
 
 
 def test_training_is_deterministic():
-    a, b = (s2s.train(True, steps=4, seed=3).state_dict() for _ in range(2))
+    a, b = (seq2seq_training.train(True, steps=4, seed=3).state_dict() for _ in range(2))
     assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)

@@ -6,20 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models.aggregations import (
-    AGGREGATIONS,
-    aggregate,
-    attention_row,
-    drop_tokens,
-    norm_weights,
-    rollout,
-    token_focus,
-    zoom,
-)
+from attention.models.aggregations import AGGREGATIONS, aggregate, attention_row, norm_weights, rollout
 from attention.models.ambiguous_words import compare_word, token_distribution_shift
 from attention.models.head_survey import distance_buckets, survey
 from attention.models.model_attention import AttentionStack, ModelAttention
 from attention.models.tokens import find_word
+from attention.models.views import Reading, drop_tokens, line_view, query_row, token_focus, zoom
 
 rng = np.random.default_rng(4)
 
@@ -49,7 +41,7 @@ def random_attention(L=2, H=4, n=13, d=8, kv=2, causal=False, special=None, toke
 
 def _attention(stack, tokens, special):
     n = len(tokens)
-    return ModelAttention(model_name="fake", text=" ".join(tokens), kind="encoder", tokens=tuple(tokens),
+    return ModelAttention(model_name="fake", text=" ".join(tokens), architecture="encoder-only", tokens=tuple(tokens),
                           token_ids=np.arange(n),
                           special=np.zeros(n, bool) if special is None else np.asarray(special), self_attn=stack,
                           hidden=rng.normal(size=(stack.n_layers + 1, n, 8)), truncated=False, n_input_tokens=n)
@@ -111,7 +103,7 @@ def test_head_types_follow_the_thresholds():
     att = fake_attention(np.stack([prev, nxt, sink, broad])[None], ["[CLS]", "a", "b", "c", ",", "d"],
                          special=[True, False, False, False, False, False])
     stats = survey(att)
-    assert stats.labels[0].tolist() == ["previous-token", "next-token", "sink", "broad"]
+    assert stats.head_types[0].tolist() == ["previous-token", "next-token", "sink", "broad"]
     assert stats.previous[0, 0] == pytest.approx(1.0)
     assert stats.entropy[0, 3] == pytest.approx(np.log(n))
     assert stats.punctuation[0, 3] == pytest.approx(1 / n)
@@ -129,7 +121,7 @@ def test_survey_equals_direct_sums_over_recomputed_weights(causal):
     np.testing.assert_allclose(got.entropy, (-w * np.log(np.where(w > 0, w, 1))).sum(-1).mean(-1), atol=1e-5)
     np.testing.assert_allclose(got.column_mass, w.mean(-2), atol=1e-6)
     np.testing.assert_allclose(got.column_majority, (w > 0.5).mean(-2), atol=1e-9)
-    np.testing.assert_allclose(got.special, w[..., 0].mean(-1), atol=1e-6)
+    np.testing.assert_allclose(got.special_mass, w[..., 0].mean(-1), atol=1e-6)
     i, j = np.indices((n, n))
     np.testing.assert_allclose(got.previous, (w * (i - j == 1)).sum((-1, -2)) / (n - 1), atol=1e-6)
     np.testing.assert_allclose(got.next, (w * (i - j == -1)).sum((-1, -2)) / (n - 1), atol=1e-6)
@@ -255,3 +247,61 @@ def test_a_long_zoom_comes_back_as_block_maxima():
     assert view.row_labels[10] == "30–32 t30…"
     with pytest.raises(ValueError, match="up to 1,024 tokens"):
         aggregate(random_attention(L=1, H=1, n=1100, d=2, kv=1), "rollout", layer=0)
+
+
+def sinks_by_hand(w, special):
+    """The sink rule written out on materialised weights: the first and special tokens, and keys holding
+    over half the weight in over half the rows. Shapes: w (n, n) -> (n,) bool."""
+    n = w.shape[-1]
+    return np.asarray(special, bool) | (np.arange(n) == 0) | ((w > 0.5).mean(0) > 0.5)
+
+
+def test_every_view_removes_the_sinks_the_rule_finds():
+    """A head whose rows mostly pile on "b" (not special), another that piles on nothing: each view, given
+    only Reading(without_sinks=True), removes exactly that head's sinks and rescales what is left."""
+    n = 6
+    spread = random_rows(n, n) * 0.4  # no key reaches half a row
+    piled = spread.copy()
+    piled[:4, 2] = 3.0  # four of six rows put most of their weight on "b"
+    piled /= piled.sum(-1, keepdims=True)
+    spread /= spread.sum(-1, keepdims=True)
+    w = np.stack([piled, spread])[None]  # (1 layer, 2 heads, n, n)
+    special = [True, False, False, False, False, True]
+    att = fake_attention(w, ["[CLS]", "a", "b", "c", "d", "[SEP]"], special=special)
+    gone = [sinks_by_hand(w[0, h], special) for h in range(2)]
+    assert gone[0].tolist() == [True, False, True, False, False, True] and not gone[1][2]
+    reading = Reading(without_sinks=True)
+
+    def rescaled(rows, g):
+        kept = np.where(g, 0.0, rows)
+        return kept / kept.sum(-1, keepdims=True)
+
+    for h in range(2):
+        view = zoom(att, "head", layer=0, head=h, reading=reading)
+        np.testing.assert_allclose(view.matrix, rescaled(w[0, h], gone[h]), atol=1e-6)
+        assert not view.mask[:, gone[h]].any() and view.sinks == tuple(np.array(att.tokens)[gone[h]])
+        row = query_row(att, 3, layer=0, head=h, reading=reading)
+        np.testing.assert_allclose(row.matrix[0], rescaled(w[0, h, 3], gone[h]), atol=1e-6)
+        lines = line_view(att, 0, [h], reading=reading)
+        drawn = {(int(i), int(j)) for i, j, _ in lines.lines[0]}
+        assert not any(gone[h][j] for _, j in drawn)
+    mean = zoom(att, "mean", layer=0, reading=reading)  # over heads: the sinks of any head of the layer
+    np.testing.assert_allclose(mean.matrix, rescaled(w[0].mean(0), gone[0] | gone[1]), atol=1e-6)
+    focus = token_focus(att, 3, reading=reading)  # each head's row without its own sinks
+    np.testing.assert_allclose(focus.matrix, [rescaled(w[0, h, 3], gone[h]) for h in range(2)], atol=1e-6)
+    plain = zoom(att, "head", layer=0, head=0)
+    assert plain.sinks == () and not plain.reading.without_sinks
+
+
+def test_the_survey_and_the_views_count_sinks_alike():
+    """The survey leaves the majority counts of its own pass for the views; counting them afresh (a text
+    no survey has seen) gives the same sinks."""
+    from attention.models.sinks import head_sinks, majority_share
+
+    att = random_attention(L=2, H=4, n=23, causal=True, special=[True] + [False] * 22)
+    counted = [majority_share(att.self_attn, layer).copy() for layer in range(2)]
+    att.self_attn.derived.clear()
+    found = survey(att)
+    for layer in range(2):
+        np.testing.assert_allclose(majority_share(att.self_attn, layer), counted[layer], atol=1e-6)
+        np.testing.assert_array_equal(found.sinks[layer], [head_sinks(att, layer, h) for h in range(4)])

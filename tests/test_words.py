@@ -79,29 +79,32 @@ def test_word_level_sums_to_and_averages_from_pieces(minilm):
 
 
 def test_sinks_of_smollm2_start_with_the_first_token_and_removing_them_renormalises(smollm2):
-    from attention.models.aggregations import query_row, zoom
-    from attention.models.head_survey import head_sinks, survey
+    from attention.models.head_survey import survey
+    from attention.models.sinks import head_sinks
+    from attention.models.views import Reading, query_row, zoom
 
     att = smollm2.attend("When Mary and John went to the store, John gave a drink to")
+    counted = head_sinks(att, 3, 4)  # counted by the sinks module itself, before any survey
     found = survey(att)
     assert found.sinks[..., 0].all()  # the first token is every head's sink
     assert np.median(found.sink_mass) > 0.5  # and takes most of the attention (Xiao et al. 2023)
     own_count = np.mean([att.head_weights(3, 4)[:, j] > 0.5 for j in range(len(att.tokens))], axis=1)
-    np.testing.assert_array_equal(head_sinks(att, 3, 4), found.sinks_of(3, 4))
-    assert set(np.nonzero(own_count > 0.5)[0]) <= set(np.nonzero(found.sinks_of(3, 4))[0])
-    view = zoom(att, "head", layer=3, head=4, sinks=found.sinks_of(3, 4))
+    np.testing.assert_array_equal(counted, found.sinks[3, 4])
+    assert set(np.nonzero(own_count > 0.5)[0]) <= set(np.nonzero(counted)[0])
+    view = zoom(att, "head", layer=3, head=4, reading=Reading(without_sinks=True))
     rows = view.matrix[1:]  # row 0 sees only the first token, itself a sink
     np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-5)
-    assert np.all(view.matrix[:, found.sinks_of(3, 4)] == 0)
-    row = query_row(att, len(att.tokens) - 1, layer=3, head=4, sinks=found.sinks_of(3, 4))
-    keep = ~found.sinks_of(3, 4)
+    assert np.all(view.matrix[:, counted] == 0)
+    assert view.sinks == tuple(att.tokens[j] for j in np.nonzero(counted)[0])
+    row = query_row(att, len(att.tokens) - 1, layer=3, head=4, reading=Reading(without_sinks=True))
+    keep = ~counted
     own = att.head_weights(3, 4)[-1]
     np.testing.assert_allclose(row.matrix[0][keep], own[keep] / own[keep].sum(), atol=1e-6)
 
 
 def test_npz_round_trips_and_csv_has_one_row_per_query(minilm):
-    from attention.models.aggregations import zoom
     from attention.models.export import file_stem, matrix_csv, sentence_npz
+    from attention.models.views import zoom
 
     att = minilm.attend(SPLIT)
     with np.load(io.BytesIO(sentence_npz(att))) as data:  # numpy alone, no pickle

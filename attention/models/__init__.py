@@ -6,36 +6,49 @@
     >>> att.head_trace(2, 5)         # one head rebuilt step by step, an attention.AttentionTrace
 
 Modules, in the order a forward pass meets them:
-    registry        which models exist (bundled, hub allowlist), ModelSpec, ModelUnavailable
+    registry        which models exist (bundled, hub allowlist, the default encoder and decoder), ModelSpec
     loading         load_model: files -> a network whose attention goes through capture
     capture         records Q, K, V inside the network while it runs
     running         LoadedModel and attend(): the one place a forward pass happens
     model_attention ModelAttention / AttentionStack: what the pass recorded; head_trace
     tokens          display strings, special and punctuation flags, finding a word
-    aggregations    the table of aggregations (mean, max, rollout, norm) and the views pages draw
     recompute       weights recomputed from q and k, a chunk of rows at a time, on the compute device
-    head_survey     one pass over every head: the grid, Head atlas statistics, distance, sinks
+    aggregations    the table of ways to show a layer as one matrix (one head, mean, max, rollout, norm)
+    sinks           the one rule for a head's attention sinks
     words           pieces merged into the tokenizer's words: word_level(att) -> WordAttention
+    views           what pages draw, re-read as Reading(words, without_sinks, log) says: zoom, query_row,
+                    token_focus, line_view
+    head_survey     one pass over every head: the grid, Head atlas statistics, distance, sink mass
     export          the matrix on screen as CSV, a sentence as .npz, safe file names
     ambiguous_words one word in two sentences (the Ambiguous words page)
     predictions     the next token and step-by-step generation (the Predictions page)
-    head_effects    each head removed, exactly or by attribution patching
+    contrast        a target and a foil token, tokenized once, and the model's logit difference
+    head_effects    each head removed, exactly or by attribution patching, and how well the two agree
     rotary          one head's q and k through its rotary positions (the Positions page)
 
 The toy side (`import attention`) never imports this package, so toy pages start without torch.
 """
 
-from attention.models.aggregations import AGGREGATIONS, aggregate, attention_row, token_focus, zoom
+from attention.models.aggregations import AGGREGATIONS, aggregate, attention_row
 from attention.models.head_survey import HeadSurvey, survey
 from attention.models.loading import load_model
 from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
-from attention.models.registry import BUNDLED, DEFAULT_MODEL, ModelSpec, ModelUnavailable, hub_allowlist
+from attention.models.registry import (
+    BUNDLED,
+    DEFAULT_DECODER,
+    DEFAULT_ENCODER,
+    DEFAULT_MODEL,
+    ModelSpec,
+    ModelUnavailable,
+    hub_allowlist,
+)
 from attention.models.running import LoadedModel, attend, own_attention
+from attention.models.views import AS_IS, MatrixView, Reading, line_view, query_row, token_focus, zoom
 from attention.models.words import WordAttention, WordGroups, word_groups, word_level
 
 __all__ = [
-    "AGGREGATIONS", "BUNDLED", "DEFAULT_MODEL", "STACKS", "AttentionStack", "HeadSurvey", "LoadedModel",
-    "ModelAttention", "ModelSpec", "ModelUnavailable", "aggregate", "attend", "attention_row", "hub_allowlist",
-    "load_model", "own_attention", "survey", "token_focus", "zoom", "WordAttention", "WordGroups", "word_groups",
-    "word_level",
+    "AGGREGATIONS", "AS_IS", "BUNDLED", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "STACKS",
+    "AttentionStack", "HeadSurvey", "LoadedModel", "MatrixView", "ModelAttention", "ModelSpec", "ModelUnavailable",
+    "Reading", "aggregate", "attend", "attention_row", "hub_allowlist", "line_view", "load_model", "own_attention",
+    "query_row", "survey", "token_focus", "zoom", "WordAttention", "WordGroups", "word_groups", "word_level",
 ]

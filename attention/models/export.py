@@ -11,8 +11,8 @@ import re
 
 import numpy as np
 
-from attention.models.aggregations import MatrixView
 from attention.models.model_attention import ModelAttention
+from attention.models.views import MatrixView
 
 NPZ_MAX_WEIGHTS = 20_000_000  # floats (80 MB) of weights per stack; above, q, k, v are stored to recompute them
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run a cell starting so as a formula

@@ -4,11 +4,16 @@ A head's output z_h (its slice of the output projection's input; TransformerLens
 set to zero ("zero"), or to its mean over the text's positions ("mean"), at every position. The metric:
     decoders   logit(target) - logit(foil) at the last position (does the model prefer " Mary" to " John"?)
     encoders   1 - cos(h, h_ablated) of one token's final vector (how much the head moves "bank")
-effect = metric(ablated) - metric(clean): negative means the head supported the target.
+effect = metric(ablated) - metric(clean): negative means the head supported the target. For decoders the
+clean metric is the Contrast's baseline (attention.models.contrast): target and foil are tokenized once,
+and the scans, the estimate and the page all read the same m.
 
 head_ablation runs every ablation exactly, a batch of prompt copies at a time, each copy with one head
 removed; attribution_patching estimates them all from one forward and one backward pass (Nanda 2023):
     effect_h ~ sum over positions and dimensions of (z_h ablated - z_h) * d metric / d z_h
+
+Every function takes the clean result `att` (attend() on the text) rather than the text: its token ids,
+modules and head size are what the scans run on, so the text is not read again.
 
 Shapes: L layers, H heads, d head size, n tokens; effects (L, H).
 """
@@ -23,48 +28,28 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attention.models.contrast import Contrast
 from attention.models.model_attention import ModelAttention
 from attention.models.recompute import LONG_WORK_TOKENS, work_threads
-from attention.models.running import LoadedModel, attend, has_lm_head, output_projection_module
+from attention.models.running import LoadedModel, has_lm_head, output_projection_module
 from attention.models.tokens import find_word
 
-METHODS = {"zero": "set to zero", "mean": "set to its mean over the text's positions"}
+ABLATIONS = {"zero": "set to zero", "mean": "set to its mean over the text's positions"}  # how a head is removed
 BATCH_SECONDS = 0.8  # the lock is released between batches: another user's sentence waits at most about this
-
-
-@dataclass(frozen=True)
-class TokenChoice:
-    """How a word the user typed became the one token a metric reads."""
-
-    text: str  # as typed
-    token_id: int
-    token: str  # the token used, as text
-    pieces: int  # how many tokens the word is; only the first is used
-
-    def __post_init__(self):
-        if self.pieces < 1:
-            raise ValueError("empty token choice")
-
-
-def choose_token(tokenizer, word: str, role: str = "target") -> TokenChoice:
-    """The first token of `word` (" Mary" with its leading space is one SmolLM2 token; "Mary" another)."""
-    if not isinstance(word, str) or not word.strip():
-        raise ValueError(f"Type the {role} token: it is empty.")
-    ids = tokenizer(word, add_special_tokens=False)["input_ids"]
-    if not ids:
-        raise ValueError(f"The tokenizer makes no token of the {role} “{word}”.")
-    return TokenChoice(text=word, token_id=int(ids[0]), token=tokenizer.decode([ids[0]]), pieces=len(ids))
+EFFECT_MAX_TOKENS = 512  # longer texts are refused: one pass per head, and the estimate's backward pass keeps
+# every layer's eager weights (SmolLM2 at 4,096 tokens: 600 MB a layer)
 
 
 @dataclass(frozen=True)
 class HeadEffects:
+    """Every head's effect on one metric, removed one at a time (or estimated)."""
+
     baseline: float  # the metric on the unablated model
     effect: np.ndarray  # (L, H) ablated - baseline
-    method: str  # "zero" or "mean"
+    ablation: str  # how a head was removed: a key of ABLATIONS
     metric: str  # what was measured, in words
     estimated: bool  # True for attribution patching (first-order), False for exact ablation
-    target: TokenChoice | None = None
-    foil: TokenChoice | None = None
+    contrast: Contrast | None = None  # target and foil of a decoder's logit difference
     token: int | None = None  # the token whose vector an encoder metric follows
 
     def ranked(self, k: int = 15) -> list[tuple[int, int, float]]:
@@ -75,11 +60,26 @@ class HeadEffects:
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rho of two arrays of the same shape (ties broken by order): how well the estimate
-    ranks heads as the exact scan does."""
+    """Spearman's rho of two arrays of the same shape (ties broken by order)."""
     ra = np.argsort(np.argsort(np.ravel(a), kind="stable"), kind="stable").astype(float)
     rb = np.argsort(np.argsort(np.ravel(b), kind="stable"), kind="stable").astype(float)
     return float(np.corrcoef(ra, rb)[0, 1])
+
+
+@dataclass(frozen=True)
+class ScanAgreement:
+    """How well attribution patching ranks the heads as the exact scan does."""
+
+    estimate: HeadEffects
+    exact: HeadEffects
+    spearman: float  # rank correlation of the two over all heads: 1 = the same order
+
+
+def agreement(estimate: HeadEffects, exact: HeadEffects) -> ScanAgreement:
+    """The estimate against the exact scan of the same metric; ValueError when they measure different things."""
+    if estimate.metric != exact.metric or estimate.effect.shape != exact.effect.shape:
+        raise ValueError(f"the estimate measures {estimate.metric} and the scan {exact.metric}: nothing to compare")
+    return ScanAgreement(estimate, exact, rank_correlation(estimate.effect, exact.effect))
 
 
 @dataclass(frozen=True)
@@ -94,20 +94,25 @@ class _Setup:
     # can start a forward pass at any layer (see _layers_of); None otherwise
 
 
-def _setup(loaded: LoadedModel, text: str) -> _Setup:
-    att = attend(loaded, text)
+def _setup(loaded: LoadedModel, att: ModelAttention) -> _Setup:
+    if att.model_name != loaded.spec.name:
+        raise ValueError(f"this result is {att.model_name}'s, not {loaded.spec.name}'s")
+    if len(att.tokens) > EFFECT_MAX_TOKENS:
+        raise ValueError(f"Head effects are measured on texts of up to {EFFECT_MAX_TOKENS} tokens (every head is "
+                         f"removed in a pass of its own); this text has {len(att.tokens):,}. Keep the part that "
+                         "leads to the prediction.")
     network = loaded.network
     modules = dict(network.named_modules())
     found = [output_projection_module(modules, name) for name in att.self_attn.modules]
     if any(f is None for f in found):
         raise ValueError(f"{loaded.spec.name}'s output projection was not found: its heads cannot be ablated here.")
     ids = torch.as_tensor(att.token_ids)[None].to(loaded.device)
-    stack = _layers_of(network)
+    layers = _layers_of(network)
     inputs = {}
-    hooks = [] if stack is None else [
+    hooks = [] if layers is None else [
         layer.register_forward_pre_hook(lambda m, args, kwargs, i=i: inputs.__setitem__(
             i, (args[0] if args else kwargs["hidden_states"]).detach().clone()), with_kwargs=True)
-        for i, layer in enumerate(stack[1])]
+        for i, layer in enumerate(layers[1])]
     try:
         with loaded.lock, torch.inference_mode():
             clean = network(input_ids=ids, **_lm_kwargs(loaded))
@@ -115,7 +120,7 @@ def _setup(loaded: LoadedModel, text: str) -> _Setup:
         for h in hooks:
             h.remove()
     return _Setup(att=att, ids=ids, projections=found, n_heads=att.n_heads, head_size=att.self_attn.v.shape[-1],
-                  clean=clean, layer_inputs=None if stack is None else [inputs[i] for i in range(len(found))])
+                  clean=clean, layer_inputs=None if layers is None else [inputs[i] for i in range(len(found))])
 
 
 def _layers_of(network) -> tuple[torch.nn.Module, torch.nn.ModuleList] | None:
@@ -162,10 +167,10 @@ def _run_from(loaded: LoadedModel, setup: _Setup, first_layer: int, copies: int,
     for the duration of the call."""
     network = loaded.network.base_model if base else loaded.network
     kwargs = {} if base else _lm_kwargs(loaded)
-    stack = _layers_of(loaded.network) if setup.layer_inputs is not None else None
-    if stack is None or first_layer == 0:
+    found = _layers_of(loaded.network) if setup.layer_inputs is not None else None
+    if found is None or first_layer == 0:
         return network(input_ids=setup.ids.repeat(copies, 1), **kwargs)
-    decoder, layers = stack
+    decoder, layers = found
     decoder.layers = torch.nn.ModuleList(list(layers)[first_layer:])
     try:
         return network(inputs_embeds=setup.layer_inputs[first_layer].repeat(copies, 1, 1), **kwargs)
@@ -173,13 +178,16 @@ def _run_from(loaded: LoadedModel, setup: _Setup, first_layer: int, copies: int,
         decoder.layers = layers
 
 
-def _scan(loaded: LoadedModel, setup: _Setup, method: str, read: Callable[[object], torch.Tensor],
+def _check(ablation: str) -> None:
+    if ablation not in ABLATIONS:
+        raise ValueError(f"unknown ablation {ablation!r}; choose one of {', '.join(ABLATIONS)}")
+
+
+def _scan(loaded: LoadedModel, setup: _Setup, ablation: str, read: Callable[[object], torch.Tensor],
           progress, *, base: bool = False) -> np.ndarray:
     """metric for every single-head ablation: (L, H), in batches of about BATCH_SECONDS each."""
-    if method not in METHODS:
-        raise ValueError(f"unknown ablation {method!r}; choose one of {', '.join(METHODS)}")
     L, H, d = len(setup.projections), setup.n_heads, setup.head_size
-    means = [z.mean(0) for z in _clean_z(loaded, setup)] if method == "mean" else None
+    means = [z.mean(0) for z in _clean_z(loaded, setup)] if ablation == "mean" else None
     todo = [(layer, head) for layer in range(L) for head in range(H)]  # by layer: a batch starts at its first
     values = np.zeros(L * H)
     batch, done = 8, 0
@@ -211,49 +219,54 @@ def _lm_kwargs(loaded: LoadedModel) -> dict:
     return {"logits_to_keep": 1} if has_lm_head(loaded.network) else {}
 
 
-def head_ablation(loaded: LoadedModel, text: str, target: str, foil: str, *, method: str = "zero",
+def head_ablation(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, *, ablation: str = "zero",
                   progress: Callable[[float, str], None] | None = None) -> HeadEffects:
-    """Remove each head in turn; effect on logit(target) - logit(foil) at the last position."""
-    setup, t, f = _logit_setup(loaded, text, target, foil)
+    """Remove each head in turn; effect on the contrast's logit(target) - logit(foil) at the last position.
+    `att` is the clean result the contrast was read from."""
+    _check(ablation)
+    setup = _setup(loaded, att)
+    t, f = contrast.target.token_id, contrast.foil.token_id
 
     # logit(t) - logit(f) = h . (W_U[t] - W_U[f]) + (b[t] - b[f]) for the final hidden state h: the scan
     # runs the model without its LM head, so no copy computes 49,152 logits to keep two.
     unembed = loaded.network.get_output_embeddings()
-    direction = (unembed.weight[t.token_id] - unembed.weight[f.token_id]).double()  # (D,)
-    offset = 0.0 if unembed.bias is None else float(unembed.bias[t.token_id] - unembed.bias[f.token_id])
+    direction = (unembed.weight[t] - unembed.weight[f]).double()  # (D,)
+    offset = 0.0 if unembed.bias is None else float(unembed.bias[t] - unembed.bias[f])
 
     def read(out):
         return out.last_hidden_state[:, -1].double() @ direction + offset  # (B,)
 
-    baseline = float(setup.clean.logits[0, -1, t.token_id].double() - setup.clean.logits[0, -1, f.token_id].double())
     with work_threads(LONG_WORK_TOKENS):  # a batch holds dozens of copies of the text: long work
-        ablated = _scan(loaded, setup, method, read, progress, base=True)
-    return HeadEffects(baseline=baseline, effect=ablated - baseline, method=method, estimated=False,
-                       metric=f"logit(“{t.token}”) − logit(“{f.token}”)", target=t, foil=f)
+        ablated = _scan(loaded, setup, ablation, read, progress, base=True)
+    return HeadEffects(baseline=contrast.baseline, effect=ablated - contrast.baseline, ablation=ablation,
+                       estimated=False, metric=contrast.metric, contrast=contrast)
 
 
-def head_ablation_cosine(loaded: LoadedModel, text: str, word: str, *, method: str = "zero",
+def head_ablation_cosine(loaded: LoadedModel, att: ModelAttention, word: str, *, ablation: str = "zero",
                          progress: Callable[[float, str], None] | None = None) -> HeadEffects:
     """For encoders (no next token): remove each head in turn; effect on 1 - cos of `word`'s final vector
     with and without the head (0 on the clean model)."""
-    setup = _setup(loaded, text)
-    i = find_word(setup.att.tokens, word)
+    _check(ablation)
+    i = find_word(att.tokens, word)
+    setup = _setup(loaded, att)
     clean = setup.clean.last_hidden_state[0, i].double()  # (D,)
 
     def read(out):
         return 1 - torch.nn.functional.cosine_similarity(out.last_hidden_state[:, i].double(), clean[None], dim=-1)
 
     with work_threads(LONG_WORK_TOKENS):
-        ablated = _scan(loaded, setup, method, read, progress)
-    return HeadEffects(baseline=0.0, effect=ablated, method=method, estimated=False, token=i,
-                       metric=f"1 − cos(“{setup.att.tokens[i]}” with the head, without it)")
+        ablated = _scan(loaded, setup, ablation, read, progress)
+    return HeadEffects(baseline=0.0, effect=ablated, ablation=ablation, estimated=False, token=i,
+                       metric=f"1 − cos(“{att.tokens[i]}” with the head, without it)")
 
 
-def attribution_patching(loaded: LoadedModel, text: str, target: str, foil: str, *,
-                         method: str = "zero") -> HeadEffects:
-    """Every head's ablation effect on logit(target) - logit(foil), estimated to first order from one
-    forward and one backward pass: (z_ablated - z) . d metric / d z, summed over the head's slice."""
-    setup, t, f = _logit_setup(loaded, text, target, foil)
+def attribution_patching(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, *,
+                         ablation: str = "zero") -> HeadEffects:
+    """Every head's ablation effect on the contrast's logit(target) - logit(foil), estimated to first order
+    from one forward and one backward pass: (z_ablated - z) . d metric / d z, summed over the head's slice."""
+    _check(ablation)
+    setup = _setup(loaded, att)
+    t, f = contrast.target.token_id, contrast.foil.token_id
     network, d = loaded.network, setup.head_size
     seen = {}
 
@@ -270,7 +283,7 @@ def attribution_patching(loaded: LoadedModel, text: str, target: str, foil: str,
             for p in network.parameters():
                 p.requires_grad_(False)  # gradients for the activations only, not the 135M parameters
             logits = network(input_ids=setup.ids, logits_to_keep=1).logits[0, -1]
-            metric = logits[t.token_id] - logits[f.token_id]
+            metric = logits[t] - logits[f]
             metric.backward()
     finally:
         grad_from_here.remove()
@@ -280,19 +293,7 @@ def attribution_patching(loaded: LoadedModel, text: str, target: str, foil: str,
     estimate = np.zeros((L, H))
     for layer in range(L):
         z, grad = seen[layer][0].detach(), seen[layer].grad[0]  # (n, H * d)
-        delta = -z if method == "zero" else z.mean(0, keepdim=True) - z
+        delta = -z if ablation == "zero" else z.mean(0, keepdim=True) - z
         estimate[layer] = (delta * grad).reshape(z.shape[0], H, d).sum((0, 2)).cpu().numpy()
-    return HeadEffects(baseline=float(metric.detach()), effect=estimate, method=method, estimated=True,
-                       metric=f"logit(“{t.token}”) − logit(“{f.token}”)", target=t, foil=f)
-
-
-def _logit_setup(loaded: LoadedModel, text: str, target: str, foil: str) -> tuple[_Setup, TokenChoice, TokenChoice]:
-    if not has_lm_head(loaded.network):
-        raise ValueError(f"{loaded.spec.name} is an encoder: it predicts no next token, so there is no logit "
-                         "difference to measure. Use the token-vector metric, or choose a decoder (SmolLM2).")
-    t = choose_token(loaded.tokenizer, target, "target")
-    f = choose_token(loaded.tokenizer, foil, "foil")
-    if t.token_id == f.token_id:
-        raise ValueError(f"The target and the foil are the same token (“{t.token}”): their logit difference is "
-                         "always 0. Choose two different next tokens.")
-    return _setup(loaded, text), t, f
+    return HeadEffects(baseline=contrast.baseline, effect=estimate, ablation=ablation, estimated=True,
+                       metric=contrast.metric, contrast=contrast)

@@ -1,5 +1,6 @@
 """Every per-head number of a model on one text, from one pass over all heads: the all-heads grid, the
-Head atlas statistics and types, attention by distance, and where attention piles up (sinks).
+Head atlas statistics and types, attention by distance, and where attention piles up (sinks, by the rule
+of attention.models.sinks).
 
 The pass recomputes each layer's weights a chunk of query rows at a time (attention.models.recompute),
 so memory stays bounded at thousands of tokens, and accumulates everything the all-heads views need;
@@ -30,22 +31,22 @@ import torch
 
 from attention.models.model_attention import ModelAttention
 from attention.models.recompute import block_max, chunk_rows, row_chunks, work_threads
+from attention.models.sinks import remember_majority_share, sink_candidates, sink_rule
 from attention.models.tokens import is_punctuation
 
 GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
 TYPE_THRESHOLD = 0.5
-SINK_ROWS = 0.5  # a token is a sink of a head when it holds over half the weight in over this share of rows
 BROAD_FRACTION = 0.9
 
 METRICS = {  # HeadSurvey field -> (label, what it measures): the Head atlas's statistics
     "entropy": ("entropy (nats)", "Mean entropy of the head's attention rows: low = focused, high = broad."),
-    "special": ("on special tokens", "Share of attention on [CLS]/[SEP]/BOS (or the first token if none)."),
+    "special_mass": ("on special tokens", "Share of attention on [CLS]/[SEP]/BOS (or the first token if none)."),
     "previous": ("on previous token", "Share on token i − 1."),
     "same": ("on itself", "Share on token i."),
     "next": ("on next token", "Share on token i + 1."),
     "punctuation": ("on punctuation", "Share on punctuation tokens."),
-    "sink_mass": ("sink mass", "Share on this head's sinks: the first token, special tokens, and any token that "
-                  "holds over half the weight of over half the rows."),
+    "sink_mass": ("sink mass", "Share on this head's sinks (attention.models.sinks): the first token, special "
+                  "tokens, and any token that holds over half the weight of over half the rows."),
     "mean_distance": ("mean distance (tokens)", "Mean |query − key| position, weighted by attention: small = "
                       "local head, large = long-range head."),
 }
@@ -101,7 +102,7 @@ class HeadSurvey:
     column_majority: np.ndarray  # (L, H, n) share of query rows in which key j holds over half the weight
     offset_mass: np.ndarray  # (L, H, n + m - 1) summed weight at each offset query - key, from -(m - 1) up
     offset_pairs: np.ndarray  # (n + m - 1,) visible (query, key) pairs at each offset
-    special: np.ndarray  # (L, H) share of attention on special tokens ([CLS], [SEP], BOS), or on token 0
+    special_mass: np.ndarray  # (L, H) share of attention on special tokens ([CLS], [SEP], BOS), or on token 0
     punctuation: np.ndarray  # (L, H) share on punctuation tokens
     sink_candidates: np.ndarray  # (n,) bool: the first token and special tokens, sinks of every head
 
@@ -139,19 +140,13 @@ class HeadSurvey:
 
     @cached_property
     def sinks(self) -> np.ndarray:
-        """(L, H, n) bool, each head's sink tokens: the first and special tokens (Xiao et al. 2023), and any
-        token holding over half the weight of over SINK_ROWS of the rows (a sink that is not special:
-        a period, a newline)."""
-        return self.sink_candidates[None, None, :] | (self.column_majority > SINK_ROWS)
+        """(L, H, n) bool, each head's sink tokens by attention.models.sinks's rule."""
+        return sink_rule(self.sink_candidates, self.column_majority)
 
     @cached_property
     def sink_mass(self) -> np.ndarray:
         """(L, H) share of the head's attention (mean over rows) on its sinks."""
         return (self.column_mass * self.sinks).sum(-1)
-
-    def sinks_of(self, layer: int, head: int | None = None) -> np.ndarray:
-        """(n,) bool: one head's sinks, or (head None) those of any head of the layer."""
-        return self.sinks[layer].any(0) if head is None else self.sinks[layer, head]
 
     def distance_profile(self) -> DistanceProfile:
         """Attention by distance, in the offset ranges of distance_buckets: the mean weight of one
@@ -166,35 +161,20 @@ class HeadSurvey:
         return DistanceProfile(ranges=ranges[keep], mean_weight=mass[..., keep] / pairs[keep])
 
     @cached_property
-    def labels(self) -> np.ndarray:
+    def head_types(self) -> np.ndarray:
         """(L, H) str: "previous-token", "next-token", "sink", "self", "broad" or ""."""
-        labels = np.full(self.entropy.shape, "", dtype=object)
-        labels[self.entropy > BROAD_FRACTION * self.uniform_entropy] = "broad"
+        types = np.full(self.entropy.shape, "", dtype=object)
+        types[self.entropy > BROAD_FRACTION * self.uniform_entropy] = "broad"
         for name, share in (("self", self.same), ("next-token", self.next), ("previous-token", self.previous),
-                            ("sink", self.special)):
-            labels[share > TYPE_THRESHOLD] = name
-        return labels.astype(str)
+                            ("sink", self.special_mass)):
+            types[share > TYPE_THRESHOLD] = name
+        return types.astype(str)
 
     def upper_bound(self, metric: str) -> float | None:
         """The largest value `metric` can take: uniform entropy, n - 1 tokens, or 1 for a share."""
         if metric == "entropy":
             return max(self.uniform_entropy, 1e-9)
         return float(self.n_tokens - 1) if metric == "mean_distance" else 1.0
-
-
-def head_sinks(att: ModelAttention, layer: int, head: int | None = None) -> np.ndarray:
-    """(n,) bool: the sinks of one head (head None: of any head of the layer) by HeadSurvey.sinks's rule,
-    without surveying every head: the first and special tokens, and keys holding over half the weight
-    of over SINK_ROWS of the rows. A chunk of rows at a time."""
-    s = att.self_attn
-    heads = None if head is None else [head]
-    count = np.zeros((s.n_heads if head is None else 1, s.n_keys))
-    for rows in row_chunks(s.n_queries, chunk_rows(s.n_heads, s.n_keys)):
-        keys = s.keys_seen(rows)
-        w = s.layer_weights(layer, rows=rows, keys=keys, heads=heads)  # (h, r, keys)
-        count[:, :keys] += (w > 0.5).sum(1).cpu().numpy()
-    majority = (count / s.n_queries > SINK_ROWS).any(0)
-    return att.special | (np.arange(s.n_keys) == 0) | majority
 
 
 def tile_size(n: int, n_heads_total: int, max_cells: int = GRID_CELLS) -> int:
@@ -219,17 +199,19 @@ def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None
                     totals.add_pairs(rows, chunk, s.causal)
             if progress:
                 progress((layer + 1) / L, f"Surveying every head: layer {layer + 1} of {L}")
-    sink = att.special.copy()
-    if not sink.any():  # decoders without BOS: the first token plays the sink role
-        sink[0] = True
+    special = att.special.copy()
+    if not special.any():  # decoders without BOS: the first token plays the special token's role
+        special[0] = True
     punct = np.array([is_punctuation(t) and not sp for t, sp in zip(att.tokens, att.special, strict=True)])
-    column_mass = totals.column_mass / n
+    column_mass, column_majority = totals.column_mass / n, totals.column_majority / n
+    for layer in range(L):  # the sink rule's counts, made in this pass: no view counts them again
+        remember_majority_share(s, layer, column_majority[layer])
     return HeadSurvey(
         tiles=totals.tiles, block=block, entropy=totals.entropy / n,
         uniform_entropy=float(np.mean(np.log(np.maximum(visible.sum(-1), 1)))),
-        column_mass=column_mass, column_majority=totals.column_majority / n, offset_mass=totals.offset_mass,
-        offset_pairs=totals.offset_pairs, special=column_mass[..., sink].sum(-1),
-        punctuation=column_mass[..., punct].sum(-1), sink_candidates=att.special | (np.arange(n) == 0),
+        column_mass=column_mass, column_majority=column_majority, offset_mass=totals.offset_mass,
+        offset_pairs=totals.offset_pairs, special_mass=column_mass[..., special].sum(-1),
+        punctuation=column_mass[..., punct].sum(-1), sink_candidates=sink_candidates(att.special),
     )
 
 

@@ -88,7 +88,7 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
 def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    auto = AutoModelForCausalLM if spec.kind == "decoder" else AutoModel  # decoders keep their LM head
+    auto = AutoModelForCausalLM if spec.architecture == "decoder-only" else AutoModel  # decoders keep their LM head
     try:
         model = auto.from_pretrained(folder, attn_implementation=CAPTURE, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
@@ -111,8 +111,9 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
         config = AutoConfig.from_pretrained(model_id, trust_remote_code=False)
-        kind = _kind(config)
-        auto = {"encoder-decoder": AutoModelForSeq2SeqLM, "decoder": AutoModelForCausalLM}.get(kind, AutoModel)
+        architecture = _architecture(config)
+        auto = {"encoder-decoder": AutoModelForSeq2SeqLM, "decoder-only": AutoModelForCausalLM}.get(architecture,
+                                                                                                  AutoModel)
         model = auto.from_pretrained(model_id, attn_implementation=CAPTURE, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(model_id, trust_remote_code=False)
     except Exception as err:
@@ -122,13 +123,13 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
         raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
                                "pages work offline.") from err
     limit = min(512, int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 512)))
-    spec = ModelSpec(model_id, f"{model_id} (hub)", kind, limit)
+    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, limit)
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 
-def _kind(config) -> str:
-    """"encoder-decoder", "decoder" (a causal language model: it predicts next tokens) or "encoder"."""
+def _architecture(config) -> str:
+    """"encoder-decoder", "decoder-only" (a causal language model: it predicts next tokens) or "encoder-only"."""
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder"
     archs = " ".join(getattr(config, "architectures", None) or [])
-    return "decoder" if ("CausalLM" in archs or "LMHead" in archs) else "encoder"
+    return "decoder-only" if ("CausalLM" in archs or "LMHead" in archs) else "encoder-only"

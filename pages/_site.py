@@ -1,0 +1,51 @@
+"""Every page of the app, once: its file, title, icon, section of the sidebar, and the line Home shows for it.
+
+app.py builds the navigation from this list and pages/home.py lists it; a new page is one entry here.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    path: str  # relative to the repository root, as st.Page and st.page_link take it
+    title: str
+    icon: str  # a Material icon, ":material/name:"
+    line: str  # what Home says about it (markdown)
+
+
+HOME = PageEntry("pages/home.py", "Home", ":material/home:", "")
+
+SECTIONS: dict[str, tuple[PageEntry, ...]] = {
+    "Toy examples": (
+        PageEntry("pages/lookup.py", "Lookup: hard vs soft", ":material/search:",
+                  "A dictionary answers *apple*; attention also answers *fruit*."),
+        PageEntry("pages/self_attention.py", "Step by step: self-attention", ":material/stairs:",
+                  "“Thinking Machines”: embeddings → Q, K, V → scores → ÷√d_k → softmax → weighted sum."),
+        PageEntry("pages/scaling.py", "Why scale by √d_k", ":material/straighten:",
+                  "Score variance grows with d; softmax saturates without scaling."),
+        PageEntry("pages/scoring.py", "Scoring functions", ":material/functions:",
+                  "Dot, scaled dot, multiplicative, reduced-rank, additive."),
+        PageEntry("pages/multihead.py", "Multi-head, masks, cross-attention", ":material/view_column:",
+                  "“Hang them, not let them go”, causal masks and a toy translation."),
+        PageEntry("pages/toy_ambiguity.py", "Ambiguity in a toy model", ":material/alt_route:",
+                  "Hand-built “bank” and “it” that attention resolves."),
+        PageEntry("pages/positions.py", "Word order and positions", ":material/format_list_numbered:",
+                  "Shuffle a sentence; sinusoidal positions; rotary positions in 2-D and in SmolLM2."),
+        PageEntry("pages/bottleneck.py", "The bottleneck, and attention", ":material/compress:",
+                  "Two trained GRUs reverse digits: one context vector fails on long inputs, attention aligns."),
+    ),
+    "Pretrained models": (
+        PageEntry("pages/model_heads.py", "Model heads", ":material/grid_view:",
+                  "Every layer × head of MiniLM or SmolLM2 on your sentence, offline."),
+        PageEntry("pages/inside_head.py", "Inside one head", ":material/calculate:",
+                  "q, each k, q⊙k, scores, softmax, output of a real head."),
+        PageEntry("pages/ambiguous_words.py", "Ambiguous words", ":material/compare_arrows:",
+                  "“bank”, “it”, “plant” in two sentences, head by head."),
+        PageEntry("pages/head_atlas.py", "Head atlas", ":material/map:",
+                  "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019)."),
+        PageEntry("pages/predictions.py", "Predictions and head effects", ":material/target:",
+                  "“The capital of France is” → “ Paris”: generate step by step, then remove each head to see which "
+                  "matter."),
+    ),
+}

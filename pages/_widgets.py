@@ -1,0 +1,136 @@
+"""The widgets the model pages share: the model and sentence, layer and head, the reading switches, and
+what a click on a chart opens. Each is kept in the URL and carried across pages (pages/_carried.py)."""
+
+import functools
+from collections.abc import Callable
+
+import streamlit as st
+
+from attention.models import BUNDLED, hub_allowlist
+from attention.models.registry import DEFAULT_ENCODER, model_label
+from attention.models.running import MAX_TEXT_CHARS
+from attention.models.views import Reading
+from attention.models.words import word_groups
+from pages._carried import carried, fill, remember
+
+OTHER = "other (Hugging Face id)…"
+DEFAULT_TEXT = "I sat on the river bank and watched the water."
+
+
+def pick_model(col=st, default: str = DEFAULT_ENCODER) -> str:
+    """The model selectbox (bundled models, or an allowlisted hub id typed in), kept across pages; `default`
+    when no model page has chosen one yet."""
+    options = list(BUNDLED) + [OTHER]
+    choice = col.selectbox("Model", options, index=options.index(carried("model", default)), key="model",
+                           bind="query-params", format_func=model_label)
+    remember("model", choice)
+    if choice != OTHER:
+        return choice
+    hub_id = col.text_input("Hugging Face model id", value=carried("hub_id", "bert-base-uncased"), key="hub_id",
+                            bind="query-params", max_chars=100, help="Allowed here: " + ", ".join(hub_allowlist()))
+    remember("hub_id", hub_id)
+    return hub_id
+
+
+def sentence_and_model(default: str = DEFAULT_TEXT, model: str = DEFAULT_ENCODER) -> tuple[str, str]:
+    """The sentence box and, beside it, the model picker (both kept in the URL and across model pages).
+    Returns (model, text)."""
+    c1, c2 = st.columns([3, 1])
+    limits = ", ".join(f"{spec.max_tokens:,} for {spec.short_label}" for spec in BUNDLED.values())
+    text = c1.text_area("Sentence", value=carried("text", default), key="text", bind="query-params",
+                        max_chars=MAX_TEXT_CHARS, height=80, help=f"Tokens read at most: {limits}.")
+    remember("text", text)
+    return pick_model(c2, model), text
+
+
+def layer_and_head(col_layer, col_head, n_layers: int, n_heads: int, *, head_disabled: bool = False) -> tuple[int, int]:
+    """The Layer and Head inputs (1-based on screen), kept in the URL and across model pages. Returns
+    0-based (layer, head)."""
+    layer = col_layer.number_input("Layer", 1, n_layers, min(carried("layer", 1), n_layers), key="layer",
+                                   bind="query-params")
+    head = col_head.number_input("Head", 1, n_heads, min(carried("head", 1), n_heads), key="head",
+                                 bind="query-params", disabled=head_disabled)
+    layer, head = min(layer, n_layers), min(head, n_heads)
+    remember("layer", layer)
+    remember("head", head)
+    return layer - 1, head - 1
+
+
+def reading_switches(att, *, log_scale: bool = True) -> Reading:
+    """The row of switches every model page offers, kept in the URL and across pages: words instead of
+    pieces, attention sinks removed, a log colour scale (where the page draws weights as colours). The
+    views apply the Reading themselves (attention.models.views)."""
+    c1, c2, c3 = st.columns(3)
+    try:
+        word_groups(att)
+    except ValueError as err:
+        why = str(err)
+    else:
+        why = None
+    words = c1.toggle("Words", value=carried("words", False), key="words", bind="query-params",
+                      disabled=why is not None,
+                      help=why or "Words, not pieces: merge sub-word pieces into the words the tokenizer split the "
+                                  "text into. Attention to a word is the sum over its pieces, attention from a word "
+                                  "the mean of its pieces' rows (rows still sum to 1).")
+    without_sinks = c2.toggle("Without sinks", value=carried("no_sinks", False), key="no_sinks",
+                              bind="query-params",
+                              help="Remove each head's sink tokens (the first token, [CLS]/[SEP]/BOS, and any token "
+                                   "holding over half the weight of most rows) and renormalise every row to sum to 1.")
+    log = log_scale and c3.toggle("Log colours", value=carried("log", False), key="log", bind="query-params",
+                                  help="Colour by log10(weight) from 0.0001 to 1: small weights stay visible beside "
+                                       "a sink.")
+    for key, value in (("words", words), ("no_sinks", without_sinks)) + ((("log", log),) if log_scale else ()):
+        remember(key, value)
+    image_format()
+    return Reading(words=words and why is None, without_sinks=without_sinks, log=log)
+
+
+def image_format() -> str:
+    """The sidebar's choice of format for the charts' camera button (PNG or SVG), kept across pages; once
+    per page run (reading_switches calls it)."""
+    fmt = st.sidebar.segmented_control("Chart images", ["png", "svg"], default=carried("image_format", "png"),
+                                       key="image_format", bind="query-params",
+                                       help="The camera button of every chart saves this format at 2× size.")
+    fmt = fmt or "png"
+    remember("image_format", fmt)
+    return fmt
+
+
+def open_head_buttons(layer: int, head: int, *, key: str) -> None:
+    """Buttons that open Model heads and Inside one head on this model, text, layer and head (0-based)
+    in this tab: the text may be far too long for a link, and every model page reads what is carried."""
+    c1, c2 = st.columns(2)
+    for col, page, label, icon in ((c1, "pages/model_heads.py", "Zoom into it in Model heads", ":material/zoom_in:"),
+                                   (c2, "pages/inside_head.py", "See its math in Inside one head",
+                                    ":material/calculate:")):
+        if col.button(label, icon=icon, key=f"{key}.{page}"):
+            remember("layer", layer + 1)
+            remember("head", head + 1)
+            remember("agg", "head")
+            st.switch_page(page)
+
+
+def tile_opener(chart_key: str) -> Callable[[], None]:
+    """on_select for the all-heads grid (a partial, not a page lambda: pages/_labels.py says why)."""
+    return functools.partial(_open_tile, chart_key)
+
+
+def query_picker(chart_key: str, row_ids) -> Callable[[], None]:
+    """on_select for the zoom: a click on a cell follows its query below."""
+    return functools.partial(_pick_query, chart_key, row_ids)
+
+
+def _open_tile(chart_key: str) -> None:
+    """The clicked tile's layer and head go to the zoom (one head)."""
+    points = st.session_state[chart_key]["selection"]["points"]
+    if points:
+        fill({"layer": int(round(points[0]["y"])), "head": int(round(points[0]["x"])), "agg": "head"})
+
+
+def _pick_query(chart_key: str, row_ids) -> None:
+    """The clicked cell's row becomes the token followed below."""
+    points = st.session_state[chart_key]["selection"]["points"]
+    if points:
+        y = points[0]["y"]  # a row number, or in a large heatmap its category "12·bank"
+        row = int(y.split("·")[0]) if isinstance(y, str) else int(round(y))
+        fill({"focus": row_ids[row] if row_ids is not None else row})
