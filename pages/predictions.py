@@ -166,12 +166,12 @@ with c2:
 st.latex(r"\widehat{\text{effect}}^{(\ell,h)} = \sum_{\text{pos}} \big(z^{(\ell,h)}_{\text{removed}} - "
          r"z^{(\ell,h)}\big) \cdot \frac{\partial m}{\partial z^{(\ell,h)}}")
 ranked = (exact or estimate).ranked(15)
-rows = [{"layer": i + 1, "head": h + 1, "exact effect": exact.effect[i, h] if exact else None,
-         "estimate": estimate.effect[i, h]} for i, h, _ in ranked]
+rows = [{"layer": i + 1, "head": h + 1, **({"exact effect": exact.effect[i, h]} if exact else {}),
+         "estimate": estimate.effect[i, h]} for i, h, _ in ranked]  # no exact column before the scan ran
 if exact is not None:
     st.caption(f"Rank correlation between the estimate and the exact effects over all heads: Spearman ρ = "
                f"{agreement(estimate, exact).spearman:.2f} (1: the same order).")
-st.dataframe(pd.DataFrame(rows).style.format({"exact effect": "{:.3f}", "estimate": "{:.3f}"}, na_rep="–"),
+st.dataframe(pd.DataFrame(rows).style.format(precision=3),
              hide_index=True, key="pred.ranked")
 
 # --- 5. A head's pattern ----------------------------------------------------------------------------------
