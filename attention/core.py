@@ -43,14 +43,18 @@ def entropy(weights, *, axis: int = -1) -> np.ndarray:
     return -np.sum(w * logs, axis=axis)
 
 
-def attention_from_scores(q, k, v, scores, scale: float, *, mask=None, method: str) -> AttentionTrace:
-    """Scale, mask, softmax and mix the values: the steps every scoring method shares.
+def attention_from_scores(q, k, v, scores, scale: float, *, mask=None, method: str,
+                          softcap: float | None = None) -> AttentionTrace:
+    """Scale, mask, softmax and mix the values: the steps every scoring method shares. `softcap` c (a model
+    that soft-caps its logits, Gemma-2) maps the scaled scores to c * tanh(s / c) before the mask.
 
     Shapes: q (..., n, d_q), k (..., m, d_k), v (..., m, d_v), scores (..., n, m),
     mask broadcastable to (..., n, m), True = may attend -> AttentionTrace.
     """
     scores = np.asarray(scores, dtype=np.float64)
     scaled = scores * scale
+    if softcap is not None:
+        scaled = softcap * np.tanh(scaled / softcap)
     fully_masked = np.zeros(scaled.shape[:-1], dtype=bool)
     if mask is not None:
         mask = np.asarray(mask)
@@ -69,7 +73,7 @@ def attention_from_scores(q, k, v, scores, scale: float, *, mask=None, method: s
     output = weights @ v  # (..., n, m) @ (..., m, d_v) -> (..., n, d_v)
     return AttentionTrace(
         q=q, k=k, v=v, scores=scores, scale=float(scale), scaled=scaled, weights=weights,
-        output=output, mask=mask, fully_masked=fully_masked, method=method,
+        output=output, mask=mask, fully_masked=fully_masked, method=method, softcap=softcap,
     )
 
 
@@ -94,8 +98,10 @@ def check_qkv(q, k, v, *, same_dim: bool = True):
     return q, k, v
 
 
-def scaled_dot_product_attention(q, k, v, *, mask=None, scale: float | None = None) -> AttentionTrace:
-    """softmax(q k^T * scale) v with every step kept; scale defaults to 1 / sqrt(d_k).
+def scaled_dot_product_attention(q, k, v, *, mask=None, scale: float | None = None,
+                                 softcap: float | None = None) -> AttentionTrace:
+    """softmax(q k^T * scale) v with every step kept; scale defaults to 1 / sqrt(d_k); `softcap` as in
+    attention_from_scores.
 
     Shapes: q (..., n, d_k), k (..., m, d_k), v (..., m, d_v), mask broadcastable to (..., n, m)
     with True = may attend -> AttentionTrace with weights (..., n, m) and output (..., n, d_v).
@@ -107,7 +113,7 @@ def scaled_dot_product_attention(q, k, v, *, mask=None, scale: float | None = No
     elif not math.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
     scores = q @ np.swapaxes(k, -1, -2)  # (..., n, d_k) @ (..., d_k, m) -> (..., n, m)
-    return attention_from_scores(q, k, v, scores, scale, mask=mask, method="scaled_dot")
+    return attention_from_scores(q, k, v, scores, scale, mask=mask, method="scaled_dot", softcap=softcap)
 
 
 def project(x, w, b=None, *, name: str = "W") -> np.ndarray:

@@ -4,7 +4,8 @@ An `AttentionTrace` holds every intermediate step of one attention computation, 
 written, so a page (or a notebook) can show each step next to its formula:
 
     scores  = q @ k^T                      (match scores; score_terms(i) holds the d_k products of row i)
-    scaled  = scores * scale, masked -> -inf
+    scaled  = scores * scale, masked -> -inf    (soft-capped first, softcap * tanh(. / softcap), for models
+                                                that cap their logits)
     weights = softmax(scaled)              (rows sum to 1; a fully masked row is all 0)
     output  = weights @ v                  (weighted_values(i) holds the terms alpha_ij v_j of row i)
 
@@ -30,12 +31,13 @@ class AttentionTrace:
     v: np.ndarray  # (..., m, d_v) values
     scores: np.ndarray  # (..., n, m) raw scores before scaling (q @ k^T for dot-product methods)
     scale: float  # multiplier applied to the scores (1/sqrt(d_k) for scaled dot product)
-    scaled: np.ndarray  # (..., n, m) scores * scale, with masked positions set to -inf
+    scaled: np.ndarray  # (..., n, m) scores * scale (soft-capped when softcap is set), masked positions -inf
     weights: np.ndarray  # (..., n, m) softmax over the last axis; masked positions exactly 0
     output: np.ndarray  # (..., n, d_v) weights @ v
     mask: np.ndarray | None = None  # (..., n, m) bool, True where a query may attend; None = all
     fully_masked: np.ndarray = field(default=None)  # (..., n) bool, rows with no key left to attend to
     method: str = "scaled_dot"  # name of the scoring function (see attention.scoring.METHODS)
+    softcap: float | None = None  # the cap c of c * tanh(s / c) applied to the scaled scores, if any
 
     @property
     def n_queries(self) -> int:
@@ -90,7 +92,7 @@ class AttentionTrace:
         return AttentionTrace(
             q=pick(self.q), k=pick(self.k), v=pick(self.v), scores=pick(self.scores), scale=self.scale,
             scaled=pick(self.scaled), weights=pick(self.weights), output=pick(self.output), mask=mask,
-            fully_masked=pick(self.fully_masked, 2), method=self.method,
+            fully_masked=pick(self.fully_masked, 2), method=self.method, softcap=self.softcap,
         )
 
 

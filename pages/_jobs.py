@@ -88,7 +88,7 @@ def follow_or_stop(job: Job):
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_model(name: str) -> LoadedModel:
-    return load_model(name)
+    return load_model(name, paths=False)  # a name typed in the app is never opened as a path
 
 
 def _attention_job(name: str, text: str, target: str | None, loaded: LoadedModel) -> Job:
@@ -174,6 +174,8 @@ def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelA
     loaded = model_or_stop(name)
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
     att = follow_or_stop(cache(name, text, target, loaded))
+    if loaded.check is not None:
+        st.caption(f"{md(model_label(name))}: {loaded.check.summary}.")
     if att.truncated:
         st.warning(f"The text has {att.n_input_tokens:,} tokens; {model_label(name)} reads at most "
                    f"{len(att.tokens):,} here, so only the beginning is shown.")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from attention.models import BUNDLED, hub_allowlist
-from attention.models.registry import DEFAULT_ENCODER, model_label
+from attention.models.registry import DEFAULT_ENCODER, local_models, model_label
 from attention.models.running import MAX_TEXT_CHARS
 from attention.models.views import Reading
 from attention.models.words import word_groups
@@ -20,9 +20,10 @@ DEFAULT_TEXT = "I sat on the river bank and watched the water."
 def pick_model(col=st, default: str = DEFAULT_ENCODER) -> str:
     """The model selectbox (bundled models, or an allowlisted hub id typed in), kept across pages; `default`
     when no model page has chosen one yet."""
-    options = list(BUNDLED) + [OTHER]
-    choice = col.selectbox("Model", options, index=options.index(carried("model", default)), key="model",
-                           bind="query-params", format_func=model_label)
+    options = list(BUNDLED) + list(local_models()) + [OTHER]  # an operator's folders: ATTENTION_EXPLORER_MODEL_DIRS
+    carried_model = carried("model", default)  # a folder the operator has since removed falls back to the default
+    index = options.index(carried_model if carried_model in options else default)
+    choice = col.selectbox("Model", options, index=index, key="model", bind="query-params", format_func=model_label)
     remember("model", choice)
     if choice != OTHER:
         return choice

@@ -23,8 +23,10 @@ metric = st.segmented_control("Statistic", list(METRICS), default="entropy", for
                               key="metric", bind="query-params") or "entropy"
 title, help_text = METRICS[metric]
 values = getattr(stats, metric)
-st.caption(help_text + (f" Uniform attention would give {stats.uniform_entropy:.2f} nats." if metric == "entropy"
-                        else ""))
+uniform = stats.uniform_entropy  # per layer: a layer with a sliding window sees fewer keys
+uniform_text = (f"{uniform.max():.2f} nats" if uniform.min() == uniform.max() else
+                f"{uniform.min():.2f} to {uniform.max():.2f} nats (layers with a sliding window see fewer keys)")
+st.caption(help_text + (f" Uniform attention would give {uniform_text}." if metric == "entropy" else ""))
 fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
                        x_title="head", y_title="layer", value_name=title,
                        colours=Colours(0.0, stats.upper_bound(metric)),

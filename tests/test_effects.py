@@ -27,7 +27,7 @@ from attention.models.head_effects import (
 )
 from attention.models.predictions import generate, next_tokens
 from attention.models.registry import ModelSpec
-from attention.models.running import LoadedModel, output_projection_module
+from attention.models.running import LoadedModel
 
 MARY = "When Mary and John went to the store, John gave a drink to"
 
@@ -96,7 +96,7 @@ def test_tiny_ablation_scan_equals_weight_edits_and_full_passes(tokenizer, metho
                 expected = metric_of(edited, ids, t, f) - effects.baseline
                 assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-9)
     # Starting at the ablated layer from the clean residual stream gives what running every layer gives.
-    monkeypatch.setattr("attention.models.head_effects._layers_of", lambda network: None)
+    monkeypatch.setattr("attention.models.head_effects._restart_of", lambda parts: None)
     full = scan(loaded, text, target, foil, ablation=method)
     np.testing.assert_allclose(effects.effect, full.effect, atol=1e-9)
 
@@ -242,9 +242,8 @@ def test_minilm_vector_scan_equals_a_copy_with_a_head_zeroed(minilm):
     assert effects.effect.shape == (6, 12) and (effects.effect >= -1e-6).all()
     ids = torch.tensor(att.token_ids)[None]
     edited = copy.deepcopy(minilm.network)
-    modules = dict(edited.named_modules())
     layer, head = [(i, h) for i, h, _ in effects.ranked(1)][0]
-    projection = output_projection_module(modules, att.self_attn.modules[layer])
+    projection = edited.encoder.layer[layer].attention.output.dense  # BERT's W_O, written out by hand
     with torch.no_grad():
         projection.weight[:, head * 32:(head + 1) * 32].zero_()
         moved = edited(input_ids=ids).last_hidden_state[0, effects.token]

@@ -116,7 +116,7 @@ def test_a_2048_token_smollm2_result_stores_q_k_v_and_hidden_states_not_weights(
     floats = 4 * (30 * 9 * n * 64 + 2 * 30 * 3 * n * 64 + 31 * n * 576)  # q; k and v; hidden states
     print(f"\n2,048-token SmolLM2 result: {att.nbytes / 1e6:.0f} MB stored "
           f"(q {s.q.nbytes / 1e6:.0f}, k+v {2 * s.k.nbytes / 1e6:.0f}, hidden {att.hidden.nbytes / 1e6:.0f}, "
-          f"mask {s.mask.nbytes / 1e6:.0f}); its weights would be {30 * 9 * n * n * 4 / 1e9:.1f} GB")
+          f"mask {s.mask_of(0).nbytes / 1e6:.0f}); its weights would be {30 * 9 * n * n * 4 / 1e9:.1f} GB")
     assert att.nbytes <= floats + n * n + 1e6  # the causal mask as n x n bools, the token arrays
     assert att.nbytes < 400e6
     assert "weights" not in vars(s)  # nothing materialised every head's weights on the way

@@ -6,10 +6,13 @@
     >>> att.head_trace(2, 5)         # one head rebuilt step by step, an attention.AttentionTrace
 
 Modules, in the order a forward pass meets them:
-    registry        which models exist (bundled, hub allowlist, the default encoder and decoder), ModelSpec
-    loading         load_model: files -> a network whose attention goes through capture
+    registry        which models exist (bundled, local folders, hub allowlist, default encoder and decoder)
+    loading         load_model, from_model: files or a notebook's model -> a network whose attention goes
+                    through capture, checked by the guard
+    anatomy         where each family keeps its layers, W_O, norm, rotary embedding and LM head
     capture         records Q, K, V inside the network while it runs
     running         LoadedModel and attend(): the one place a forward pass happens
+    guard           rebuilt weights held to the model's own before anyone's text is read: ModelCheck
     model_attention ModelAttention / AttentionStack: what the pass recorded; head_trace
     tokens          display strings, special and punctuation flags, finding a word
     recompute       weights recomputed from q and k, a chunk of rows at a time, on the compute device
@@ -31,7 +34,7 @@ The toy side (`import attention`) never imports this package, so toy pages start
 
 from attention.models.aggregations import AGGREGATIONS, aggregate, attention_row
 from attention.models.head_survey import HeadSurvey, survey
-from attention.models.loading import load_model
+from attention.models.loading import from_model, load_model
 from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
 from attention.models.registry import (
     BUNDLED,
@@ -49,6 +52,7 @@ from attention.models.words import WordAttention, WordGroups, word_groups, word_
 __all__ = [
     "AGGREGATIONS", "AS_IS", "BUNDLED", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "STACKS",
     "AttentionStack", "HeadSurvey", "LoadedModel", "MatrixView", "ModelAttention", "ModelSpec", "ModelUnavailable",
-    "Reading", "aggregate", "attend", "attention_row", "hub_allowlist", "line_view", "load_model", "own_attention",
+    "Reading", "aggregate", "attend", "attention_row", "from_model", "hub_allowlist", "line_view", "load_model",
+    "own_attention",
     "query_row", "survey", "token_focus", "zoom", "WordAttention", "WordGroups", "word_groups", "word_level",
 ]

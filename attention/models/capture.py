@@ -38,9 +38,12 @@ class CapturedCall:
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
-    mask: np.ndarray | None  # True = may attend (from the additive mask: 0 kept, very negative masked)
+    mask: np.ndarray | None  # True = may attend (from the additive mask: 0 kept, very negative masked); calls
+    # given the same mask tensor share one array (a sliding-window layer gets its own)
     bias: bool  # the additive mask held finite non-zero values (a position bias, as in T5)
     scale: float
+    causal: bool = False  # the mask is exactly causal (query i sees keys 0..i)
+    softcap: float | None = None  # scores went through cap * tanh(scores / cap) before the mask (Gemma-2)
     weights: np.ndarray | None = None  # the eager kernel's own weights, for the modules asked for
 
 
@@ -87,7 +90,10 @@ def _capture_attention(module, query, key, value, attention_mask, scaling=None, 
     extra = kwargs.get("position_bias")  # T5 passes its learned relative bias separately
     bias = bias or (isinstance(extra, torch.Tensor) and bool(torch.any(extra != 0)))
     scale = float(scaling) if scaling is not None else float(query.shape[-1]) ** -0.5
-    if active.kernel == "eager" or name in active.eager_for:
+    softcap = kwargs.get("softcap")
+    # The fused kernel cannot soft-cap scores: those layers run the model's own eager kernel (one layer's
+    # (H, n, m) weights at a time), and the cap is recorded so recomputed weights apply it too.
+    if active.kernel == "eager" or name in active.eager_for or softcap is not None:
         out, weights = _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                       **kwargs)
     else:
@@ -96,6 +102,7 @@ def _capture_attention(module, query, key, value, attention_mask, scaling=None, 
                                               dropout=dropout, scaling=scaling, is_causal=causal or None, **kwargs)
     active.calls.append(CapturedCall(
         module=name, q=_np(query[0]), k=_np(key[0]), v=_np(value[0]), mask=mask, bias=bias, scale=scale,
+        causal=causal, softcap=None if softcap is None else float(softcap),
         weights=_np(weights[0]) if weights is not None and name in active.eager_for else None,
     ))
     if active.on_call is not None:

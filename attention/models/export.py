@@ -40,7 +40,9 @@ def sentence_npz(att: ModelAttention) -> bytes:
     """Everything for one sentence, compressed: text, model_name, tokens, token_ids, special, word_ids and
     offsets (when the tokenizer gave them), and per attention stack (self; decoder and cross for an
     encoder-decoder model) `<stack>_weights` (L, H, n, m) float32; for inputs too long for that,
-    `<stack>_q`, `_k`, `_v`, `_mask` and `_scale` instead (weights = softmax(q k^T * scale), masked)."""
+    `<stack>_q`, `_k`, `_v`, `_scale`, `_softcap` (0: none) and the masks: `_masks` (k, n, m), the distinct
+    ones, with `_mask_of_layer` (L,) naming each layer's (-1: every key visible); weights =
+    softmax(cap(q k^T * scale)), masked, with cap(s) = softcap * tanh(s / softcap)."""
     arrays = {
         "text": np.array(att.text), "model_name": np.array(att.model_name), "tokens": np.array(att.tokens, dtype=str),
         "token_ids": np.asarray(att.token_ids), "special": np.asarray(att.special),
@@ -58,10 +60,13 @@ def sentence_npz(att: ModelAttention) -> bytes:
             arrays[f"{stack}_weights"] = np.stack([s.layer_weights(layer).cpu().numpy()
                                                    for layer in range(s.n_layers)]).astype(np.float32)
         else:
+            distinct = {id(m): m for m in s.masks if m is not None}
+            index = {key: i for i, key in enumerate(distinct)}
             arrays.update({f"{stack}_q": s.q, f"{stack}_k": s.k, f"{stack}_v": s.v,
-                           f"{stack}_scale": np.array(s.scale)})
-            if s.mask is not None:
-                arrays[f"{stack}_mask"] = s.mask
+                           f"{stack}_scale": np.array(s.scale), f"{stack}_softcap": np.array(s.softcap or 0.0),
+                           f"{stack}_mask_of_layer": np.array([-1 if m is None else index[id(m)] for m in s.masks])})
+            if distinct:
+                arrays[f"{stack}_masks"] = np.stack(list(distinct.values()))
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     return buffer.getvalue()

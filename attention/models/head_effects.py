@@ -28,10 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attention.models.anatomy import Anatomy, MissingAnatomy
 from attention.models.contrast import Contrast
 from attention.models.model_attention import ModelAttention
 from attention.models.recompute import LONG_WORK_TOKENS, work_threads
-from attention.models.running import LoadedModel, has_lm_head, output_projection_module
+from attention.models.running import LoadedModel, has_lm_head
 from attention.models.tokens import find_word
 
 ABLATIONS = {"zero": "set to zero", "mean": "set to its mean over the text's positions"}  # how a head is removed
@@ -86,53 +87,63 @@ def agreement(estimate: HeadEffects, exact: HeadEffects) -> ScanAgreement:
 class _Setup:
     att: ModelAttention  # the clean pass: tokens, modules
     ids: torch.Tensor  # (1, n)
-    projections: list[torch.nn.Module]  # per layer, the linear layer reading the concatenated heads
+    projections: tuple[torch.nn.Module, ...]  # per layer, the linear layer reading the concatenated heads (W_O)
     n_heads: int
     head_size: int
     clean: object  # the model's output on the clean text, computed as the ablated runs are (eager attention)
-    layer_inputs: list[torch.Tensor] | None  # (1, n, D) each layer's input on the clean text, when the model
-    # can start a forward pass at any layer (see _layers_of); None otherwise
+    restart: tuple[torch.nn.Module, str, torch.nn.ModuleList] | None  # (parent, attribute, blocks) when a pass
+    # can start at any block (see _restart_of); None otherwise
+    layer_inputs: list[torch.Tensor] | None  # (1, n, D) each block's input on the clean text, with restart
 
 
 def _setup(loaded: LoadedModel, att: ModelAttention) -> _Setup:
-    if att.model_name != loaded.spec.name:
-        raise ValueError(f"this result is {att.model_name}'s, not {loaded.spec.name}'s")
+    name = loaded.spec.name
+    if att.model_name != name:
+        raise ValueError(f"this result is {att.model_name}'s, not {name}'s")
     if len(att.tokens) > EFFECT_MAX_TOKENS:
         raise ValueError(f"Head effects are measured on texts of up to {EFFECT_MAX_TOKENS} tokens (every head is "
                          f"removed in a pass of its own); this text has {len(att.tokens):,}. Keep the part that "
                          "leads to the prediction.")
+    if att.architecture == "encoder-decoder":
+        raise ValueError(f"{name} is an encoder-decoder model: head effects are measured here on encoders and "
+                         "decoders only.")
+    try:
+        parts = loaded.anatomy
+    except MissingAnatomy as err:
+        raise ValueError(f"{name}'s heads cannot be removed here: {err}.") from None
+    if parts.family.shared_layers:
+        raise ValueError(f"{name} runs one shared block for every layer ({parts.model_type}): removing a head "
+                         "from one layer alone would remove it from all of them, so head effects are not shown.")
     network = loaded.network
-    modules = dict(network.named_modules())
-    found = [output_projection_module(modules, name) for name in att.self_attn.modules]
-    if any(f is None for f in found):
-        raise ValueError(f"{loaded.spec.name}'s output projection was not found: its heads cannot be ablated here.")
     ids = torch.as_tensor(att.token_ids)[None].to(loaded.device)
-    layers = _layers_of(network)
+    restart = _restart_of(parts)
     inputs = {}
-    hooks = [] if layers is None else [
-        layer.register_forward_pre_hook(lambda m, args, kwargs, i=i: inputs.__setitem__(
+    hooks = [] if restart is None else [
+        block.register_forward_pre_hook(lambda m, args, kwargs, i=i: inputs.__setitem__(
             i, (args[0] if args else kwargs["hidden_states"]).detach().clone()), with_kwargs=True)
-        for i, layer in enumerate(layers[1])]
+        for i, block in enumerate(restart[2])]
     try:
         with loaded.lock, torch.inference_mode():
             clean = network(input_ids=ids, **_lm_kwargs(loaded))
     finally:
         for h in hooks:
             h.remove()
-    return _Setup(att=att, ids=ids, projections=found, n_heads=att.n_heads, head_size=att.self_attn.v.shape[-1],
-                  clean=clean, layer_inputs=None if layers is None else [inputs[i] for i in range(len(found))])
+    L, H = len(parts.outputs), att.n_heads
+    return _Setup(att=att, ids=ids, projections=parts.outputs, n_heads=H,
+                  head_size=parts.output_weight(0).shape[0] // H, clean=clean, restart=restart,
+                  layer_inputs=None if restart is None else [inputs[i] for i in range(L)])
 
 
-def _layers_of(network) -> tuple[torch.nn.Module, torch.nn.ModuleList] | None:
-    """(the decoder stack, its layers) when a forward pass can start at any layer: llama-style models take
-    the residual stream there as `inputs_embeds` (rotary positions are not added to the embeddings).
-    Ablating a layer-l head leaves layers < l unchanged, so those copies start at layer l: about half the
-    work of running all 30 layers for each of SmolLM2's 270 heads."""
-    base = getattr(network, "model", network)
-    layers = getattr(base, "layers", None)
-    if isinstance(layers, torch.nn.ModuleList) and hasattr(base, "rotary_emb") and hasattr(base, "embed_tokens"):
-        return base, layers
-    return None
+def _restart_of(parts: Anatomy) -> tuple[torch.nn.Module, str, torch.nn.ModuleList] | None:
+    """(the blocks' parent, its attribute, the blocks) when a forward pass can start at any block: llama-style
+    models take the residual stream there as `inputs_embeds` (rotary positions are not added to the
+    embeddings, nothing scales them). Ablating a layer-l head leaves layers < l unchanged, so those copies
+    start at layer l: about half the work of running all 30 layers for each of SmolLM2's 270 heads."""
+    if not parts.family.restartable:
+        return None
+    parent_path, _, attribute = parts.family.layers.rpartition(".")
+    parent = parts.base.get_submodule(parent_path) if parent_path else parts.base
+    return parent, attribute, getattr(parent, attribute)
 
 
 @contextlib.contextmanager
@@ -167,15 +178,14 @@ def _run_from(loaded: LoadedModel, setup: _Setup, first_layer: int, copies: int,
     for the duration of the call."""
     network = loaded.network.base_model if base else loaded.network
     kwargs = {} if base else _lm_kwargs(loaded)
-    found = _layers_of(loaded.network) if setup.layer_inputs is not None else None
-    if found is None or first_layer == 0:
+    if setup.restart is None or first_layer == 0:
         return network(input_ids=setup.ids.repeat(copies, 1), **kwargs)
-    decoder, layers = found
-    decoder.layers = torch.nn.ModuleList(list(layers)[first_layer:])
+    parent, attribute, blocks = setup.restart
+    setattr(parent, attribute, torch.nn.ModuleList(list(blocks)[first_layer:]))
     try:
         return network(inputs_embeds=setup.layer_inputs[first_layer].repeat(copies, 1, 1), **kwargs)
     finally:
-        decoder.layers = layers
+        setattr(parent, attribute, blocks)
 
 
 def _check(ablation: str) -> None:

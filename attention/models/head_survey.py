@@ -97,11 +97,12 @@ class HeadSurvey:
     tiles: np.ndarray  # (L, H, c, c) block maxima of each head's weights: the all-heads grid
     block: int  # tokens per tile cell side
     entropy: np.ndarray  # (L, H) mean row entropy, nats
-    uniform_entropy: float  # mean over rows of log(number of visible keys)
+    uniform_entropy: np.ndarray  # (L,) mean over rows of log(number of visible keys): a layer with a sliding
+    # window sees fewer keys than a full one
     column_mass: np.ndarray  # (L, H, n) mean over query rows of the weight on key j
     column_majority: np.ndarray  # (L, H, n) share of query rows in which key j holds over half the weight
     offset_mass: np.ndarray  # (L, H, n + m - 1) summed weight at each offset query - key, from -(m - 1) up
-    offset_pairs: np.ndarray  # (n + m - 1,) visible (query, key) pairs at each offset
+    offset_pairs: np.ndarray  # (L, n + m - 1) visible (query, key) pairs at each offset, per layer (its mask)
     special_mass: np.ndarray  # (L, H) share of attention on special tokens ([CLS], [SEP], BOS), or on token 0
     punctuation: np.ndarray  # (L, H) share on punctuation tokens
     sink_candidates: np.ndarray  # (n,) bool: the first token and special tokens, sinks of every head
@@ -149,22 +150,24 @@ class HeadSurvey:
         return (self.column_mass * self.sinks).sum(-1)
 
     def distance_profile(self) -> DistanceProfile:
-        """Attention by distance, in the offset ranges of distance_buckets: the mean weight of one
+        """Attention by distance, in the offset ranges of distance_buckets: the mean weight of one visible
         (query, key) pair in each range. Ranges no pair falls in (keys after the query, for a causal
-        model) are left out."""
+        model) are left out; a range that one layer cannot see (beyond its sliding window) is NaN there."""
         index = self.offsets
         ranges = np.clip(distance_buckets(self.n_tokens), index[0], index[-1] + 1)  # no offset beyond the text
         inside = [(index >= lo) & (index < hi) for lo, hi in ranges]
-        pairs = np.array([self.offset_pairs[at].sum() for at in inside])
-        mass = np.stack([self.offset_mass[..., at].sum(-1) for at in inside], -1)
-        keep = pairs > 0
-        return DistanceProfile(ranges=ranges[keep], mean_weight=mass[..., keep] / pairs[keep])
+        pairs = np.stack([self.offset_pairs[:, at].sum(-1) for at in inside], -1)  # (L, B)
+        mass = np.stack([self.offset_mass[..., at].sum(-1) for at in inside], -1)  # (L, H, B)
+        keep = (pairs > 0).any(0)
+        seen = pairs[:, None, keep]
+        mean = np.divide(mass[..., keep], seen, out=np.full(mass[..., keep].shape, np.nan), where=seen > 0)
+        return DistanceProfile(ranges=ranges[keep], mean_weight=mean)
 
     @cached_property
     def head_types(self) -> np.ndarray:
         """(L, H) str: "previous-token", "next-token", "sink", "self", "broad" or ""."""
         types = np.full(self.entropy.shape, "", dtype=object)
-        types[self.entropy > BROAD_FRACTION * self.uniform_entropy] = "broad"
+        types[self.entropy > BROAD_FRACTION * self.uniform_entropy[:, None]] = "broad"
         for name, share in (("self", self.same), ("next-token", self.next), ("previous-token", self.previous),
                             ("sink", self.special_mass)):
             types[share > TYPE_THRESHOLD] = name
@@ -173,7 +176,7 @@ class HeadSurvey:
     def upper_bound(self, metric: str) -> float | None:
         """The largest value `metric` can take: uniform entropy, n - 1 tokens, or 1 for a share."""
         if metric == "entropy":
-            return max(self.uniform_entropy, 1e-9)
+            return max(float(self.uniform_entropy.max()), 1e-9)
         return float(self.n_tokens - 1) if metric == "mean_distance" else 1.0
 
 
@@ -187,16 +190,16 @@ def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None
     s = att.self_attn
     L, H, n, m = s.n_layers, s.n_heads, s.n_queries, s.n_keys
     block = -(-max(n, m) // tile_size(n, L * H))
-    visible = np.ones((n, m), bool) if s.mask is None else s.mask
     rows_per_chunk = chunk_rows(H, m, multiple=block)
     totals = _Totals(L, H, n, m, block, rows_per_chunk)
+    by_mask = {}  # id of each distinct mask -> (visible pairs per offset, uniform entropy): layers share masks
     with work_threads(n):
         for layer in range(L):
             for rows in row_chunks(n, rows_per_chunk):
                 totals.add(s, layer, rows)
-                if layer == 0:
-                    chunk = torch.from_numpy(np.ascontiguousarray(visible[rows, :s.keys_seen(rows)], np.float32))
-                    totals.add_pairs(rows, chunk, s.causal)
+            mask = s.mask_of(layer)
+            if id(mask) not in by_mask:
+                by_mask[id(mask)] = _visible_pairs(s, mask, rows_per_chunk)
             if progress:
                 progress((layer + 1) / L, f"Surveying every head: layer {layer + 1} of {L}")
     special = att.special.copy()
@@ -206,11 +209,12 @@ def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None
     column_mass, column_majority = totals.column_mass / n, totals.column_majority / n
     for layer in range(L):  # the sink rule's counts, made in this pass: no view counts them again
         remember_majority_share(s, layer, column_majority[layer])
+    per_layer = [by_mask[id(s.mask_of(layer))] for layer in range(L)]
     return HeadSurvey(
         tiles=totals.tiles, block=block, entropy=totals.entropy / n,
-        uniform_entropy=float(np.mean(np.log(np.maximum(visible.sum(-1), 1)))),
+        uniform_entropy=np.array([uniform for _, uniform in per_layer]),
         column_mass=column_mass, column_majority=column_majority, offset_mass=totals.offset_mass,
-        offset_pairs=totals.offset_pairs, special_mass=column_mass[..., special].sum(-1),
+        offset_pairs=np.stack([pairs for pairs, _ in per_layer]), special_mass=column_mass[..., special].sum(-1),
         punctuation=column_mass[..., punct].sum(-1), sink_candidates=sink_candidates(att.special),
     )
 
@@ -225,7 +229,7 @@ class _Totals:
         self.tiles = np.zeros((L, H, -(-n // block), -(-m // block)), np.float32)
         self.entropy = np.zeros((L, H))
         self.column_mass, self.column_majority = np.zeros((L, H, m)), np.zeros((L, H, m))
-        self.offset_mass, self.offset_pairs = np.zeros((L, H, n + m - 1)), np.zeros(n + m - 1)
+        self.offset_mass = np.zeros((L, H, n + m - 1))
         r = min(rows_per_chunk, n)
         self.scores = torch.empty(H * r * m)
         self.weights = torch.empty(H * r * m)
@@ -253,11 +257,19 @@ class _Totals:
         at = lowest + self.m - 1
         self.offset_mass[layer, :, at:at + sums.shape[1]] += sums.cpu().numpy()
 
-    def add_pairs(self, rows: slice, visible: torch.Tensor, causal: bool) -> None:
-        """The visible (query, key) pairs of a chunk, per offset. Shapes: visible (r, keys) float."""
-        lowest, pairs = _diagonal_sums(visible[None], rows.start, causal)
-        at = lowest + self.m - 1
-        self.offset_pairs[at:at + pairs.shape[1]] += pairs[0].numpy()
+
+def _visible_pairs(s, mask: np.ndarray | None, rows_per_chunk: int) -> tuple[np.ndarray, float]:
+    """For one mask: the visible (query, key) pairs at each offset, (n + m - 1,) from the most negative up,
+    and the mean over rows of log(visible keys), the entropy of uniform attention."""
+    n, m = s.n_queries, s.n_keys
+    visible = np.ones((n, m), bool) if mask is None else mask
+    out = np.zeros(n + m - 1)
+    for rows in row_chunks(n, rows_per_chunk):
+        chunk = torch.from_numpy(np.ascontiguousarray(visible[rows, :s.keys_seen(rows)], np.float32))
+        lowest, pairs = _diagonal_sums(chunk[None], rows.start, s.causal)
+        at = lowest + m - 1
+        out[at:at + pairs.shape[1]] += pairs[0].numpy()
+    return out, float(np.mean(np.log(np.maximum(visible.sum(-1), 1))))
 
 
 def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,

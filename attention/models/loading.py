@@ -3,7 +3,12 @@
 `load_model("minilm")` finds the bundled files (attention.models.registry says which package carries
 them), builds the network with attention routed through attention.models.capture, puts it on the
 compute device (ATTENTION_EXPLORER_DEVICE, attention.models.recompute), and returns the LoadedModel
-that attention.models.running runs.
+that attention.models.running runs. It opens as well an operator's folders (`local:<root>/<folder>`), any
+saved transformers folder by path (from Python), and allowlisted hub ids; `from_model(model, tokenizer)`
+takes a model a notebook already holds. Every model passes the guard (attention.models.guard) first.
+
+Families whose attention classes are chosen from a table of their own (GPT-J, Falcon) cannot take our
+attention function: they load with transformers' eager attention and show their own output_attentions.
 """
 
 from __future__ import annotations
@@ -16,23 +21,108 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attention.models.capture import CAPTURE
+from attention.models.guard import check_model
 from attention.models.recompute import compute_device
-from attention.models.registry import BUNDLED, INSTALL_COMMAND, ModelSpec, ModelUnavailable, cache_dir, hub_allowlist
+from attention.models.registry import (
+    BUNDLED,
+    INSTALL_COMMAND,
+    ModelSpec,
+    ModelUnavailable,
+    cache_dir,
+    hub_allowlist,
+    local_models,
+    model_label,
+)
 from attention.models.running import LoadedModel
 
+MAX_TOKENS_OTHER = 512  # token limit of a model that is not bundled (at most its max_position_embeddings)
 
-def load_model(name: str, *, progress: Callable[[str], None] | None = None) -> LoadedModel:
-    """Load a bundled model by key (`minilm`, `smollm2`) or an allowlisted hub id.
+
+def load_model(name: str, *, progress: Callable[[str], None] | None = None, paths: bool = True) -> LoadedModel:
+    """Load a bundled model by key (`minilm`, `smollm2`), an operator's folder (`local:<root>/<folder>`), a
+    saved transformers folder by its path (when `paths`: the app passes False, so that nothing a visitor
+    types is opened as a path), or an allowlisted hub id; then check it (attention.models.guard).
 
     Raises ModelUnavailable with a message for the user on every failure.
     """
     progress = progress or (lambda message: None)
     name = (name or "").strip()
     if name == "minilm":
-        return _load_dir(BUNDLED["minilm"], minilm_dir())
-    if name == "smollm2":
-        return _load_dir(BUNDLED["smollm2"], smollm2_dir(progress))
-    return _load_hub(name, progress)
+        loaded = _load_dir(BUNDLED["minilm"], minilm_dir())
+    elif name == "smollm2":
+        loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress))
+    elif name in (local := local_models()):
+        loaded = _load_folder(name, local[name])
+    elif paths and _is_path(name):
+        loaded = _load_folder(name, Path(name).expanduser())
+    else:
+        loaded = _load_hub(name, progress)
+    return check_model(loaded)
+
+
+def from_model(model, tokenizer, *, name: str | None = None) -> LoadedModel:
+    """A model a notebook already holds (a transformers PreTrainedModel and its tokenizer), ready to attend:
+    the same LoadedModel load_model gives, checked by the guard. The model is put in eval mode and its
+    attention routed through ours (attention.models.capture: outside our calls it is transformers' eager
+    attention; `model.set_attn_implementation("sdpa")` switches it back)."""
+    model.eval()
+    config = model.config
+    if config._attn_implementation != CAPTURE:
+        try:
+            model.set_attn_implementation(CAPTURE)
+        except Exception:  # a family that keeps a table of attention classes: its own weights are shown
+            pass
+    label = name or str(getattr(config, "_name_or_path", "") or type(model).__name__)
+    spec = ModelSpec(label, f"{label} (from Python)", _architecture(config), _token_limit(config))
+    return check_model(LoadedModel(spec=spec, network=model, tokenizer=tokenizer))
+
+
+def _is_path(name: str) -> bool:
+    """A name meant as a folder: one that exists, or that starts as a path does."""
+    return name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().is_dir()
+
+
+def _load_folder(name: str, folder: Path) -> LoadedModel:
+    """A saved transformers model folder (config.json, weights, tokenizer)."""
+    if not folder.is_dir():
+        raise ModelUnavailable(f"There is no folder at {folder}.")
+    if not (folder / "config.json").is_file():
+        raise ModelUnavailable(f"{folder} holds no config.json: it is not a saved transformers model "
+                               "(save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)).")
+    from transformers import AutoConfig, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+        architecture = _architecture(config)
+        model = _from_pretrained(_auto_class(architecture), folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    except Exception as err:
+        raise ModelUnavailable(f"{folder} could not be loaded: {type(err).__name__}: {str(err)[:300]}") from err
+    spec = ModelSpec(name, model_label(name) if name.startswith("local:") else f"{name} (folder)", architecture,
+                     _token_limit(config))
+    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+
+
+def _auto_class(architecture: str):
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+    return {"encoder-decoder": AutoModelForSeq2SeqLM, "decoder-only": AutoModelForCausalLM}.get(architecture, AutoModel)
+
+
+def _from_pretrained(auto, source, **kwargs):
+    """auto.from_pretrained with our attention; a family that picks its attention class from a table of its
+    own (GPT-J, Falcon: a KeyError for ours) loads with eager attention and shows its own weights."""
+    try:
+        return auto.from_pretrained(source, attn_implementation=CAPTURE, trust_remote_code=False, **kwargs)
+    except KeyError as err:
+        if CAPTURE not in str(err):
+            raise
+        return auto.from_pretrained(source, attn_implementation="eager", trust_remote_code=False, **kwargs)
+
+
+def _token_limit(config) -> int:
+    return min(MAX_TOKENS_OTHER, int(getattr(config, "max_position_embeddings", None)
+                                     or getattr(config, "n_positions", None) or MAX_TOKENS_OTHER))
 
 
 def minilm_dir() -> Path:
@@ -86,11 +176,10 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
 
 
 def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
-    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    auto = AutoModelForCausalLM if spec.architecture == "decoder-only" else AutoModel  # decoders keep their LM head
-    try:
-        model = auto.from_pretrained(folder, attn_implementation=CAPTURE, trust_remote_code=False)
+    try:  # decoders keep their LM head
+        model = _from_pretrained(_auto_class(spec.architecture), folder)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     except Exception as err:
         raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
@@ -106,24 +195,24 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
         raise ModelUnavailable(
             f"`{model_id}` is not on this server's allowlist. Allowed: {', '.join(allowed) or 'none (hub disabled)'}."
             " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
-    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
         config = AutoConfig.from_pretrained(model_id, trust_remote_code=False)
         architecture = _architecture(config)
-        auto = {"encoder-decoder": AutoModelForSeq2SeqLM, "decoder-only": AutoModelForCausalLM}.get(architecture,
-                                                                                                  AutoModel)
-        model = auto.from_pretrained(model_id, attn_implementation=CAPTURE, trust_remote_code=False)
+        model = _from_pretrained(_auto_class(architecture), model_id)
         tokenizer = AutoTokenizer.from_pretrained(model_id, trust_remote_code=False)
     except Exception as err:
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
-        why = "the hub is switched off here (HF_HUB_OFFLINE=1) and it is not in the local cache" if offline \
+        gated = "gated" in str(err).lower() or type(err).__name__ == "GatedRepoError"
+        why = ("it is a gated model: accept its licence on its page at huggingface.co, then log in on this server "
+               "(`hf auth login`, or set HF_TOKEN)") if gated else \
+            "the hub is switched off here (HF_HUB_OFFLINE=1) and it is not in the local cache" if offline \
             else f"{type(err).__name__}: {str(err)[:300]}"
         raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
                                "pages work offline.") from err
-    limit = min(512, int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 512)))
-    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, limit)
+    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, _token_limit(config))
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 

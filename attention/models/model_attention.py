@@ -6,12 +6,16 @@ A model has one to three attention stacks, each named by `stack`:
     "cross"    the decoder's queries (target tokens) reading the encoder's keys (input tokens)
 
 A stack stores q, k and v, which grow as n, not the weights, which grow as n²: any head's weights are
-recomputed from q and k when a view needs them (attention.models.recompute). Models whose scores carry
-a learned position bias (T5) keep the model's own weights instead (`own_weights`).
+recomputed from q and k when a view needs them (attention.models.recompute), with everything the
+family's kernel applies to the scores: the scale, a soft cap (Gemma-2) and each layer's own mask (a
+sliding window differs from a full layer's). Two kinds of family keep the model's own weights instead
+(`own_weights`, L x H x n x m floats, so their inputs are kept short): those whose scores carry a
+learned position bias (T5), and those whose attention never goes through transformers' attention
+interface (BLOOM, Falcon, GPT-J, DeBERTa-v2: their q, k and v are not captured, `q` is None).
 
 Shapes (L layers, H query heads, H_kv key/value heads, n query tokens, m key tokens, d head size,
 D model size):
-    AttentionStack: q (L, H, n, d)   k, v (L, H_kv, m, d)   mask (n, m)   w_o L x (H * d, D)
+    AttentionStack: q (L, H, n, d)   k, v (L, H_kv, m, d)   masks L x (n, m)   w_o L x (H * d, D)
     ModelAttention: hidden (L + 1, n, D)
 """
 
@@ -34,41 +38,59 @@ STACKS = ("self", "decoder", "cross")
 class AttentionStack:
     """Every layer of one kind of attention, with what each head computed."""
 
-    q: np.ndarray  # (L, H, n, d) queries as the kernel saw them (after rotary embeddings)
-    k: np.ndarray  # (L, H_kv, m, d) keys (grouped-query models share each among H / H_kv query heads)
-    v: np.ndarray  # (L, H_kv, m, d) values
-    mask: np.ndarray | None  # (n, m) bool, True = may attend; None = every key visible
-    causal: bool  # the mask is exactly causal (query i sees keys 0..i): later keys can be skipped
-    scale: float  # the model's score scaling (1/sqrt(d) for most; 1.0 for T5)
+    q: np.ndarray | None  # (L, H, n, d) queries as the kernel saw them (after rotary embeddings); None when
+    # the family's attention could not be captured (own_weights then)
+    k: np.ndarray | None  # (L, H_kv, m, d) keys (grouped-query models share each among H / H_kv query heads)
+    v: np.ndarray | None  # (L, H_kv, m, d) values
+    masks: tuple[np.ndarray | None, ...]  # per layer (n, m) bool, True = may attend, None = every key visible;
+    # layers given the same mask share one array
+    exactly_causal: tuple[bool, ...]  # per layer: the mask is exactly causal (query i sees keys 0..i)
+    causal: bool  # no layer lets a query see a later key (causal, sliding windows): later keys can be skipped
+    scale: float  # the model's score scaling (1/sqrt(d) for most; 1.0 for T5; Gemma's query_pre_attn_scalar)
     bias: bool  # the model adds a position bias to the scores (T5): weights cannot come from q and k alone
     modules: tuple[str, ...]  # the attention modules' names, layer by layer
     w_o: tuple[np.ndarray, ...] | None  # per layer (H * d, D): the output projection in x @ W_O form, a
     # read-only view of the model's own parameters (no copy); None when it was not found
-    own_weights: np.ndarray | None = None  # (L, H, n, m) the model's output_attentions, kept only when `bias`
+    own_weights: np.ndarray | None = None  # (L, H, n, m) the model's output_attentions, kept when `bias` or
+    # when q is None
+    softcap: float | None = None  # scores -> softcap * tanh(scores / softcap) before the mask (Gemma-2)
     derived: dict = field(default_factory=dict, repr=False, compare=False)  # read-only arrays computed from the
     # stack once and kept with it, by name (attention.models.sinks keeps each layer's majority shares here)
 
     def __post_init__(self):
         _read_only(self)
+        if len(self.masks) != len(self.modules) or len(self.exactly_causal) != len(self.modules):
+            raise ValueError("one mask and one causal flag per layer")
+
+    @property
+    def captured(self) -> bool:
+        """q, k and v were captured: a head can be rebuilt step by step, its values read."""
+        return self.q is not None
 
     @property
     def n_layers(self) -> int:
-        return self.q.shape[0]
+        return len(self.modules)
 
     @property
     def n_heads(self) -> int:
-        return self.q.shape[1]
+        return (self.q if self.captured else self.own_weights).shape[1]
 
     @property
     def n_queries(self) -> int:
-        return self.q.shape[2]
+        return (self.q if self.captured else self.own_weights).shape[2]
 
     @property
     def n_keys(self) -> int:
-        return self.k.shape[2]
+        return self.k.shape[2] if self.captured else self.own_weights.shape[3]
+
+    def mask_of(self, layer: int) -> np.ndarray | None:
+        """(n, m) bool: what each query of `layer` may see (None: every key)."""
+        return self.masks[layer]
 
     def kv_head(self, head: int) -> int:
         """The key/value head that query head `head` reads (grouped-query attention shares them)."""
+        if not self.captured:
+            raise ValueError(NOT_CAPTURED)
         return head // (self.n_heads // self.k.shape[1])
 
     def layer_weights(self, layer: int, *, rows: slice = slice(None), keys: int | None = None, heads=None):
@@ -78,19 +100,21 @@ class AttentionStack:
         if self.own_weights is not None:
             w = self.own_weights[layer] if heads is None else self.own_weights[layer][list(heads)]
             return torch.from_numpy(np.ascontiguousarray(w[:, rows, :keys]))
-        return layer_weights(self.q[layer], self.k[layer], scale=self.scale, mask=self.mask, causal=self.causal,
-                             rows=rows, keys=keys, heads=heads)
+        return layer_weights(self.q[layer], self.k[layer], scale=self.scale, mask=self.masks[layer],
+                             causal=self.exactly_causal[layer], rows=rows, keys=keys, heads=heads,
+                             softcap=self.softcap)
 
     def layer_scores(self, layer: int, *, rows: slice = slice(None), keys: int | None = None, heads=None,
                      out: torch.Tensor | None = None):
-        """Scaled, masked scores of some query rows of one layer (attention.models.recompute.layer_scores,
-        written into `out` when given); with own_weights, their logarithm, which softmax maps back to the
-        same weights. Shapes: -> torch (h, r, keys) float32."""
+        """Scaled, capped, masked scores of some query rows of one layer (attention.models.recompute.
+        layer_scores, written into `out` when given); with own_weights, their logarithm, which softmax maps
+        back to the same weights. Shapes: -> torch (h, r, keys) float32."""
         if self.own_weights is not None:
             w = self.layer_weights(layer, rows=rows, keys=keys, heads=heads).float()
             return torch.log(w).clamp(min=torch.finfo(torch.float32).min)
-        return layer_scores(self.q[layer], self.k[layer], scale=self.scale, mask=self.mask, causal=self.causal,
-                            rows=rows, keys=keys, heads=heads, out=out)
+        return layer_scores(self.q[layer], self.k[layer], scale=self.scale, mask=self.masks[layer],
+                            causal=self.exactly_causal[layer], rows=rows, keys=keys, heads=heads,
+                            softcap=self.softcap, out=out)
 
     def keys_seen(self, rows: slice) -> int:
         """How many leading keys a chunk of query rows can see: all, or for a causal mask up to its last row."""
@@ -117,10 +141,16 @@ class AttentionStack:
 
     @property
     def nbytes(self) -> int:
-        """Bytes this stack stores (q, k, v, mask, own weights, what was derived; W_O is the model's and not
-        counted)."""
-        arrays = (self.q, self.k, self.v, self.mask, self.own_weights, *self.derived.values())
-        return sum(a.nbytes for a in arrays if a is not None)
+        """Bytes this stack stores (q, k, v, masks, own weights, what was derived; W_O is the model's and not
+        counted; a mask shared by layers counts once)."""
+        masks = {id(m): m for m in self.masks if m is not None}
+        arrays = (self.q, self.k, self.v, self.own_weights, *masks.values(), *self.derived.values())
+        return sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+
+
+NOT_CAPTURED = ("this model's attention does not go through transformers' attention interface, so its q, k and "
+                "v were not captured: its weights are the model's own, but a head cannot be rebuilt step by step "
+                "and its values cannot be read")
 
 
 @dataclass(frozen=True)
@@ -211,14 +241,16 @@ class ModelAttention:
         """
         self.check_head(layer, head, stack)
         s = self.attention_stack(stack)
+        if not s.captured:
+            raise ValueError(NOT_CAPTURED)
         if s.bias:
             raise ValueError("this model adds a learned position bias to the scores (as T5 does); "
                              "its weights are shown, but a head cannot be rebuilt from Q and K alone")
         rows = slice(None) if query is None else slice(query, query + 1)
         kv = s.kv_head(head)
-        mask = None if s.mask is None else s.mask[rows]
+        mask = None if s.masks[layer] is None else s.masks[layer][rows]
         return scaled_dot_product_attention(s.q[layer, head, rows], s.k[layer, kv], s.v[layer, kv], mask=mask,
-                                            scale=s.scale)
+                                            scale=s.scale, softcap=s.softcap)
 
 
 def _read_only(record) -> None:

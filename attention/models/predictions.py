@@ -114,14 +114,21 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
     eos = getattr(network.config, "eos_token_id", None)
     eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
     steps, cache, feed, stopped = [], None, ids, "length"
+    captured = loaded.check is None or loaded.check.captured  # else its own output_attentions, every step
     with torch.inference_mode(), work_threads(ids.shape[1]):
         for t in range(max_new_tokens):
             with loaded.lock, recording(names, kernel="sdpa") as calls:
-                out = network(input_ids=feed, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                out = network(input_ids=feed, past_key_values=cache, use_cache=True, logits_to_keep=1,
+                              output_attentions=not captured)
             cache = out.past_key_values
-            rows = np.stack([layer_weights(c.q, c.k, scale=c.scale, mask=c.mask,
-                                           rows=slice(c.q.shape[1] - 1, c.q.shape[1]))[:, 0].cpu().numpy()
-                             for c in calls])  # (L, H, keys so far)
+            if calls:
+                rows = np.stack([layer_weights(c.q, c.k, scale=c.scale, mask=c.mask, softcap=c.softcap,
+                                               rows=slice(c.q.shape[1] - 1, c.q.shape[1]))[:, 0].cpu().numpy()
+                                 for c in calls])  # (L, H, keys so far)
+            elif out.attentions:  # a family capture cannot see: the model's own weights of the last query
+                rows = np.stack([a[0, :, -1].to(torch.float32).cpu().numpy() for a in out.attentions])
+            else:
+                raise ValueError(f"{loaded.spec.name} returned no attention weights while generating.")
             logits = out.logits[0, -1].to(torch.float64).cpu().numpy()
             used_t = 1.0 if greedy else temperature
             p = softmax(logits, temperature=used_t)

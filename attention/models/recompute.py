@@ -4,8 +4,9 @@ For long inputs the model runs with the fused kernel, which never builds the (he
 q and k grow only as n, and any head's weights follow from them the way the model's eager kernel
 computes them:
 
-    weights = softmax((q * scale) @ k^T, masked keys at the most negative float32)     in float32
+    weights = softmax(cap((q * scale) @ k^T), masked keys at the most negative float32)     in float32
 
+where cap(s) = c * tanh(s / c) for models that soft-cap their attention logits (Gemma-2), else s
 (eager computes (q @ k^T) * scale: the same up to the last bit), so recomputed weights equal the
 model's own output_attentions to ~1e-6 (tests check <= 1e-5). The
 step-by-step trace of one head (ModelAttention.head_trace) is the toy kernel in float64 on the same q, k.
@@ -62,14 +63,15 @@ def compute_device() -> torch.device:
 
 
 def layer_scores(q: np.ndarray, k: np.ndarray, *, scale: float, mask: np.ndarray | None, causal: bool = False,
-                 rows: slice = slice(None), keys: int | None = None, heads=None,
+                 rows: slice = slice(None), keys: int | None = None, heads=None, softcap: float | None = None,
                  out: torch.Tensor | None = None) -> torch.Tensor:
     """Scaled, masked scores q @ k^T * scale of some query rows of one layer (masked: the most negative
     float32, as the eager kernel adds it, so softmax gives exactly 0 and 0 * score stays 0).
 
     `keys` keeps only the first keys (a causal chunk never sees later ones: their weights are 0 and the
     caller knows it); `causal` says the mask is exactly causal, so only the chunk's diagonal block needs
-    masking; `heads` picks query heads (default all); `out`, a flat float32 buffer at least h * r * keys
+    masking; `heads` picks query heads (default all); `softcap` c maps scores to c * tanh(s / c) before
+    the mask, as Gemma-2's kernel does; `out`, a flat float32 buffer at least h * r * keys
     long, receives the scores (long loops reuse one buffer instead of allocating one per chunk).
     Shapes: q (H, n, d), k (H_kv, m, d), mask (n, m) -> (h, r, keys) float32 on compute_device().
     """
@@ -91,6 +93,8 @@ def layer_scores(q: np.ndarray, k: np.ndarray, *, scale: float, mask: np.ndarray
         shape = (len(heads), stop - start, keys)
     scores = None if out is None else out[:int(np.prod(shape))].view(qg.shape[0], qg.shape[1], keys)
     scores = torch.matmul(qg, kg.transpose(-1, -2), out=scores).view(shape)  # (h, r, d) @ (h, d, keys)
+    if softcap is not None:
+        scores.div_(softcap).tanh_().mul_(softcap)
     if mask is None:
         return scores
     first = start if causal else 0  # causal: every key before the chunk's first row is visible to all its rows
@@ -100,11 +104,12 @@ def layer_scores(q: np.ndarray, k: np.ndarray, *, scale: float, mask: np.ndarray
 
 
 def layer_weights(q: np.ndarray, k: np.ndarray, *, scale: float, mask: np.ndarray | None, causal: bool = False,
-                  rows: slice = slice(None), keys: int | None = None, heads=None) -> torch.Tensor:
+                  rows: slice = slice(None), keys: int | None = None, heads=None,
+                  softcap: float | None = None) -> torch.Tensor:
     """softmax(layer_scores(...)): the weights of some query rows of one layer, as the model's eager kernel
     computes them. Shapes: -> (h, r, keys) float32 on compute_device()."""
     return torch.softmax(layer_scores(q, k, scale=scale, mask=mask, causal=causal, rows=rows, keys=keys,
-                                      heads=heads), dim=-1)
+                                      heads=heads, softcap=softcap), dim=-1)
 
 
 def row_chunks(n: int, rows_per_chunk: int):

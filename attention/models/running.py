@@ -3,10 +3,12 @@
 `attend(loaded, text)` tokenizes and runs one forward pass while attention.models.capture records Q, K
 and V of every layer. The pass uses the fused SDPA kernel, which never builds the (heads, n, n) weights,
 so memory grows as n and SmolLM2 reads thousands of tokens; weights are recomputed from q and k when a
-view needs them. Models that add a learned position bias to their scores (T5) run a second, eager pass
-and keep their own output_attentions. `own_attention(loaded, att, layer)` runs one layer eagerly and
-returns the model's own weights for it: the check the pages show. The output projections W_O are read
-here too, as views of the model's parameters, so a page never reaches back into the network.
+view needs them. Two kinds of family keep the model's own output_attentions instead (a second, eager
+pass): those that add a learned position bias to their scores (T5), and those whose attention does not
+go through transformers' attention interface at all (BLOOM, Falcon, GPT-J, DeBERTa-v2), which capture
+cannot see. `own_attention(loaded, att, layer)` runs one layer eagerly and returns the model's own
+weights for it: the check the pages show. The output projections W_O are read here too, through the
+family's anatomy (attention.models.anatomy), as views of the model's parameters.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import torch
 
+from attention.models.anatomy import Anatomy, MissingAnatomy, anatomy
 from attention.models.capture import CapturedCall, recording
 from attention.models.model_attention import AttentionStack, ModelAttention
 from attention.models.recompute import work_threads
@@ -37,11 +41,17 @@ class LoadedModel:
     spec: ModelSpec
     network: torch.nn.Module  # transformers PreTrainedModel in eval mode, attention routed through CAPTURE
     tokenizer: object  # its transformers tokenizer
+    check: object | None = None  # the guard's attention.models.guard.ModelCheck, set when a loader checked it
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def attend(self, text: str, *, target: str | None = None, progress: Progress | None = None) -> ModelAttention:
         """Run the model on `text` (and, for an encoder-decoder model, `target`): see attend()."""
         return attend(self, text, target=target, progress=progress)
+
+    @cached_property
+    def anatomy(self) -> Anatomy:
+        """Where the network keeps its parts (attention.models.anatomy); MissingAnatomy for an unknown family."""
+        return anatomy(self.network)
 
     @property
     def device(self) -> torch.device:
@@ -75,40 +85,43 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
     def on_call(done: int) -> None:
         say(min(1.0, done / expected), f"Running {spec.name}: attention layer {min(done, expected)} of {expected}")
 
+    encoder_decoder = spec.architecture == "encoder-decoder"
     with loaded.lock, torch.inference_mode():
         inputs = _inputs(loaded, text, target)
         with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", on_call=on_call) as calls:
             out = _forward(network, inputs, output_attentions=False)
-        if not _calls_of(calls, "self"):
-            raise ValueError(f"{spec.name} returned no attention weights (its attention kernel does not expose "
-                             "them to ours).")
         own = None
-        if any(c.bias for c in calls):  # scores carry a learned bias: keep the model's own weights
+        if not _calls_of(calls, "self", encoder_decoder):  # attention outside the interface: the model's own
+            calls = []
+            own = out = _forward(network, inputs, output_attentions=True)
+            if not own.attentions:
+                raise ValueError(f"{spec.name} returned no attention weights, neither through transformers' "
+                                 "attention interface nor as output_attentions.")
+        elif any(c.bias for c in calls):  # scores carry a learned bias: keep the model's own weights
             with recording(names, kernel="eager") as calls:
                 own = _forward(network, inputs, output_attentions=True)
-    states = list(out.encoder_hidden_states if spec.architecture == "encoder-decoder" else out.hidden_states)
+    states = list(out.encoder_hidden_states if encoder_decoder else out.hidden_states)
     next_logits = _logits(out.logits[0, -1]) if inputs.target_ids is None and has_lm_head(network) else None
     del out  # now `states` alone holds the model's hidden states, and _hidden_states frees them as it copies
     hidden = _hidden_states(states)
-    by_stack = {stack: _calls_of(calls, stack) for stack in ("self", "decoder", "cross")}
+    by_stack = {stack: _calls_of(calls, stack, encoder_decoder) for stack in ("self", "decoder", "cross")}
     calls.clear()  # each stack's list now holds its calls alone, so copying them can free them
     tokens, special = display_tokens(tok, inputs.ids[0])
-    modules = dict(network.named_modules())
-    encoder_decoder = spec.architecture == "encoder-decoder"
     self_own = None if own is None else (own.encoder_attentions if encoder_decoder else own.attentions)
+    w_o = _output_weights(loaded)
     result = dict(
         model_name=spec.name, text=inputs.text, target=target if inputs.target_ids is not None else None,
         architecture=spec.architecture, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
-        self_attn=_attention_stack(by_stack["self"], modules, self_own), hidden=hidden,
-        truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input, next_logits=next_logits,
-        word_ids=inputs.word_ids, offsets=inputs.offsets,
+        self_attn=_attention_stack(by_stack["self"], w_o, self_own, causal=spec.architecture == "decoder-only"),
+        hidden=hidden, truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input,
+        next_logits=next_logits, word_ids=inputs.word_ids, offsets=inputs.offsets,
     )
     if inputs.target_ids is not None:
         result["target_tokens"] = display_tokens(tok, inputs.target_ids[0])[0]
         result["target_ids"] = inputs.target_ids[0].cpu().numpy()
         for stack in ("decoder", "cross"):
             own_w = None if own is None else getattr(own, f"{stack}_attentions")
-            result[f"{stack}_attn"] = _attention_stack(by_stack[stack], modules, own_w)
+            result[f"{stack}_attn"] = _attention_stack(by_stack[stack], None, own_w, causal=stack == "decoder")
     return ModelAttention(**result)
 
 
@@ -119,13 +132,34 @@ def own_attention(loaded: LoadedModel, att: ModelAttention, layer: int, *, stack
 
     Shapes: -> (H, n, m) float32.
     """
-    module = att.attention_stack(stack).modules[layer]
+    return own_attentions(loaded, att, {stack: (layer,)})[stack, layer]
+
+
+def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, tuple[int, ...]]) -> dict:
+    """own_attention for several layers of several stacks in one forward pass: {(stack, layer): (H, n, m)}.
+    A stack the capture could not see answers with the weights `att` already holds (the model's own)."""
+    found, modules = {}, set()
+    for stack, wanted in layers.items():
+        s = att.attention_stack(stack)
+        for layer in wanted:
+            if s.captured:
+                modules.add(s.modules[layer])
+            else:
+                found[stack, layer] = s.own_weights[layer]
+    if not modules:
+        return found
     names = {id(m): name for name, m in loaded.network.named_modules()}
+    encoder_decoder = att.architecture == "encoder-decoder"
     with loaded.lock, torch.inference_mode():
         inputs = _inputs(loaded, att.text, att.target)
-        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", eager_for={module}) as calls:
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", eager_for=modules) as calls:
             _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
-    return next(c.weights for c in calls if c.module == module)
+    for stack, wanted in layers.items():
+        in_stack = _calls_of(calls, stack, encoder_decoder)  # by position: ALBERT calls one module every layer
+        for layer in wanted:
+            if (stack, layer) not in found:
+                found[stack, layer] = in_stack[layer].weights
+    return found
 
 
 def _inputs(loaded: LoadedModel, text: str, target: str | None) -> _Inputs:
@@ -162,10 +196,16 @@ def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states
 
 def rotary_base(loaded: LoadedModel) -> float | None:
     """The base of the model's rotary positions (θ_i = base^(-2i/d)), or None when it has none (BERT adds
-    learned positions to its embeddings instead). Only plain RoPE counts: scaled variants return None."""
+    learned positions to its embeddings instead) or its family is unknown. Only plain RoPE over the whole
+    head counts: scaled variants and partial rotary (a share of each head) return None."""
     config = loaded.network.config
     params = getattr(config, "rope_parameters", None) or {}
-    if not getattr(loaded.network, "model", None) or not hasattr(loaded.network.model, "rotary_emb"):
+    try:
+        if loaded.anatomy.rotary is None:
+            return None
+    except MissingAnatomy:
+        return None
+    if params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0)) not in (None, 1.0):
         return None
     if params.get("rope_type", "default") != "default":
         return None
@@ -189,26 +229,13 @@ def _attention_calls(network) -> int:
     return max(1, int(n))
 
 
-def output_projection_module(modules: dict, module_name: str) -> torch.nn.Module | None:
-    """The linear layer that reads an attention module's concatenated heads (its input is z, every head's
-    output side by side, (B, n, H * d)), or None. `modules` is the network's named_modules(); the layer's
-    name depends on the architecture."""
-    parent = module_name.rsplit(".", 1)[0] if module_name.endswith(".self") else module_name
-    for name in (f"{module_name}.o_proj", f"{module_name}.out_proj", f"{module_name}.out_lin",
-                 f"{module_name}.c_proj", f"{module_name}.o", f"{parent}.output.dense"):
-        linear = modules.get(name)
-        if linear is not None and hasattr(linear, "weight"):
-            return linear
-    return None
-
-
-def output_projection(modules: dict, module_name: str) -> np.ndarray | None:
-    """W_O of one attention module in x @ W_O form, (H * d, D): a view of the parameter, or None."""
-    linear = output_projection_module(modules, module_name)
-    if linear is None:
+def _output_weights(loaded: LoadedModel) -> tuple[np.ndarray, ...] | None:
+    """Every layer's W_O (self-attention), through the anatomy; None when the family has no entry."""
+    try:
+        parts = loaded.anatomy
+    except MissingAnatomy:
         return None
-    w = linear.weight.detach().to(torch.float32).numpy()  # float32 weights: shares memory, no copy
-    return w if type(linear).__name__ == "Conv1D" else w.T  # Conv1D (GPT-2) already stores (in, out)
+    return tuple(parts.output_weight(layer) for layer in range(len(parts.outputs)))
 
 
 def _target_ids(network, tok, enc, target: str | None) -> torch.Tensor:
@@ -225,9 +252,12 @@ def _target_ids(network, tok, enc, target: str | None) -> torch.Tensor:
                             do_sample=False, num_beams=1)
 
 
-def _calls_of(calls: list[CapturedCall], stack: str) -> list[CapturedCall]:
-    """The captured calls of one attention stack, told apart by their module names."""
+def _calls_of(calls: list[CapturedCall], stack: str, encoder_decoder: bool) -> list[CapturedCall]:
+    """The captured calls of one attention stack: every call is "self" in an encoder-only or decoder-only
+    model (OPT's layers are "model.decoder.layers"); an encoder-decoder model's are told apart by name."""
     def stack_of(module_name: str) -> str:
+        if not encoder_decoder:
+            return "self"
         lower = module_name.lower()
         if "encoder_attn" in lower or "crossattention" in lower or "enc_dec" in lower or "encdec" in lower:
             return "cross"
@@ -236,31 +266,44 @@ def _calls_of(calls: list[CapturedCall], stack: str) -> list[CapturedCall]:
     return [c for c in calls if stack_of(c.module) == stack]
 
 
-def _attention_stack(calls: list[CapturedCall], modules: dict, own_weights=None) -> AttentionStack:
-    """One stack from its captured calls; `own_weights` (the model's output_attentions) only when the
-    scores carry a bias that q and k cannot reproduce.
+def _attention_stack(calls: list[CapturedCall], w_o, own_weights=None, *, causal: bool) -> AttentionStack:
+    """One stack from its captured calls; `own_weights` (the model's output_attentions) when the scores carry
+    a bias that q and k cannot reproduce, or when nothing was captured (then `causal` says whether the
+    model's own mask hides later keys).
 
     q, k, v are copied layer by layer into arrays made once, and each call's own copy is dropped as soon
     as it is taken: at 4,096 tokens they are ~0.5 GB, and stacking them at the end would hold it twice.
     """
+    own = None if own_weights is None else _np(torch.stack([a[0] for a in own_weights]))
+    if not calls:  # the model's own weights only
+        L, _, n, m = own.shape
+        mask = np.tri(n, m, dtype=bool) if causal else None
+        if mask is not None:
+            mask.flags.writeable = False
+        return AttentionStack(q=None, k=None, v=None, masks=(mask,) * L, exactly_causal=(causal,) * L,
+                              causal=causal, scale=float("nan"), bias=False,
+                              modules=tuple(f"layer {i + 1}" for i in range(L)), w_o=None, own_weights=own)
     first = calls[0]
     modules_of = tuple(c.module for c in calls)
-    w_o = tuple(output_projection(modules, name) for name in modules_of)
     q = np.empty((len(calls), *first.q.shape), np.float32)
     k = np.empty((len(calls), *first.k.shape), np.float32)
     v = np.empty((len(calls), *first.v.shape), np.float32)
     for i, call in enumerate(calls):
         q[i], k[i], v[i] = call.q, call.k, call.v
         calls[i] = replace(call, q=None, k=None, v=None)
-    mask = None if first.mask is None or first.mask.all() else first.mask
+    masks = tuple(None if c.mask is None or c.mask.all() else c.mask for c in calls)
     return AttentionStack(
-        q=q, k=k, v=v, mask=mask,
-        causal=mask is not None and mask.shape[0] == mask.shape[1] and np.array_equal(
-            mask, np.tri(mask.shape[0], dtype=bool)),
+        q=q, k=k, v=v, masks=masks, exactly_causal=tuple(c.causal for c in calls),
+        causal=all(m is not None and _no_later_keys(m) for m in {id(m): m for m in masks}.values()),
         scale=first.scale, bias=any(c.bias for c in calls), modules=modules_of,
-        w_o=None if any(x is None for x in w_o) else w_o,
-        own_weights=None if own_weights is None else _np(torch.stack([a[0] for a in own_weights])),
+        w_o=w_o if w_o is not None and len(w_o) == len(calls) else None, own_weights=own,
+        softcap=first.softcap,
     )
+
+
+def _no_later_keys(mask: np.ndarray) -> bool:
+    """No query sees a key after it (causal, or a causal sliding window). Shapes: mask (n, m), n == m."""
+    return mask.shape[0] == mask.shape[1] and not np.triu(mask, 1).any()
 
 
 def _hidden_states(states: list) -> np.ndarray:

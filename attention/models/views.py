@@ -119,8 +119,9 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     max_shown per side comes back as block maxima, labelled by position ranges.
     """
     agg = AGGREGATIONS.get(how)
+    att.check_head(layer, head, stack)
     rows, cols = att.query_tokens(stack), att.key_tokens(stack)
-    mask = att.attention_stack(stack).mask
+    mask = att.attention_stack(stack).mask_of(layer)
     title = f"Layer {layer + 1}, " + (f"head {head + 1}" if how == "head" else agg.label)
     words = reading.groups(att) if stack == "self" else None
     gone = None
@@ -210,10 +211,13 @@ def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading
         rows = torch.nn.functional.max_pool1d(torch.from_numpy(rows)[:, None], b, b, ceil_mode=True)[:, 0].numpy()
     labels = tuple(f"L{layer + 1} H{head + 1}" for layer in range(s.n_layers) for head in range(s.n_heads))
     keys = att.key_tokens(stack) if words is None else words.words
-    visible = s.mask if words is None else words.merge_mask(s.mask)  # (queries, keys) bool or None
     mask = None
-    if b == 1 and (visible is not None or (gone is not None and words is None)):
-        mask = np.ones(rows.shape, bool) if visible is None else np.broadcast_to(visible[token], rows.shape).copy()
+    if b == 1 and (any(m is not None for m in s.masks) or (gone is not None and words is None)):
+        mask = np.ones(rows.shape, bool)  # (L * H, keys): each row what its layer lets the query see
+        for layer in range(s.n_layers):
+            visible = s.mask_of(layer) if words is None else words.merge_mask(s.mask_of(layer))
+            if visible is not None:
+                mask[layer * s.n_heads:(layer + 1) * s.n_heads] = visible[token]
         if gone is not None and words is None:
             mask &= ~gone
     title = f"“{queries[token]}” as the query" + (", each head without its sinks" if gone is not None else "")

@@ -1,0 +1,94 @@
+"""The guard: before a model reads anyone's text, the weights we rebuild are held to the model's own.
+
+`check_model(loaded)` runs the model on a probe text longer than every attention window its
+configuration declares (a sliding window only shows on texts longer than it; capped at the token limit),
+with the first, middle and last layer of each attention stack on transformers' eager kernel, and
+compares their weights with the ones rebuilt from the captured q and k. Above GUARD_GAP the model is
+refused with the measured gap, rather than shown wrong; below it, the gap is what the pages state.
+Families whose weights are the model's own output_attentions (T5's position bias, the families that do
+not use transformers' attention interface) have nothing rebuilt: their gap is 0, and their texts are
+kept to OWN_WEIGHTS_MAX_TOKENS, since they hold L x H x n² weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from attention.models.anatomy import model_type
+from attention.models.registry import ModelUnavailable
+from attention.models.running import LoadedModel, attend, own_attentions
+
+GUARD_GAP = 1e-4  # largest |rebuilt - own| weight difference a model may show
+PROBE_MIN_TOKENS = 32
+OWN_WEIGHTS_MAX_TOKENS = 512  # token limit of a family whose weights are stored whole (L x H x n x n floats)
+PROBE_SENTENCE = "The otter dove into the cold river and came back up with a silver fish. "
+WINDOW_FIELDS = ("sliding_window", "local_attention", "attention_window")  # config fields that bound attention
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """What the guard measured when the model was loaded."""
+
+    captured: bool  # weights are rebuilt from q and k captured inside the model (False: its own weights)
+    gap: float  # largest |rebuilt - the model's own eager weight| over the layers compared (0 when own)
+    layers: tuple[int, ...]  # the self-attention layers compared, 0-based
+    probe_tokens: int  # the probe text's length
+    own_weights: bool  # the weights shown are the model's own output_attentions (bias, or not captured)
+
+    @property
+    def summary(self) -> str:
+        """One sentence for the pages."""
+        if self.own_weights:
+            return ("weights are the model's own (output_attentions): its scores cannot be rebuilt from q and k, "
+                    f"so texts are kept to {OWN_WEIGHTS_MAX_TOKENS} tokens")
+        layers = ", ".join(str(layer + 1) for layer in self.layers)
+        return (f"weights rebuilt from q and k equal the model's own to {self.gap:.0e} (layers {layers}, checked "
+                f"on a {self.probe_tokens}-token probe when it loaded)")
+
+
+def attention_window(config) -> int | None:
+    """The longest attention window the configuration declares (sliding or local), or None."""
+    sizes = []
+    for name in WINDOW_FIELDS:
+        value = getattr(config, name, None)
+        values = value if isinstance(value, list | tuple) else [value]
+        sizes += [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    return max(sizes) if sizes else None
+
+
+def probe_text(loaded: LoadedModel) -> str:
+    """A text of at least PROBE_MIN_TOKENS tokens, and longer than the model's attention window when its
+    token limit allows."""
+    window = attention_window(loaded.network.config) or 0
+    want = max(PROBE_MIN_TOKENS, window + 16)
+    per_sentence = max(1, len(loaded.tokenizer(PROBE_SENTENCE, add_special_tokens=False)["input_ids"]))
+    return PROBE_SENTENCE * (want // per_sentence + 1)
+
+
+def check_model(loaded: LoadedModel) -> LoadedModel:
+    """`loaded` with its ModelCheck (and, for a model whose own weights are kept, its token limit lowered);
+    ModelUnavailable, with the measured gap, when rebuilt weights differ from the model's own."""
+    att = attend(loaded, probe_text(loaded))
+    s = att.self_attn
+    if not s.captured or s.bias:
+        check = ModelCheck(captured=s.captured, gap=0.0, layers=(), probe_tokens=len(att.tokens), own_weights=True)
+        spec = replace(loaded.spec, max_tokens=min(loaded.spec.max_tokens, OWN_WEIGHTS_MAX_TOKENS),
+                       max_tokens_gpu=None)
+        return replace(loaded, spec=spec, check=check)
+    stacks = {stack: tuple(sorted({0, a.n_layers // 2, a.n_layers - 1}))
+              for stack, a in (("self", s), ("decoder", att.decoder_attn), ("cross", att.cross_attn)) if a is not None}
+    own = own_attentions(loaded, att, stacks)
+    gaps = {(stack, layer): float(np.abs(att.attention_stack(stack).layer_weights(layer).cpu().numpy()
+                                         - own[stack, layer]).max())
+            for stack, layers in stacks.items() for layer in layers}
+    (stack, layer), gap = max(gaps.items(), key=lambda item: item[1])
+    if not gap <= GUARD_GAP:  # NaN refuses too
+        raise ModelUnavailable(
+            f"{loaded.spec.label}: the attention weights rebuilt from its q and k differ from the model's own by "
+            f"{gap:.1e} ({stack} attention, layer {layer + 1}), above the {GUARD_GAP:g} this app allows, so it is "
+            f"refused rather than shown wrong. Its family ({model_type(loaded.network)}) computes its scores in a "
+            "way attention/models/recompute.py does not rebuild.")
+    check = ModelCheck(captured=True, gap=gap, layers=stacks["self"], probe_tokens=len(att.tokens), own_weights=False)
+    return replace(loaded, check=check)
