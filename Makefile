@@ -44,8 +44,10 @@ test: install-dev browser
 	$(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
 
-# Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here).
+# Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here), and the table
+# of model families x features, docs/models.md.
 bench: install-dev browser $(VENV)/.installed-bench
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.families
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
 
 clean:

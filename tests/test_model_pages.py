@@ -172,3 +172,28 @@ def test_line_view_draws_the_heads_weights(minilm):
     hovers = [h for trace in fig["data"] if trace.get("hovertext") for h in trace["hovertext"]]
     assert len(hovers) == int((w >= 0.01).sum())  # one line per pair of at least 0.01 (8 tokens: all kept)
     assert any(f"weight {w.max():.3f}" in h for h in hovers)
+
+
+def test_an_operators_folders_open_in_the_app_and_a_family_without_q_k_v_says_so(tmp_path, monkeypatch):
+    """Tiny Pythia (GPT-NeoX: rebuilt from q and k) and BLOOM (outside the attention interface: its own
+    weights) saved under a root the operator allows: picked from the list, never typed as a path."""
+    from benchmarks.families import build, tokenizer
+
+    tok = tokenizer()
+    for name in ("gpt_neox", "bloom"):
+        _, reference = build(name, tok)
+        reference.save_pretrained(tmp_path / "tiny" / name)
+        tok.save_pretrained(tmp_path / "tiny" / name)
+    monkeypatch.setenv("ATTENTION_EXPLORER_MODEL_DIRS", str(tmp_path / "tiny"))
+    at = open_page("pages/model_heads.py")
+    assert "tiny/gpt_neox (local folder)" in at.selectbox(key="model").options
+    at.selectbox(key="model").set_value("local:tiny/gpt_neox").run()
+    assert not at.exception and chart(at, "heads.grid")
+    assert any("equal the model's own to" in c.value for c in at.caption)  # the guard's measured gap
+    at.switch_page("pages/predictions.py").run()
+    assert not at.exception and chart(at, "pred.estimate")  # head effects through its anatomy
+    at.selectbox(key="model").set_value("local:tiny/bloom").run()
+    assert not at.exception and any("the model's own" in c.value for c in at.caption)
+    at.switch_page("pages/inside_head.py").run()  # (AppTest keeps the first page's ?model=: choose again)
+    at.selectbox(key="model").set_value("local:tiny/bloom").run()
+    assert not at.exception and any("q, k and v were not captured" in w.value for w in at.warning)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.model_attention import STACKS, AttentionStack, ModelAttention
+from attention.models.model_attention import NOT_CAPTURED, STACKS, AttentionStack, ModelAttention
 from attention.models.recompute import block_max, chunk_rows, row_chunks
 
 ROLLOUT_RESIDUAL = 0.5  # the share of the skip connection in attention rollout (Abnar & Zuidema 2020)
@@ -77,8 +77,11 @@ def norm_weights(att: ModelAttention, layer: int, head: int | None = None) -> np
     Shapes: -> (n, n). ValueError when the model's W_O was not found.
     """
     s = att.self_attn
+    if not s.captured:
+        raise ValueError(f"norm-based weights need each head's values: {NOT_CAPTURED}")
     if s.w_o is None:
-        raise ValueError("this model's output projection W_O was not found, so norm-based weights are unavailable")
+        raise ValueError("this model's output projection W_O is not known (attention/models/anatomy.py has no entry "
+                         "for its family), so norm-based weights are unavailable")
     n_heads, n_kv, d = s.n_heads, s.v.shape[1], s.v.shape[-1]
     w_o = torch.from_numpy(np.ascontiguousarray(s.w_o[layer], dtype=np.float32)).reshape(n_heads, d, -1)  # (H, d, D)
     v = torch.from_numpy(np.repeat(s.v[layer], n_heads // n_kv, axis=0).astype(np.float32))  # (H, n, d), KV shared

@@ -29,13 +29,17 @@ class Family:
     output: str  # the linear layer in a block that reads every head's output side by side: W_O
     final_norm: str | None  # the norm after the last block (None: the family has none)
     rotary: str | None = None  # the rotary position embedding, for RoPE families
+    rotate_half: bool = False  # its rotary embedding turns the two halves of each head as LLaMA's rotate_half
+    # does (pair i = dimensions i and i + d/2): what attention.models.rotary undoes (others interleave pairs)
     restartable: bool = False  # a forward pass can start at any block, given the residual stream there as
     # inputs_embeds (nothing is added to the embeddings on the way in: no positions, no scaling)
     shared_layers: bool = False  # one block serves every layer (ALBERT): a layer cannot be edited alone
 
 
-LLAMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", restartable=True)
-GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb")  # embeddings scaled by √D
+LLAMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                    restartable=True)
+GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True)  # embeddings
+# scaled by √D on the way in: a pass cannot restart from the residual stream
 BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None)
 BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None)  # the encoder's self-attention
 
@@ -54,7 +58,7 @@ FAMILIES = {  # config.model_type -> Family
     "distilbert": Family("transformer.layer", "attention", "attention.out_lin", None),
     "albert": Family("encoder.albert_layer_groups.0.albert_layers", "attention", "attention.dense", None,
                      shared_layers=True),
-    "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb"),
+    "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb", rotate_half=True),
     "t5": Family("encoder.block", "layer.0.SelfAttention", "layer.0.SelfAttention.o", "encoder.final_layer_norm"),
     "bart": BART_LIKE, "marian": BART_LIKE,
 }

@@ -240,8 +240,8 @@ def head_ablation(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, 
     # logit(t) - logit(f) = h . (W_U[t] - W_U[f]) + (b[t] - b[f]) for the final hidden state h: the scan
     # runs the model without its LM head, so no copy computes 49,152 logits to keep two.
     unembed = loaded.network.get_output_embeddings()
-    direction = (unembed.weight[t] - unembed.weight[f]).double()  # (D,)
-    offset = 0.0 if unembed.bias is None else float(unembed.bias[t] - unembed.bias[f])
+    direction = (unembed.weight[t] - unembed.weight[f]).detach().double()  # (D,)
+    offset = 0.0 if unembed.bias is None else float((unembed.bias[t] - unembed.bias[f]).detach())
 
     def read(out):
         return out.last_hidden_state[:, -1].double() @ direction + offset  # (B,)

@@ -73,7 +73,7 @@ def from_model(model, tokenizer, *, name: str | None = None) -> LoadedModel:
         except Exception:  # a family that keeps a table of attention classes: its own weights are shown
             pass
     label = name or str(getattr(config, "_name_or_path", "") or type(model).__name__)
-    spec = ModelSpec(label, f"{label} (from Python)", _architecture(config), _token_limit(config))
+    spec = ModelSpec(label, f"{label} (from Python)", _architecture(config, model), _token_limit(config))
     return check_model(LoadedModel(spec=spec, network=model, tokenizer=tokenizer))
 
 
@@ -216,9 +216,11 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 
-def _architecture(config) -> str:
-    """"encoder-decoder", "decoder-only" (a causal language model: it predicts next tokens) or "encoder-only"."""
+def _architecture(config, model=None) -> str:
+    """"encoder-decoder", "decoder-only" (a causal language model: it predicts next tokens) or "encoder-only",
+    from the config's architectures, or from the model itself when it is at hand (a config built in code
+    names none)."""
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder"
-    archs = " ".join(getattr(config, "architectures", None) or [])
+    archs = " ".join(getattr(config, "architectures", None) or ([type(model).__name__] if model is not None else []))
     return "decoder-only" if ("CausalLM" in archs or "LMHead" in archs) else "encoder-only"

@@ -121,14 +121,15 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
                 out = network(input_ids=feed, past_key_values=cache, use_cache=True, logits_to_keep=1,
                               output_attentions=not captured)
             cache = out.past_key_values
+            keys = ids.shape[1] + t  # keys so far, the new query's own included
             if calls:
-                rows = np.stack([layer_weights(c.q, c.k, scale=c.scale, mask=c.mask, softcap=c.softcap,
-                                               rows=slice(c.q.shape[1] - 1, c.q.shape[1]))[:, 0].cpu().numpy()
-                                 for c in calls])  # (L, H, keys so far)
+                rows = [layer_weights(c.q, c.k, scale=c.scale, mask=c.mask, softcap=c.softcap,
+                                      rows=slice(c.q.shape[1] - 1, c.q.shape[1]))[:, 0].cpu().numpy() for c in calls]
             elif out.attentions:  # a family capture cannot see: the model's own weights of the last query
-                rows = np.stack([a[0, :, -1].to(torch.float32).cpu().numpy() for a in out.attentions])
+                rows = [a[0, :, -1].to(torch.float32).cpu().numpy() for a in out.attentions]
             else:
                 raise ValueError(f"{loaded.spec.name} returned no attention weights while generating.")
+            rows = np.stack([_right_aligned(r, keys) for r in rows])  # (L, H, keys so far)
             logits = out.logits[0, -1].to(torch.float64).cpu().numpy()
             used_t = 1.0 if greedy else temperature
             p = softmax(logits, temperature=used_t)
@@ -145,3 +146,12 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
     return Generation(prompt_ids=ids[0].cpu().numpy(), prompt_tokens=display_tokens(tok, ids[0])[0],
                       steps=tuple(steps), greedy=greedy, temperature=float(temperature), seed=int(seed),
                       stopped=stopped, truncated=truncated)
+
+
+def _right_aligned(row: np.ndarray, keys: int) -> np.ndarray:
+    """A layer's weights over the keys its cache holds, placed over all `keys` so far: a sliding-window
+    layer's cache keeps only the latest keys, and the earlier ones get weight 0 (as in a full pass).
+    Shapes: (H, k) -> (H, keys)."""
+    out = np.zeros((row.shape[0], keys), dtype=row.dtype)
+    out[:, keys - row.shape[1]:] = row
+    return out

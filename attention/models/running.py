@@ -201,7 +201,7 @@ def rotary_base(loaded: LoadedModel) -> float | None:
     config = loaded.network.config
     params = getattr(config, "rope_parameters", None) or {}
     try:
-        if loaded.anatomy.rotary is None:
+        if loaded.anatomy.rotary is None or not loaded.anatomy.family.rotate_half:
             return None
     except MissingAnatomy:
         return None

@@ -1,0 +1,161 @@
+"""Every family the app knows, as a tiny random-weight model: exact or refused, never wrong.
+
+Each model is built twice from the same weights (benchmarks/families.py): through our loader
+(`from_model`, the guard included) and as a plain eager twin. References are the twin's own
+output_attentions, a copy of the twin with one head's columns of W_O zeroed (found by this file's own
+paths, not the anatomy), and the twin's full forward pass over a generated text.
+"""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from attention.models import ModelUnavailable, from_model, load_model
+from attention.models.contrast import contrast
+from attention.models.head_effects import head_ablation, head_ablation_cosine
+from attention.models.predictions import generate
+from benchmarks.families import FAMILIES, TEXT, build, own_attentions, tokenizer
+
+DECODERS = [n for n, f in FAMILIES.items() if f.architecture == "decoder-only"]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return tokenizer()
+
+
+@pytest.fixture(scope="module")
+def built(tok):
+    """name -> (loaded, reference, att on TEXT), built once per family for the module."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            loaded, reference = build(name, tok)
+            cache[name] = loaded, reference, loaded.attend(TEXT)
+        return cache[name]
+    return get
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_weights_equal_the_models_own_eager_attention(name, built):
+    loaded, reference, att = built(name)
+    assert len(att.tokens) > 4 * 2  # longer than every window of the tiny configs (4 tokens)
+    own = own_attentions(reference, att)
+    assert len(own) == att.n_layers
+    for layer, weights in enumerate(own):
+        np.testing.assert_allclose(att.weights[layer], weights, atol=1e-5, err_msg=f"{name} layer {layer + 1}")
+    assert loaded.check.gap <= 1e-4 and loaded.check.summary
+
+
+def _zeroed_copy(reference, name: str, layer: int, head: int, n_heads: int):
+    """The twin with head `head` of `layer` removed by hand: its slice of W_O's input set to read nothing."""
+    edited = copy.deepcopy(reference)
+    linear = edited.get_submodule(FAMILIES[name].w_o.format(layer=layer))
+    with torch.no_grad():
+        if type(linear).__name__ == "Conv1D":  # GPT-2 stores (in, out)
+            d = linear.weight.shape[0] // n_heads
+            linear.weight[head * d:(head + 1) * d, :] = 0
+        else:  # (out, in)
+            d = linear.weight.shape[1] // n_heads
+            linear.weight[:, head * d:(head + 1) * d] = 0
+    return edited
+
+
+@pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if f.w_o])
+def test_removing_a_head_equals_zeroing_its_columns_in_a_copy(name, built, tok):
+    loaded, reference, att = built(name)
+    ids = torch.tensor(att.token_ids)[None]
+    decoder = att.next_logits is not None
+    if decoder:
+        pair = contrast(att, tok, " dog", " cat")
+        effects = head_ablation(loaded, att, pair)
+        t, f = pair.target.token_id, pair.foil.token_id
+    else:
+        effects = head_ablation_cosine(loaded, att, "fox")
+        with torch.no_grad():
+            clean = reference(input_ids=ids).last_hidden_state[0, effects.token]
+    for layer, head in [(0, 1), (att.n_layers - 1, 3)]:
+        edited = _zeroed_copy(reference, name, layer, head, att.n_heads)
+        with torch.no_grad():
+            if decoder:
+                logits = edited(input_ids=ids).logits[0, -1]
+                expected = float(logits[t] - logits[f]) - effects.baseline
+            else:
+                moved = edited(input_ids=ids).last_hidden_state[0, effects.token]
+                expected = 1 - float(torch.nn.functional.cosine_similarity(moved, clean, dim=0))
+        assert effects.effect[layer, head] == pytest.approx(expected, abs=2e-5), (name, layer, head)
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_generation_rows_equal_one_full_pass(name, built):
+    loaded, reference, _ = built(name)
+    gen = generate(loaded, "the cat sat on the mat", max_new_tokens=3)
+    with torch.no_grad():
+        attentions = reference(input_ids=torch.tensor(gen.ids)[None], output_attentions=True).attentions
+    for step in gen.steps:
+        expected = np.stack([a[0, :, step.position, :step.position + 1].numpy() for a in attentions])
+        np.testing.assert_allclose(step.rows, expected, atol=1e-5, err_msg=f"{name} step at {step.position}")
+
+
+@pytest.mark.parametrize("name", ["albert", "t5"])
+def test_what_a_family_cannot_have_is_refused_with_its_reason(name, built, tok):
+    loaded, _, att = built(name)
+    with pytest.raises(ValueError, match="shared block|encoder-decoder"):
+        head_ablation_cosine(loaded, att, "fox")
+    if name == "t5":  # its scores carry a learned position bias: shown as the model's own, never rebuilt
+        assert loaded.check.own_weights
+        with pytest.raises(ValueError, match="position bias"):
+            att.head_trace(0, 0)
+
+
+def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, tok):
+    """A recomputation broken on purpose (the scale off by 10 %) must refuse the model, with the gap."""
+    import attention.models.model_attention as model_attention
+
+    right = model_attention.layer_weights
+    monkeypatch.setattr(model_attention, "layer_weights",
+                        lambda q, k, *, scale, **kw: right(q, k, scale=scale * 1.1, **kw))
+    with pytest.raises(ModelUnavailable, match=r"differ from the model's own by \d\.\de-\d+ .*refused"):
+        build("llama", tok)
+
+
+def test_a_family_without_an_anatomy_entry_still_shows_weights_but_says_what_is_missing(monkeypatch, tok):
+    from attention.models import anatomy
+
+    monkeypatch.setattr(anatomy, "FAMILIES", {k: v for k, v in anatomy.FAMILIES.items() if k != "qwen2"})
+    loaded, reference = build("qwen2", tok)  # a fresh load: the anatomy is looked up again
+    att = loaded.attend(TEXT)
+    np.testing.assert_allclose(att.weights[1], own_attentions(reference, att)[1], atol=1e-5)
+    with pytest.raises(ValueError, match="“qwen2” has no entry"):
+        head_ablation(loaded, att, contrast(att, tok, " dog", " cat"))
+
+
+def test_a_notebooks_model_and_a_saved_folder_open_as_the_same_model(tmp_path, tok, monkeypatch):
+    loaded, reference = build("gpt_neox", tok)
+    folder = tmp_path / "models" / "pythia-tiny"
+    reference.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    from_disk = load_model(str(folder))
+    assert from_disk.spec.architecture == "decoder-only" and from_disk.check.gap <= 1e-4
+    np.testing.assert_allclose(from_disk.attend(TEXT).weights, loaded.attend(TEXT).weights, atol=1e-6)
+    monkeypatch.setenv("ATTENTION_EXPLORER_MODEL_DIRS", str(tmp_path / "models"))
+    assert load_model("local:models/pythia-tiny").spec.label == "models/pythia-tiny (local folder)"
+    with pytest.raises(ModelUnavailable, match="no folder"):
+        load_model(str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelUnavailable, match="no config.json"):
+        load_model(str(tmp_path / "empty"))
+    with pytest.raises(ModelUnavailable, match="allowlist"):  # the app never opens a typed path
+        load_model(str(folder), paths=False)
+
+
+def test_a_model_already_in_a_notebook_is_handed_over_without_a_copy(tok):
+    import transformers as tf
+
+    model = tf.LlamaForCausalLM(FAMILIES["llama"].config())  # sdpa attention, training mode: as a notebook has it
+    loaded = from_model(model, tok)
+    assert loaded.network is model and not model.training and loaded.spec.architecture == "decoder-only"
+    assert loaded.attend(TEXT).self_attn.captured
