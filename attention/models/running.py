@@ -291,7 +291,8 @@ def _attention_stack(calls: list[CapturedCall], w_o, own_weights=None, *, causal
     for i, call in enumerate(calls):
         q[i], k[i], v[i] = call.q, call.k, call.v
         calls[i] = replace(call, q=None, k=None, v=None)
-    masks = tuple(None if c.mask is None or c.mask.all() else c.mask for c in calls)
+    full = {id(c.mask): c.mask is None or bool(c.mask.all()) for c in calls}  # once per distinct mask
+    masks = tuple(None if full[id(c.mask)] else c.mask for c in calls)
     return AttentionStack(
         q=q, k=k, v=v, masks=masks, exactly_causal=tuple(c.causal for c in calls),
         causal=all(m is not None and _no_later_keys(m) for m in {id(m): m for m in masks}.values()),
