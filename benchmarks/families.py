@@ -141,13 +141,25 @@ def own_attentions(reference, att) -> tuple[np.ndarray, ...]:
     return tuple(a[0].numpy() for a in own)
 
 
+REASONS = {  # a phrase of the message a page shows -> what the table says
+    "transformers' attention interface": "q, k, v not captured", "each head's values": "v not captured",
+    "position bias": "position bias", "shared block": "one block for all layers",
+    "encoder-decoder": "encoder-decoder", "no entry": "no anatomy entry",
+}
+
+
 def _works(call) -> str:
-    """"yes", or the message a page would show instead."""
+    """"yes", or "no: " and the reason the page shows instead (shortened)."""
     try:
         call()
     except ValueError as err:
-        return f"no: {str(err).split(':')[0][:60]}"
+        message = str(err)
+        return "no: " + next((short for phrase, short in REASONS.items() if phrase in message), message[:40])
     return "yes"
+
+
+def _gap(value: float) -> str:
+    return "0" if value == 0 else f"{value:.0e}"
 
 
 def feature_row(name: str, tok) -> dict:
@@ -181,9 +193,9 @@ def feature_row(name: str, tok) -> dict:
         row["head effects"] = _works(lambda: head_ablation(loaded, att, pair))
         row["attribution patching"] = _works(lambda: attribution_patching(loaded, att, pair))
     else:
-        row["generation"] = "no: not a causal language model"
+        row["generation"] = "no: no LM head"
         row["head effects"] = _works(lambda: head_ablation_cosine(loaded, att, "fox"))
-        row["attribution patching"] = "no: an encoder's metric has no slope"
+        row["attribution patching"] = "no: metric without slope"
     return row
 
 
@@ -209,7 +221,7 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         "| --- " * (6 + len(columns)) + "|",
     ]
     for r in rows:
-        cells = [r["family"], r["architecture"], r["weights"], f"{r['gap']:.0e}", f"{r['guard']:.0e}",
+        cells = [r["family"], r["architecture"], r["weights"], _gap(r["gap"]), _gap(r["guard"]),
                  str(r["tokens"])] + [r[c] for c in columns]
         lines.append("| " + " | ".join(cells) + " |")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

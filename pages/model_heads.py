@@ -79,7 +79,7 @@ focus = st.selectbox("Word" if words is not None else "Token", range(len(units))
                      index=default_focus(att.tokens) if words is None else words.word_of(default_focus(att.tokens)))
 focus_view = token_focus(att, min(focus, len(units) - 1), reading=reading)
 st.plotly_chart(figures.view_heatmap(focus_view, x_title="key word" if words else "key token",
-                                     y_title="layer · head", height=min(1400, 120 + 12 * L * H),
+                                     y_title="layer · head", height=min(1400, max(320, 120 + 12 * L * H)),
                                      ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
                 width="stretch", key="heads.focus", config=chart_config(name, "token", focus))
 

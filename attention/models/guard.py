@@ -44,8 +44,9 @@ class ModelCheck:
             return ("weights are the model's own (output_attentions): its scores cannot be rebuilt from q and k, "
                     f"so texts are kept to {OWN_WEIGHTS_MAX_TOKENS} tokens")
         layers = ", ".join(str(layer + 1) for layer in self.layers)
-        return (f"weights rebuilt from q and k equal the model's own to {self.gap:.0e} (layers {layers}, checked "
-                f"on a {self.probe_tokens}-token probe when it loaded)")
+        to = f"to {self.gap:.0e}" if self.gap > 0 else "exactly"
+        return (f"weights rebuilt from q and k equal the model's own {to} (layers {layers}, checked on a "
+                f"{self.probe_tokens}-token probe when it loaded)")
 
 
 def attention_window(config) -> int | None:
