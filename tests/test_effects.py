@@ -96,7 +96,7 @@ def test_tiny_ablation_scan_equals_weight_edits_and_full_passes(tokenizer, metho
                 expected = metric_of(edited, ids, t, f) - effects.baseline
                 assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-9)
     # Starting at the ablated layer from the clean residual stream gives what running every layer gives.
-    monkeypatch.setattr("attention.models.head_effects._restart_of", lambda parts: None)
+    monkeypatch.setattr("attention.models.edits.restart_of", lambda parts: None)
     full = scan(loaded, text, target, foil, ablation=method)
     np.testing.assert_allclose(effects.effect, full.effect, atol=1e-9)
 
@@ -185,7 +185,7 @@ def test_bad_input_gives_messages(tokenizer, minilm, monkeypatch):
     with pytest.raises(ValueError, match="target token: it is empty"):
         scan(loaded, "the cat sat", "", " dog", estimate=True)
     with pytest.raises(ValueError, match="up to 8 tokens"):
-        monkeypatch.setattr("attention.models.head_effects.EFFECT_MAX_TOKENS", 8)
+        monkeypatch.setattr("attention.models.edits.EFFECT_MAX_TOKENS", 8)
         scan(loaded, "the cat sat on the mat and the dog sat on the rug", " dog", " cat")
     word = choose_token(tokenizer, "unbelievably")  # several WordPiece tokens: the first is used
     assert word.pieces > 1 and word.token_id == tokenizer("unbelievably", add_special_tokens=False)["input_ids"][0]
