@@ -150,7 +150,7 @@ def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm",
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(url, "model_heads", model=BUNDLED[model].label))  # the URL holds the picker's label
     wait_idle(page, timeout=180_000)  # the first visit loads the model: not part of the figure
-    caption = page.locator("[data-testid='stCaptionContainer']").first.inner_text()
+    caption = " ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts()[:3])  # guard, shape
     if SHAPES[model] not in caption:
         raise RuntimeError(f"the page did not open {model}: {caption!r}")
     page.evaluate(PROBE)

@@ -34,28 +34,41 @@ class Family:
     restartable: bool = False  # a forward pass can start at any block, given the residual stream there as
     # inputs_embeds (nothing is added to the embeddings on the way in: no positions, no scaling)
     shared_layers: bool = False  # one block serves every layer (ALBERT): a layer cannot be edited alone
+    linear_heads: bool = False  # pre-norm residual blocks: x_out = x_in + W_O(z) + mlp, nothing normalises W_O(z)
+    # on its way in, so each head's write to the residual stream is its own (direct logit attribution)
+    qkv: tuple[str, str, str] | None = None  # separate q, k, v projections in a block (composition scores)
 
 
+QKV = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
 LLAMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                    restartable=True)
-GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True)  # embeddings
-# scaled by √D on the way in: a pass cannot restart from the residual stream
-BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None)
+                    restartable=True, linear_heads=True, qkv=QKV)
+POST_NORM = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                   restartable=True, qkv=QKV)  # OLMo-2 normalises what attention writes before adding it
+GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                    linear_heads=True, qkv=QKV)  # embeddings scaled by √D on the way in: no restart
+GEMMA2_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                     qkv=QKV)  # attention's output is normalised before the residual: not linear per head
+BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None,
+                   qkv=("attention.self.query", "attention.self.key", "attention.self.value"))
 BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None)  # the encoder's self-attention
 
 FAMILIES = {  # config.model_type -> Family
     "llama": LLAMA_LIKE, "mistral": LLAMA_LIKE, "mixtral": LLAMA_LIKE, "qwen2": LLAMA_LIKE, "qwen3": LLAMA_LIKE,
-    "phi3": LLAMA_LIKE, "olmo2": LLAMA_LIKE, "stablelm": LLAMA_LIKE,
-    "gemma": GEMMA_LIKE, "gemma2": GEMMA_LIKE, "gemma3_text": GEMMA_LIKE,
-    "phi": Family("layers", "self_attn", "self_attn.dense", "final_layernorm", "rotary_emb"),
-    "gpt2": Family("h", "attn", "attn.c_proj", "ln_f"),
-    "gptj": Family("h", "attn", "attn.out_proj", "ln_f"),
-    "gpt_neox": Family("layers", "attention", "attention.dense", "final_layer_norm", "rotary_emb"),
-    "opt": Family("decoder.layers", "self_attn", "self_attn.out_proj", "decoder.final_layer_norm"),
-    "falcon": Family("h", "self_attention", "self_attention.dense", "ln_f", "rotary_emb"),
-    "bloom": Family("h", "self_attention", "self_attention.dense", "ln_f"),
+    "phi3": LLAMA_LIKE, "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,
+    "gemma": GEMMA_LIKE, "gemma2": GEMMA2_LIKE, "gemma3_text": GEMMA2_LIKE,
+    "phi": Family("layers", "self_attn", "self_attn.dense", "final_layernorm", "rotary_emb", linear_heads=True,
+                  qkv=QKV),
+    "gpt2": Family("h", "attn", "attn.c_proj", "ln_f", linear_heads=True),
+    "gptj": Family("h", "attn", "attn.out_proj", "ln_f", linear_heads=True,
+                   qkv=("attn.q_proj", "attn.k_proj", "attn.v_proj")),
+    "gpt_neox": Family("layers", "attention", "attention.dense", "final_layer_norm", "rotary_emb", linear_heads=True),
+    "opt": Family("decoder.layers", "self_attn", "self_attn.out_proj", "decoder.final_layer_norm", linear_heads=True,
+                  qkv=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
+    "falcon": Family("h", "self_attention", "self_attention.dense", "ln_f", "rotary_emb", linear_heads=True),
+    "bloom": Family("h", "self_attention", "self_attention.dense", "ln_f", linear_heads=True),
     "bert": BERT_LIKE, "roberta": BERT_LIKE, "electra": BERT_LIKE, "deberta-v2": BERT_LIKE,
-    "distilbert": Family("transformer.layer", "attention", "attention.out_lin", None),
+    "distilbert": Family("transformer.layer", "attention", "attention.out_lin", None,
+                         qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin")),
     "albert": Family("encoder.albert_layer_groups.0.albert_layers", "attention", "attention.dense", None,
                      shared_layers=True),
     "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb", rotate_half=True),
