@@ -159,23 +159,22 @@ def run_from(loaded: LoadedModel, setup: EditSetup, first_layer: int, copies: in
         setattr(parent, attribute, blocks)
 
 
-Edit = Callable[[list[tuple[int, int]]], tuple[str, Callable[[int, torch.Tensor], torch.Tensor]]]
-
-
-def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]], edit_for: Edit,
-         read: Callable[[object], torch.Tensor], progress, *, base: bool = False, verb: str = "Edited") -> np.ndarray:
-    """read(output) of one edited copy per site (layer, index), sites sorted by layer: edit_for(part) gives
-    where ("z" or "block") and edit(layer, tensor) for a batch's sites, copy b editing part[b].
+def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]],
+         hooks_for: Callable[[list[tuple[int, int]]], contextlib.AbstractContextManager],
+         read: Callable[[object], torch.Tensor], progress, *, base: bool = False, verb: str = "Edited",
+         last_block: int | None = None) -> np.ndarray:
+    """read(output) of one edited copy of the text per site (layer, index), sites sorted by layer:
+    hooks_for(part) installs the edits of a batch, copy b editing part[b] (hooked_z, hooked_blocks). A batch
+    starts at its first site's layer (at most `last_block`, for sites past the last block).
     Shapes: -> (len(sites),)."""
     values = np.zeros(len(sites))
     batch, done = 8, 0
     while done < len(sites):
         part = sites[done:done + batch]
-        where, edit = edit_for(part)
+        first = part[0][0] if last_block is None else min(part[0][0], last_block)
         started = time.perf_counter()
-        hooks = hooked_z(setup, edit) if where == "z" else hooked_blocks(setup, edit)
-        with hooks, loaded.lock, torch.inference_mode():
-            out = run_from(loaded, setup, part[0][0], len(part), base=base)
+        with hooks_for(part), loaded.lock, torch.inference_mode():
+            out = run_from(loaded, setup, first, len(part), base=base)
             values[done:done + len(part)] = read(out).cpu().numpy()
         done += len(part)
         took = time.perf_counter() - started

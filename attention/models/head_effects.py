@@ -89,8 +89,8 @@ def _ablations(loaded: LoadedModel, setup, ablation: str, read, progress, *, bas
     means = [z.mean(0) for z in z_of(loaded, setup)] if ablation == "mean" else None  # (H * d,) per layer
     sites = [(layer, head) for layer in range(L) for head in range(H)]  # by layer: a batch starts at its first
     with work_threads(LONG_WORK_TOKENS):  # a batch holds dozens of copies of the text: long work
-        values = scan(loaded, setup, sites, lambda part: ("z", head_slices(setup, part, means)), read, progress,
-                      base=base, verb="Ablated heads:")
+        values = scan(loaded, setup, sites, lambda part: hooked_z(setup, head_slices(setup, part, means)), read,
+                      progress, base=base, verb="Ablated heads:")
     return values.reshape(L, H)
 
 

@@ -71,11 +71,13 @@ class _Inputs:
     offsets: np.ndarray | None  # (n, 2) character spans
 
 
-def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
-           progress: Progress | None = None) -> ModelAttention:
+def attend(loaded: LoadedModel, text: str, *, target: str | None = None, progress: Progress | None = None,
+           ids: np.ndarray | None = None) -> ModelAttention:
     """Tokenize, run the model once with capture on, and collect everything the pages show.
 
-    `progress(fraction, message)` is told after every attention layer (long inputs take seconds).
+    `progress(fraction, message)` is told after every attention layer (long inputs take seconds). `ids`
+    (token ids, (n,)) runs those tokens as they are instead of tokenizing `text` (a probe of random
+    tokens, which would not survive decoding and encoding again); `text` is then only their label.
     """
     spec, network, tok = loaded.spec, loaded.network, loaded.tokenizer
     names = {id(m): name for name, m in network.named_modules()}
@@ -87,7 +89,7 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None,
 
     encoder_decoder = spec.architecture == "encoder-decoder"
     with loaded.lock, torch.inference_mode():
-        inputs = _inputs(loaded, text, target)
+        inputs = _inputs(loaded, text, target) if ids is None else _given_ids(loaded, text, ids)
         with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", on_call=on_call) as calls:
             out = _forward(network, inputs, output_attentions=False)
         own = None
@@ -150,8 +152,9 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
         return found
     names = {id(m): name for name, m in loaded.network.named_modules()}
     encoder_decoder = att.architecture == "encoder-decoder"
-    with loaded.lock, torch.inference_mode():
-        inputs = _inputs(loaded, att.text, att.target)
+    with loaded.lock, torch.inference_mode():  # the result's own tokens (a probe of ids has no text to read)
+        inputs = _inputs(loaded, att.text, att.target) if encoder_decoder else _given_ids(loaded, att.text,
+                                                                                          att.token_ids)
         with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", eager_for=modules) as calls:
             _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
     for stack, wanted in layers.items():
@@ -183,6 +186,16 @@ def _inputs(loaded: LoadedModel, text: str, target: str | None) -> _Inputs:
     return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
                    target_ids=None if target_ids is None else target_ids.to(device), word_ids=word_ids,
                    offsets=offsets)
+
+
+def _given_ids(loaded: LoadedModel, text: str, ids: np.ndarray) -> _Inputs:
+    """Inputs from token ids as given (no word ids: they come from tokenizing a text)."""
+    ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]
+    limit = loaded.spec.token_limit(loaded.device)
+    if not 0 < ids.shape[1] <= limit:
+        raise ValueError(f"between 1 and {limit} token ids, not {ids.shape[1]}")
+    return _Inputs(text=text, ids=ids.to(loaded.device), mask=None, n_input=ids.shape[1], target_ids=None,
+                   word_ids=None, offsets=None)
 
 
 def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states: bool = True):

@@ -1,0 +1,147 @@
+"""Activation patching: which positions and heads carry the information the prediction needs.
+
+Two prompts of the same length that differ where it matters: clean ("... John gave a drink to" → " Mary")
+and corrupt (the names swapped, so the model prefers " John"). Run the corrupt prompt with one activation
+taken from the clean run, and see how much of the clean prediction comes back:
+
+    effect = (m_patched − m_corrupt) / (m_clean − m_corrupt)        m = logit(target) − logit(foil)
+
+1 restores the clean prediction, 0 changes nothing. Sites:
+    "residual"  the residual stream at one (layer, position): row l < L enters block l, row L leaves the last
+    "heads"     one head's output z_h at every position
+
+Runs are batched like the ablation scan (attention.models.edits): about BATCH_SECONDS a batch, the model's
+lock released in between, a progress report after each.
+
+Shapes: L layers, H heads, n tokens (the same for both prompts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention.models.contrast import Contrast
+from attention.models.edits import (
+    EditSetup,
+    edit_setup,
+    head_slices,
+    hooked_blocks,
+    hooked_z,
+    linear_metric,
+    scan,
+    z_of,
+)
+from attention.models.model_attention import ModelAttention
+from attention.models.recompute import LONG_WORK_TOKENS, work_threads
+from attention.models.running import LoadedModel
+
+SITES = {"residual": "the residual stream at one layer and position", "heads": "one head's output, every position"}
+
+
+@dataclass(frozen=True)
+class Patching:
+    site: str  # a key of SITES
+    effect: np.ndarray  # residual: (L + 1, n); heads: (L, H)
+    clean: float  # m on the clean prompt (the contrast's baseline)
+    corrupt: float  # m on the corrupt prompt
+    tokens: tuple[str, ...]  # the clean prompt's tokens
+    corrupt_tokens: tuple[str, ...]
+    contrast: Contrast
+
+
+def swap_words(text: str, a: str, b: str) -> str:
+    """`text` with every whole-word `a` and `b` exchanged: a corrupt prompt from a clean one (swap the
+    names in "When Mary and John went to the store, John gave a drink to")."""
+    if not a.strip() or not b.strip() or a.strip() == b.strip():
+        raise ValueError("Name two different words to swap.")
+    words = {a.strip(): b.strip(), b.strip(): a.strip()}
+    pattern = r"\b(" + "|".join(re.escape(w) for w in words) + r")\b"
+    swapped = re.sub(pattern, lambda m: words[m.group(0)], text)
+    if swapped == text:
+        raise ValueError(f"Neither “{a}” nor “{b}” is a word of the prompt.")
+    return swapped
+
+
+def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: ModelAttention, contrast: Contrast, *,
+                        site: str = "residual", progress: Callable[[float, str], None] | None = None) -> Patching:
+    """Patch every site of `site` from the clean run into the corrupt one (module docstring). `contrast` is
+    read from `clean`; ValueError for prompts of different lengths or a metric that does not move."""
+    if site not in SITES:
+        raise ValueError(f"unknown site {site!r}; choose one of {', '.join(SITES)}")
+    if len(clean.tokens) != len(corrupt.tokens):
+        raise ValueError(f"The clean prompt has {len(clean.tokens)} tokens and the corrupt one "
+                         f"{len(corrupt.tokens)}: patching needs the same positions in both. Swap words that are "
+                         "one token each.")
+    t, f = contrast.target.token_id, contrast.foil.token_id
+    m_corrupt = float(corrupt.next_logits[t] - corrupt.next_logits[f])
+    if abs(contrast.baseline - m_corrupt) < 1e-3:
+        raise ValueError(f"The model's preference is the same on both prompts (m = {m_corrupt:.3f}): there is "
+                         "nothing for patching to restore. Corrupt the prompt where it matters.")
+    source, target = edit_setup(loaded, clean), edit_setup(loaded, corrupt)
+    read = linear_metric(loaded, t, f)
+    L, n = len(target.blocks), len(clean.tokens)
+    with work_threads(LONG_WORK_TOKENS):
+        if site == "residual":
+            streams = [x[0] for x in source.block_inputs] + [_final_stream(loaded, source)]  # (L + 1) x (n, D)
+            sites = [(layer, pos) for layer in range(L + 1) for pos in range(n)]
+            values = scan(loaded, target, sites, lambda part: _patched_streams(loaded, target, part, streams), read,
+                          progress, base=True, verb="Patched residual sites:", last_block=L - 1)
+            shape = (L + 1, n)
+        else:
+            clean_z = z_of(loaded, source)
+            sites = [(layer, head) for layer in range(L) for head in range(target.n_heads)]
+            values = scan(loaded, target, sites, lambda part: hooked_z(target, head_slices(target, part, clean_z)),
+                          read, progress, base=True, verb="Patched heads:")
+            shape = (L, target.n_heads)
+    effect = (values.reshape(shape) - m_corrupt) / (contrast.baseline - m_corrupt)
+    return Patching(site=site, effect=effect, clean=contrast.baseline, corrupt=m_corrupt, tokens=clean.tokens,
+                    corrupt_tokens=corrupt.tokens, contrast=contrast)
+
+
+def _final_stream(loaded: LoadedModel, setup: EditSetup) -> torch.Tensor:
+    """The residual stream leaving the last block (the final norm's input) on the setup's text, (n, D)."""
+    seen = {}
+    handle = _final_norm(loaded).register_forward_pre_hook(
+        lambda module, args: seen.__setitem__("x", args[0][0].detach().clone()))
+    try:
+        with loaded.lock, torch.inference_mode():
+            loaded.network(input_ids=setup.ids, logits_to_keep=1)
+    finally:
+        handle.remove()
+    return seen["x"]
+
+
+def _final_norm(loaded: LoadedModel) -> torch.nn.Module:
+    norm = loaded.anatomy.final_norm
+    if norm is None:
+        raise ValueError(f"{loaded.spec.name}'s final norm is not known here: the residual stream cannot be patched.")
+    return norm
+
+
+@contextlib.contextmanager
+def _patched_streams(loaded: LoadedModel, setup: EditSetup, part: list[tuple[int, int]], streams):
+    """Copy b's residual stream at (layer, position) = part[b] set to the clean run's: entering block l for
+    l < L, entering the final norm for l = L."""
+    L = len(setup.blocks)
+
+    def patch(layer, x):
+        mine = [(b, pos) for b, (site_layer, pos) in enumerate(part) if site_layer == layer]
+        if not mine:
+            return x
+        x = x.clone()
+        for b, pos in mine:
+            x[b, pos] = streams[layer][pos]
+        return x
+
+    handle = _final_norm(loaded).register_forward_pre_hook(lambda module, args: (patch(L, args[0]), *args[1:]))
+    try:
+        with hooked_blocks(setup, patch):
+            yield
+    finally:
+        handle.remove()

@@ -1,0 +1,124 @@
+"""What heads do: roles, direct logit attribution, the logit lens, patching and composition, each against an
+independent reference (the model's own eager weights and logits, numpy on the weight matrices)."""
+
+import numpy as np
+import pytest
+import torch
+
+from attention.models.composition import composition, head_matrices
+from attention.models.contrast import contrast
+from attention.models.patching import activation_patching, swap_words
+from attention.models.readout import direct_logit_attribution, logit_lens
+from attention.models.roles import probe_attention, probe_ids, roles_of
+from benchmarks.families import build, tokenizer
+from tests.test_stats import fake_attention
+
+CLEAN = "the cat sat on the mat because the dog was"
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return tokenizer()
+
+
+@pytest.fixture(scope="module")
+def llama(tok):
+    return build("llama", tok)
+
+
+def test_role_scores_equal_the_models_own_weights_on_the_probe(llama, tok):
+    loaded, reference = llama
+    att, first = probe_attention(loaded, repeat=6, seed=3)
+    roles = roles_of(att, 6, first)
+    ids = torch.tensor(probe_ids(tok, 6, 3)[0])[None]
+    with torch.no_grad():
+        own = np.stack([a[0].numpy() for a in reference(input_ids=ids, output_attentions=True).attentions])
+    second = [i for i in range(first + 6, first + 12)]
+    for layer in range(2):
+        for head in range(4):
+            w = own[layer, head]
+            assert roles.induction[layer, head] == pytest.approx(np.mean([w[i, i - 5] for i in second]), abs=1e-6)
+            assert roles.duplicate_token[layer, head] == pytest.approx(np.mean([w[i, i - 6] for i in second]),
+                                                                       abs=1e-6)
+            assert roles.previous_token[layer, head] == pytest.approx(np.mean([w[i, i - 1] for i in range(1, 13)]),
+                                                                      abs=1e-6)
+            assert roles.first_token[layer, head] == pytest.approx(np.mean(w[1:, 0]), abs=1e-6)
+
+
+def test_planted_previous_token_and_induction_heads_score_highest():
+    """Head 0 of layer 0 attends to the previous token; head 1 of layer 1 to the token after the current
+    one's earlier occurrence; the others spread evenly (causal)."""
+    repeat, first = 5, 1
+    n = first + 2 * repeat
+    causal = np.tri(n)
+    spread = causal / causal.sum(-1, keepdims=True)
+    previous = np.eye(n, k=-1)
+    previous[0, 0] = 1
+    induction = spread.copy()
+    for i in range(first + repeat, n):
+        induction[i] = 0
+        induction[i, i - repeat + 1] = 1
+    w = np.stack([np.stack([previous, spread]), np.stack([spread, induction])])  # (2 layers, 2 heads, n, n)
+    roles = roles_of(fake_attention(w, [f"t{i}" for i in range(n)]), repeat, first)
+    assert np.unravel_index(roles.previous_token.argmax(), (2, 2)) == (0, 0)
+    assert np.unravel_index(roles.induction.argmax(), (2, 2)) == (1, 1)
+    assert roles.labels()[0, 0] == "previous-token" and roles.labels()[1, 1] == "induction"
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "gpt_neox"])
+def test_direct_shares_add_up_to_the_models_own_logit_difference(family, tok):
+    loaded, reference = build(family, tok)
+    att = loaded.attend(CLEAN)
+    pair = contrast(att, tok, " dog", " cat")
+    parts = direct_logit_attribution(loaded, att, pair)
+    with torch.no_grad():
+        logits = reference(input_ids=torch.tensor(att.token_ids)[None]).logits[0, -1]
+    own = float(logits[pair.target.token_id] - logits[pair.foil.token_id])
+    assert parts.total == pytest.approx(own, abs=1e-3)
+    assert parts.heads.sum() + parts.mlps.sum() + parts.embeddings + parts.biases == pytest.approx(parts.total)
+
+
+def test_the_logit_lens_last_layer_is_the_models_own_prediction(llama, tok):
+    loaded, reference = llama
+    att = loaded.attend(CLEAN)
+    lens = logit_lens(loaded, att, target=contrast(att, tok, " dog", " cat").target)
+    with torch.no_grad():
+        p = torch.softmax(reference(input_ids=torch.tensor(att.token_ids)[None]).logits[0].double(), -1).numpy()
+    assert lens.top_ids.shape == (3, len(att.tokens))  # embeddings and 2 layers, every position
+    np.testing.assert_array_equal(lens.top_ids[-1], p.argmax(-1))
+    np.testing.assert_allclose(lens.top_probability[-1], p.max(-1), atol=1e-5)
+    np.testing.assert_allclose(lens.target_probability[-1], p[:, lens.target.token_id], atol=1e-5)
+
+
+def test_patching_restores_everything_at_the_end_and_nothing_where_the_prompts_agree(llama, tok):
+    loaded, _ = llama
+    corrupt_text = swap_words(CLEAN, "cat", "dog")
+    assert corrupt_text == "the dog sat on the mat because the cat was"
+    clean, corrupt = loaded.attend(CLEAN), loaded.attend(corrupt_text)
+    pair = contrast(clean, tok, " dog", " cat")
+    residual = activation_patching(loaded, clean, corrupt, pair, site="residual")
+    n = len(clean.tokens)
+    assert residual.effect.shape == (3, n)
+    assert residual.effect[-1, -1] == pytest.approx(1.0, abs=1e-4)  # the final stream at the last position
+    same = [i for i in range(n) if clean.tokens[i] == corrupt.tokens[i]]
+    np.testing.assert_allclose(residual.effect[0, same], 0.0, atol=1e-4)  # identical embeddings there
+    heads = activation_patching(loaded, clean, corrupt, pair, site="heads")
+    assert heads.effect.shape == (2, 4) and np.isfinite(heads.effect).all()
+    with pytest.raises(ValueError, match="same positions"):
+        activation_patching(loaded, clean, loaded.attend(CLEAN + " quite"), pair)
+
+
+def test_composition_equals_numpy_on_the_full_matrices(llama):
+    loaded, _ = llama
+    got = composition(loaded, 1, 2)
+    w0, w1 = (head_matrices(loaded, layer) for layer in (0, 1))
+    qk = (w1["W_Q"][2] @ w1["W_K"][2].T).numpy()  # (D, D) the reader's
+    ov_r = (w1["W_V"][2] @ w1["W_O"][2]).numpy()
+    for h in range(4):
+        ov = (w0["W_V"][h] @ w0["W_O"][h]).numpy()
+
+        def score(a, b, x, y):
+            return np.linalg.norm(a @ b) / (np.linalg.norm(x) * np.linalg.norm(y))
+        assert got.q[0, h] == pytest.approx(score(ov, qk, ov, qk), rel=1e-6)
+        assert got.k[0, h] == pytest.approx(score(qk, ov.T, qk, ov), rel=1e-6)
+        assert got.v[0, h] == pytest.approx(score(ov, ov_r, ov, ov_r), rel=1e-6)
