@@ -114,3 +114,38 @@ def attention_lines(view, *, title: str = "") -> go.Figure:
     fig.update_xaxes(range=[-0.6, 1.6], visible=False, fixedrange=True)
     fig.update_yaxes(range=[n - 0.5, -0.5], visible=False)
     return fig
+
+
+def layer_head_heatmap(values, *, title: str, value_name: str, signed: bool = True, zmax: float | None = None,
+                       clickable: bool = False) -> go.Figure:
+    """One number per head, layers down and heads across (1-based): effects, shares, role scores.
+    Shapes: values (L, H)."""
+    values = np.asarray(values, dtype=float)
+    L, H = values.shape
+    colours = Colours(scale="RdBu", centred=True) if signed else Colours(0.0, zmax)
+    return heatmap(values, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)], title=title,
+                   x_title="head", y_title="layer", value_name=value_name, colours=colours, show_values=False,
+                   height=min(1000, 140 + 22 * L), clickable=clickable)
+
+
+def lens_heatmap(lens, *, target: bool = False) -> go.Figure:
+    """The logit lens (attention.models.readout.LogitLens): a row per layer (0: the embeddings), a column
+    per position; each cell coloured by the top token's probability (or, with `target`, the target's) and
+    labelled with the top token when the grid is small enough to read."""
+    probabilities = lens.target_probability if target else lens.top_probability
+    rows, cols = probabilities.shape
+    fig = go.Figure(go.Heatmap(
+        z=probabilities, x=list(range(cols)), y=list(range(rows)), zmin=0, zmax=1, colorscale="Blues",
+        text=[[esc(t) for t in row] for row in lens.top_tokens], customdata=lens.top_probability,
+        texttemplate="%{text}" if rows * cols <= 600 else None, textfont=dict(size=10),
+        hovertemplate="after layer %{y}, position %{x}<br>top token: %{text} (p = %{customdata:.3f})"
+                      + ("<br>target: %{z:.3f}" if target else "") + "<extra></extra>",
+        colorbar=dict(title=dict(text="p(target)" if target else "p(top token)"), thickness=12, xpad=4),
+    ))
+    fig.update_layout(height=min(1200, 120 + 24 * rows), margin=dict(l=10, r=10, t=20, b=10),
+                      title=dict(text=""))
+    fig.update_xaxes(title_text="position (the token read there)", tickmode="array", tickvals=list(range(cols)),
+                     ticktext=[esc(t) for t in lens.tokens], tickangle=-45)
+    fig.update_yaxes(title_text="after layer (0 = embeddings)", autorange="reversed", tickmode="array",
+                     tickvals=list(range(0, rows, max(1, rows // 16))))
+    return fig

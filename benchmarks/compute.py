@@ -189,11 +189,16 @@ def _job_long(name: str, sizes: str) -> dict:
 
 
 def _job_effects(smoke: str) -> dict:
+    import torch
+
     from attention import examples as ex
     from attention.models import load_model
     from attention.models.contrast import contrast
     from attention.models.head_effects import agreement, attribution_patching, head_ablation
+    from attention.models.patching import activation_patching, swap_words
     from attention.models.predictions import generate
+    from attention.models.readout import direct_logit_attribution, logit_lens
+    from attention.models.roles import head_roles, probe_ids
 
     prompt, target, foil = ex.PREDICTION_EXAMPLES["Mary and John"]
     m = load_model("smollm2")
@@ -205,12 +210,28 @@ def _job_effects(smoke: str) -> dict:
 
     exact, estimate = scan(head_ablation), scan(attribution_patching)
     runs = 1 if smoke == "1" else 3
+    clean = m.attend(prompt)
+    corrupt = m.attend(swap_words(prompt, target, foil))
+    pair = contrast(clean, m.tokenizer, target, foil)
+    probe = torch.tensor(probe_ids(m.tokenizer)[0])[None]
+    ids = torch.tensor(clean.token_ids)[None]
+
+    def forward(tokens, **kwargs):
+        with torch.inference_mode():
+            m.network(input_ids=tokens, **kwargs)
+
     return {
-        "tokens": len(m.attend(prompt).tokens), "heads": int(exact.effect.size),
+        "tokens": len(clean.tokens), "heads": int(exact.effect.size),
         "scan": timed(lambda: scan(head_ablation), runs),
         "patching": timed(lambda: scan(attribution_patching), runs + 2),
         "generate32": timed(lambda: generate(m, "The capital of France is", max_new_tokens=32), runs),
         "spearman": agreement(estimate, exact).spearman, "baseline": exact.baseline,
+        # what heads do, each beside the pass it is measured against, in the same run
+        "roles": timed(lambda: head_roles(m), runs + 2), "probe_forward": timed(lambda: forward(probe), runs + 2),
+        "residual_patching": timed(lambda: activation_patching(m, clean, corrupt, pair, site="residual"), runs),
+        "attribution": timed(lambda: direct_logit_attribution(m, clean, pair), runs + 2),
+        "lens": timed(lambda: logit_lens(m, clean, target=pair.target), runs + 2),
+        "forward_all_logits": timed(lambda: forward(ids), runs + 2),
     }
 
 

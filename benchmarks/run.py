@@ -36,6 +36,10 @@ TARGETS = {  # figure -> (target text, check)
     "scan": ("<= 4 s", lambda r: r["effects"]["scan"]["median"] <= 4),
     "patching": ("<= 0.5 s", lambda r: r["effects"]["patching"]["median"] <= 0.5),
     "generate32": ("<= 5 s", lambda r: r["effects"]["generate32"]["median"] <= 5),
+    "roles": ("<= 3 x a forward pass on the probe", lambda r: _times(r, "roles", "probe_forward") <= 3),
+    "residual_patching": ("<= 2 x the exact scan", lambda r: _times(r, "residual_patching", "scan") <= 2),
+    "lens": ("<= 1.5 x a forward pass (logits at every position)",
+             lambda r: _times(r, "lens", "forward_all_logits") <= 1.5),
     "grid_during_scan": ("<= 2 s", lambda r: r["browser"]["grid_during_scan"]["median"] <= 2000),
     "payload128": ("<= 1/50 of BertViz", lambda r: _ratio(r, 128) <= 1 / 50),
     "payload512": ("<= 5 MB", lambda r: _grid(r, 512) <= 5e6),
@@ -46,6 +50,11 @@ TARGETS = {  # figure -> (target text, check)
 LONG = (2048, 4096)  # SmolLM2 texts timed in the browser, tokens
 PREVIOUS_SLIDER_MS = 124  # st.slider step -> chart updated, median of the last run that had it (commit 86b4639)
 PREVIOUS_RESULT_MB = 95  # a 512-token MiniLM result when every layer's weights were kept (docs/benchmarks.md)
+
+
+def _times(r, what, against) -> float:
+    """How many times `against` (same run, medians) `what` takes."""
+    return r["effects"][what]["median"] / r["effects"][against]["median"]
 
 
 def _long(r, model, n):
@@ -160,6 +169,10 @@ def report(r: dict, smoke: bool) -> str:
                      f"(1/{PREVIOUS_RESULT_MB / _long(r, 'minilm', 512)['stored_mb']:.0f} of {PREVIOUS_RESULT_MB} MB)",
         "scan": s_(r["effects"]["scan"]["median"]), "patching": s_(r["effects"]["patching"]["median"]),
         "generate32": s_(r["effects"]["generate32"]["median"]),
+        "roles": f"{_times(r, 'roles', 'probe_forward'):.1f} x ({s_(r['effects']['roles']['median'])})",
+        "residual_patching": f"{_times(r, 'residual_patching', 'scan'):.1f} x "
+                             f"({s_(r['effects']['residual_patching']['median'])})",
+        "lens": f"{_times(r, 'lens', 'forward_all_logits'):.1f} x ({s_(r['effects']['lens']['median'])})",
         "grid_during_scan": None if smoke else ms(b["grid_during_scan"]["median"]),
         "payload128": f"1/{1 / _ratio(r, 128):.0f}" if not smoke and "bertviz_bytes" in _row(r, 128) else None,
         "payload512": mb(_grid(r, 512)) if not smoke else None,
@@ -178,6 +191,9 @@ def report(r: dict, smoke: bool) -> str:
              "scan": "exact scan, all 270 SmolLM2 heads, Mary/John prompt",
              "patching": "attribution patching, all heads",
              "generate32": "generating 32 tokens with capture (SmolLM2)",
+             "roles": "head roles, all 270 heads, vs a forward pass on the probe",
+             "residual_patching": "residual patching (31 x 14 sites) vs the exact scan",
+             "lens": "logit lens (31 layers x 14 positions) vs a forward pass with every position's logits",
              "grid_during_scan": "another user's 16-token SmolLM2 grid while a scan runs",
              "payload512": "grid payload at 512 tokens", "minilm_load": "minilm load",
              "smollm2_cached": "smollm2 cached load",
@@ -267,7 +283,17 @@ def report(r: dict, smoke: bool) -> str:
               f"layer): {s_(e['scan']['median'])} ({s_(e['scan']['min'])}–{s_(e['scan']['max'])}, n={e['scan']['n']})",
               f"- attribution patching, every head (one forward, one backward): {s_(e['patching']['median'])}; "
               f"Spearman rank correlation with the exact scan {e['spearman']:.2f}",
-              f"- generating 32 tokens with the KV cache, capturing every step's rows: {s_(e['generate32']['median'])}"]
+              f"- generating 32 tokens with the KV cache, capturing every step's rows: {s_(e['generate32']['median'])}",
+              "", "What heads do, each against a pass of the same run (medians):", "",
+              f"- head roles of every head on the induction probe: {s_(e['roles']['median'])}, "
+              f"{_times(r, 'roles', 'probe_forward'):.1f} x one forward pass over the probe "
+              f"({s_(e['probe_forward']['median'])})",
+              f"- activation patching of every residual site (layers x positions, names swapped): "
+              f"{s_(e['residual_patching']['median'])}, {_times(r, 'residual_patching', 'scan'):.1f} x the exact "
+              "ablation scan",
+              f"- direct logit attribution: {s_(e['attribution']['median'])}; the logit lens (every layer, every "
+              f"position): {s_(e['lens']['median'])}, {_times(r, 'lens', 'forward_all_logits'):.1f} x a forward pass "
+              f"computing the logits at every position ({s_(e['forward_all_logits']['median'])})"]
     if "grid_during_scan" in b:
         lines.append(f"- in Chromium, another session's 16-token SmolLM2 sentence → grid while a scan runs (the scan "
                      f"releases the model's lock between batches of ~0.8 s): {fig(b['grid_during_scan'])}")

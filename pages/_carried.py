@@ -42,3 +42,8 @@ def _fill_from_example(examples: dict, picker: str, fields: tuple[str | None, ..
 def model_switcher(name: str) -> Callable[[], None]:
     """on_click for a button that moves this page (and the next ones) to model `name`."""
     return functools.partial(fill, {"model": name})
+
+
+def head_opener(layer: int, head: int) -> Callable[[], None]:
+    """on_click for a button that sets the Layer and Head inputs to (layer, head), 0-based."""
+    return functools.partial(fill, {"layer": layer + 1, "head": head + 1})

@@ -28,8 +28,11 @@ from attention.models import (
 )
 from attention.models.contrast import Contrast
 from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
+from attention.models.patching import activation_patching
 from attention.models.predictions import generate
+from attention.models.readout import direct_logit_attribution, logit_lens
 from attention.models.registry import BUNDLED, model_label
+from attention.models.roles import PROBE_REPEAT, probe_attention, roles_of
 from pages._text import md
 
 LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
@@ -153,6 +156,35 @@ def patching_job(name: str, text: str, target: str, foil: str, ablation: str, _l
                "Estimating every head's effect…")
 
 
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def attribution_job(name: str, text: str, target: str, foil: str, _loaded: LoadedModel, _att: ModelAttention,
+                    _contrast: Contrast) -> Job:
+    return Job(lambda progress: direct_logit_attribution(_loaded, _att, _contrast), "Reading each part's share…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def lens_job(name: str, text: str, target: str, foil: str, _loaded: LoadedModel, _att: ModelAttention,
+             _contrast: Contrast) -> Job:
+    return Job(lambda progress: logit_lens(_loaded, _att, target=_contrast.target), "Reading every layer…")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
+def patching_run_job(name: str, text: str, corrupt_text: str, target: str, foil: str, site: str, _loaded: LoadedModel,
+                     _clean: ModelAttention, _corrupt: ModelAttention, _contrast: Contrast) -> Job:
+    """Activation patching, one per (model, clean, corrupt, target, foil, site)."""
+    return Job(lambda progress: activation_patching(_loaded, _clean, _corrupt, _contrast, site=site,
+                                                    progress=progress), "Patching…")
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
+def roles_job(name: str, _loaded: LoadedModel) -> Job:
+    """Every head's role scores and the probe's attention, once per model."""
+    def work(progress):
+        att, first = probe_attention(_loaded)
+        return roles_of(att, PROBE_REPEAT, first), att
+    return Job(work, "Running the induction probe…")
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_own_attention(name: str, text: str, layer: int, _loaded: LoadedModel, _att: ModelAttention):
     return own_attention(_loaded, _att, layer)
@@ -169,12 +201,13 @@ def model_or_stop(name: str) -> LoadedModel:
         st.stop()
 
 
-def attention_or_stop(name: str, text: str, target: str | None = None) -> ModelAttention:
-    """Load the model and run it (a progress bar per layer on long texts); errors end the page cleanly."""
+def attention_or_stop(name: str, text: str, target: str | None = None, *, say_check: bool = True) -> ModelAttention:
+    """Load the model and run it (a progress bar per layer on long texts); errors end the page cleanly.
+    The guard's measure of the model is stated under it (once a page: say_check=False for a second text)."""
     loaded = model_or_stop(name)
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
     att = follow_or_stop(cache(name, text, target, loaded))
-    if loaded.check is not None:
+    if loaded.check is not None and say_check:
         st.caption(f"{md(model_label(name))}: {loaded.check.summary}.")
     if att.truncated:
         st.warning(f"The text has {att.n_input_tokens:,} tokens; {model_label(name)} reads at most "

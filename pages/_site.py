@@ -47,5 +47,8 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/predictions.py", "Predictions and head effects", ":material/target:",
                   "“The capital of France is” → “ Paris”: generate step by step, then remove each head to see which "
                   "matter."),
+        PageEntry("pages/circuits.py", "What heads do", ":material/hub:",
+                  "Which heads write “ Mary” directly, the logit lens layer by layer, patching a corrupted prompt, "
+                  "and the previous-token head an induction head reads."),
     ),
 }

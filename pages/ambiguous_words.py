@@ -31,7 +31,7 @@ s1 = c1.text_input("Sentence A", value=s1_default, key=f"a_{pair}", bind="query-
 s2 = c2.text_input("Sentence B", value=s2_default, key=f"b_{pair}", bind="query-params", max_chars=2000)
 word = c3.text_input("Word", value=word_default, key=f"w_{pair}", bind="query-params", max_chars=40)
 
-a, b = attention_or_stop(name, s1), attention_or_stop(name, s2)
+a, b = attention_or_stop(name, s1), attention_or_stop(name, s2, say_check=False)
 try:
     cmp = compare_word(a, b, word)
 except ValueError as err:

@@ -108,7 +108,7 @@ if att.architecture == "encoder-decoder":
     st.subheader("Cross-attention: each target token reads the source")
     target = st.text_input("Target sentence (empty: the model's own greedy translation)", key="target",
                            bind="query-params", max_chars=2000)
-    pair = attention_or_stop(name, text, target.strip() or None)
+    pair = attention_or_stop(name, text, target.strip() or None, say_check=False)
     cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
     if cross_how != how:
         st.caption(f"{AGGREGATIONS[how].label} is defined for self-attention; cross-attention shows the mean over "

@@ -7,7 +7,7 @@ from tests.test_pages import array, chart, open_page, table_with
 
 pytestmark = pytest.mark.slow
 MODEL_PAGES = ["pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py", "pages/head_atlas.py",
-               "pages/predictions.py"]
+               "pages/predictions.py", "pages/circuits.py"]
 
 
 @pytest.mark.parametrize("path", MODEL_PAGES)
@@ -197,3 +197,40 @@ def test_an_operators_folders_open_in_the_app_and_a_family_without_q_k_v_says_so
     at.switch_page("pages/inside_head.py").run()  # (AppTest keeps the first page's ?model=: choose again)
     at.selectbox(key="model").set_value("local:tiny/bloom").run()
     assert not at.exception and any("q, k and v were not captured" in w.value for w in at.warning)
+
+
+def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2):
+    """Opened from the menu on SmolLM2's Mary/John prompt: the direct shares add up to the model's m, the lens
+    ends on " Mary", patching the swapped-names prompt restores the prediction at the end, and the strongest
+    induction head reads a previous-token head by its keys."""
+    from attention.models.contrast import contrast
+    from attention.models.readout import direct_logit_attribution
+
+    at = open_page("pages/circuits.py")
+    text = at.text_area(key="text").value
+    att = smollm2.attend(text)
+    shares = direct_logit_attribution(smollm2, att, contrast(att, smollm2.tokenizer, " Mary", " John"))
+    np.testing.assert_allclose(array(chart(at, "circ.direct")["data"][0]["z"]), shares.heads, atol=1e-6)
+    lens = chart(at, "circ.lens")["data"][0]
+    assert lens["text"][-1][-1] == "Mary"  # the last layer, last position: the model's own prediction
+    at.button(key="circ.patch").click().run()
+    restored = array(chart(at, "circ.patched")["data"][0]["z"])
+    assert restored[-1, -1] == pytest.approx(1.0, abs=1e-3) and not at.exception
+    at.button(key="circ.induction").click().run()
+    composed = table_with(at, "composition")
+    keys = composed[composed["composition"] == "K"]
+    assert keys.iloc[0]["its role"] == "previous-token"  # SmolLM2's 19.7 reads 17.1
+    at.button(key="circ.scan").click().run()
+    assert chart(at, "circ.total") and not at.exception
+
+
+def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
+    from attention.models.roles import head_roles
+
+    at = open_page("pages/head_atlas.py")
+    at.selectbox(key="model").set_value("smollm2").run()
+    roles = head_roles(smollm2)
+    np.testing.assert_allclose(array(chart(at, "atlas.roles")["data"][0]["z"]), roles.induction, atol=1e-6)
+    at.number_input(key="layer").set_value(19).run()
+    at.number_input(key="head").set_value(7).run()
+    assert "induction" in " ".join(m.value for m in at.markdown) and chart(at, "atlas.probe_pattern")

@@ -32,7 +32,7 @@ from attention.models.running import LoadedModel
 from attention.models.tokens import display_tokens
 
 LENS_MAX_POSITIONS = 64  # the logit lens reads the last this-many positions (each costs L + 1 unembeddings)
-LENS_ROWS = 256  # residual vectors unembedded at once (SmolLM2: 256 x 49,152 float32 logits, 50 MB)
+LENS_ROWS = 512  # residual vectors unembedded at once (SmolLM2: 512 x 49,152 float32 logits, 100 MB)
 
 
 @dataclass(frozen=True)
@@ -183,28 +183,44 @@ def logit_lens(loaded: LoadedModel, att: ModelAttention, *, target: TokenChoice 
     """Every layer's residual stream at the last positions, through the model's own final norm and LM head
     (and its logit soft cap, if any): the last row is the model's own prediction."""
     parts = _anatomy_for_readout(loaded, att, "logit lens")
-    r = residual_stream(loaded, att, parts)
-    n = r.streams.shape[1]
+    n = len(att.tokens)
     positions = np.arange(max(0, n - max_positions), n)
+    streams, normed = _lens_streams(loaded, att, parts)
     cap = getattr(loaded.network.config, "final_logit_softcapping", None)
     dtype = next(parts.final_norm.parameters()).dtype
-    rows = r.streams[:, positions].to(dtype).reshape(-1, r.streams.shape[-1])  # ((L + 1) * n', D)
+    shape = (streams.shape[0], len(positions))
     top_ids, top_p, target_p = [], [], []
     with torch.inference_mode():
-        for chunk in rows.split(LENS_ROWS):  # (rows, V) logits at a time, never (L + 1, n', V)
-            logits = parts.unembed(parts.final_norm(chunk))
+        rows = streams[:, positions].to(dtype)  # (L + 1, n', D)
+        read = torch.cat([parts.final_norm(rows[:-1]), rows[-1:] if normed else parts.final_norm(rows[-1:])])
+        for chunk in read.reshape(-1, read.shape[-1]).split(LENS_ROWS):  # (rows, V) logits at a time
+            logits = parts.unembed(chunk)
             if cap:
                 logits = cap * torch.tanh(logits / cap)
-            p = torch.softmax(logits.float(), -1)
-            best = p.max(-1)
+            logits = logits.float()
+            norm = torch.logsumexp(logits, -1)  # softmax's denominator, without the (rows, V) probabilities
+            best = logits.max(-1)
             top_ids.append(best.indices.cpu().numpy())
-            top_p.append(best.values.cpu().numpy())
+            top_p.append(torch.exp(best.values - norm).cpu().numpy())
             if target is not None:
-                target_p.append(p[:, target.token_id].cpu().numpy())
-    shape = (r.streams.shape[0], len(positions))
+                target_p.append(torch.exp(logits[:, target.token_id] - norm).cpu().numpy())
     top_ids = np.concatenate(top_ids).reshape(shape)
-    tok = loaded.tokenizer
-    top_tokens = tuple(display_tokens(tok, row)[0] for row in top_ids)
+    top_tokens = tuple(display_tokens(loaded.tokenizer, row)[0] for row in top_ids)
     return LogitLens(positions=positions, tokens=tuple(att.tokens[i] for i in positions), top_ids=top_ids,
                      top_tokens=top_tokens, top_probability=np.concatenate(top_p).reshape(shape), target=target,
                      target_probability=np.concatenate(target_p).reshape(shape) if target is not None else None)
+
+
+def _lens_streams(loaded: LoadedModel, att: ModelAttention, parts: Anatomy) -> tuple[torch.Tensor, bool]:
+    """(L + 1, n, D) the residual stream after each layer, and whether the last row is already normalised.
+    transformers returns it as att.hidden: every block's input, then the final stream after the final norm;
+    that is checked against the model's own next-token logits, and a pass of our own reads it otherwise."""
+    hidden = torch.from_numpy(np.ascontiguousarray(att.hidden)).to(loaded.device)
+    with torch.inference_mode():
+        last = parts.unembed(hidden[-1, -1:].to(parts.unembed.weight.dtype))[0].double().cpu().numpy()
+    cap = getattr(loaded.network.config, "final_logit_softcapping", None)
+    if cap:
+        last = cap * np.tanh(last / cap)
+    if np.allclose(last, att.next_logits, atol=1e-3):
+        return hidden, True
+    return residual_stream(loaded, att, parts).streams, False

@@ -1,0 +1,153 @@
+"""What heads do: which parts write the prediction directly, how it forms layer by layer, where the
+information enters (activation patching), and which earlier heads a head reads (composition)."""
+
+import pandas as pd
+import streamlit as st
+
+from attention import examples as ex
+from attention import figures, plotting
+from attention.models import DEFAULT_DECODER
+from attention.models.composition import KINDS, composition
+from attention.models.contrast import contrast
+from attention.models.patching import SITES, swap_words
+from attention.models.roles import ROLES
+from pages._carried import example_filler, head_opener
+from pages._frame import ensure_app_frame
+from pages._jobs import (
+    ablation_job,
+    attention_or_stop,
+    attribution_job,
+    follow_or_stop,
+    lens_job,
+    model_or_stop,
+    patching_run_job,
+    roles_job,
+)
+from pages._labels import label_of
+from pages._text import md
+from pages._widgets import layer_and_head, sentence_and_model
+
+ensure_app_frame()
+
+st.title("What heads do")
+st.markdown("The prediction, read part by part: which heads and MLPs **write** it directly into the output, "
+            "how it **forms** layer by layer, where the information **enters** (patch the clean run into a "
+            "corrupted one), and which earlier heads a head **reads** from.")
+example = st.selectbox("Example", list(ex.PREDICTION_EXAMPLES), key="circ.example",
+                       on_change=example_filler(ex.PREDICTION_EXAMPLES, "circ.example", ("text", "circ.target",
+                                                                                           "circ.foil")))
+prompt, target_default, foil_default = ex.PREDICTION_EXAMPLES[example]
+name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
+att = attention_or_stop(name, text)
+loaded = model_or_stop(name)
+c1, c2 = st.columns(2)
+target = c1.text_input("expected next token (target)", value=target_default, key="circ.target", max_chars=40)
+foil = c2.text_input("an alternative (foil)", value=foil_default, key="circ.foil", max_chars=40)
+try:
+    pair = contrast(att, loaded.tokenizer, target, foil)
+except ValueError as err:
+    st.warning(md(err))
+    st.stop()
+st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {pair.baseline:.2f}")
+st.caption(f"Target “{md(pair.target.token)}”, foil “{md(pair.foil.token)}”: positive m means the model prefers "
+           "the target.")
+
+# --- 1. Who writes the prediction ---------------------------------------------------------------------------
+st.header("1 · Who writes it: direct logit attribution")
+st.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big),\qquad "
+         r"\sum_p \text{share}(p) = m")
+shares = follow_or_stop(attribution_job(name, text, target, foil, loaded, att, pair))
+c1, c2 = st.columns(2)
+c1.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
+                width="stretch", key="circ.direct")
+exact = None
+if c2.button("Compare with each head's total effect (remove every head)", icon=":material/science:",
+             key="circ.scan") or st.session_state.get(f"circ.scanned.{name}.{text}.{target}.{foil}"):
+    st.session_state[f"circ.scanned.{name}.{text}.{target}.{foil}"] = True
+    exact = follow_or_stop(ablation_job(name, text, target, foil, "zero", loaded, att, pair))
+    c2.plotly_chart(figures.layer_head_heatmap(exact.effect, title="Total effect of removing each head",
+                                               value_name="effect"), width="stretch", key="circ.total")
+else:
+    c2.info("A head's direct share is what it writes straight into the output. Removing it also removes what "
+            "later heads did with it: run the scan to see the total effect beside the direct one.")
+st.caption(f"The parts add up to {shares.total:.3f}; the model's own m is {shares.model:.3f}. Embeddings "
+           f"{shares.embeddings:+.3f}, all MLPs {shares.mlps.sum():+.3f}, all heads {shares.heads.sum():+.3f}, "
+           f"biases {shares.biases:+.3f}. A total effect (right) opposite to a head's direct share means later "
+           "heads compensate.")
+st.plotly_chart(plotting.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
+                                     title="Direct share of each layer's MLP", value_name="share", y_max=None,
+                                     highlight=None), width="stretch", key="circ.mlps")
+
+# --- 2. How it forms ---------------------------------------------------------------------------------------
+st.header("2 · How it forms: the logit lens")
+st.latex(r"\text{lens}_\ell(i) = \operatorname{softmax}\big(W_U\, \mathrm{norm}(x^{(\ell)}_i)\big)")
+lens = follow_or_stop(lens_job(name, text, target, foil, loaded, att, pair))
+show_target = st.toggle(f"Colour by the target's probability (“{md(pair.target.token)}”)", key="circ.lens_target")
+st.plotly_chart(figures.lens_heatmap(lens, target=show_target), width="stretch", key="circ.lens")
+last = lens.target_probability[:, -1]
+first_layer = next((i for i, p in enumerate(last) if p == last.max()), 0)
+st.caption(f"Each row reads the residual stream after a layer through the final norm and the unembedding; each "
+           f"cell names the token the model would predict there. At the last position the target reaches its "
+           f"highest probability, {last.max():.2f}, after layer {first_layer}.")
+
+# --- 3. Where the information enters ----------------------------------------------------------------------
+st.header("3 · Where it enters: activation patching")
+st.latex(r"\text{effect} = \frac{m_{\text{patched}} - m_{\text{corrupt}}}{m_{\text{clean}} - m_{\text{corrupt}}}")
+names = [w.strip() for w in (pair.target.token, pair.foil.token)]
+try:
+    suggested = swap_words(text, *names)
+except ValueError:
+    suggested = text
+corrupt_text = st.text_input("Corrupted prompt (the same number of tokens)", value=suggested, key="circ.corrupt",
+                             max_chars=2000, help="By default the target and the foil swapped: the model should "
+                                                  "now prefer the foil.")
+site = st.radio("Patch", list(SITES), format_func=label_of(SITES), horizontal=True, key="circ.site")
+if st.button("Patch every site", icon=":material/healing:", key="circ.patch") or \
+        st.session_state.get(f"circ.patched.{name}.{text}.{corrupt_text}.{target}.{foil}.{site}"):
+    st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{target}.{foil}.{site}"] = True
+    corrupt = attention_or_stop(name, corrupt_text, say_check=False)
+    patched = follow_or_stop(patching_run_job(name, text, corrupt_text, target, foil, site, loaded, att, corrupt,
+                                              pair))
+    if site == "residual":
+        rows = ["embeddings"] + [f"after layer {i}" for i in range(1, patched.effect.shape[0])]
+        fig = plotting.heatmap(patched.effect, list(patched.tokens), rows, title="Share of the clean prediction "
+                               "restored", x_title="position (clean token)", y_title="residual stream",
+                               value_name="effect", colours=plotting.SIGNED, show_values=False,
+                               height=min(1000, 140 + 20 * len(rows)))
+    else:
+        fig = figures.layer_head_heatmap(patched.effect, title="Share restored by each head", value_name="effect")
+    st.plotly_chart(fig, width="stretch", key="circ.patched")
+    st.caption(f"m is {patched.clean:.2f} on the clean prompt and {patched.corrupt:.2f} on the corrupted one. "
+               "1 = this one activation brings the clean prediction back, 0 = it changes nothing.")
+
+# --- 4. Which heads a head reads ---------------------------------------------------------------------------
+st.header("4 · Which heads it reads: composition")
+roles, _ = follow_or_stop(roles_job(name, loaded))
+inductions = roles.induction
+best = divmod(int(inductions.argmax()), inductions.shape[1])
+st.markdown(f"The strongest induction head here is **layer {best[0] + 1}, head {best[1] + 1}** (score "
+            f"{inductions[best]:.2f} on the probe). An induction head finds the earlier occurrence of the current "
+            "token through its **keys**: it reads a previous-token head by K-composition (Elhage et al. 2021).")
+st.button("Read that head", icon=":material/arrow_downward:", key="circ.induction",
+          on_click=head_opener(*best))
+c1, c2 = st.columns(2)
+layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
+try:
+    comp = composition(loaded, layer, head)
+except ValueError as err:
+    st.info(md(err))
+    st.stop()
+if layer == 0:
+    st.info("Layer 1 reads no earlier head.")
+    st.stop()
+rows = []
+for kind in KINDS:
+    for lw, hw, score in comp.strongest(kind, 3):
+        rows.append({"composition": kind, "layer": lw + 1, "head": hw + 1, "score": score,
+                     "its role": roles.labels()[lw, hw] or "–"})
+st.dataframe(pd.DataFrame(rows).style.format({"score": "{:.3f}"}), hide_index=True, key="circ.composition")
+top = comp.strongest("K", 1)[0]
+st.caption(f"Layer {layer + 1}, head {head + 1} reads layer {top[0] + 1}, head {top[1] + 1} most through its keys "
+           f"({top[2]:.2f}); that head is {roles.labels()[top[0], top[1]] or 'not labelled'} "
+           f"({ROLES['previous_token'][0]} score {roles.previous_token[top[0], top[1]]:.2f}). Scores are from "
+           "the weights alone, 0 to 1.")
