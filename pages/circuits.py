@@ -54,25 +54,24 @@ st.caption(f"Target “{md(pair.target.token)}”, foil “{md(pair.foil.token)}
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")
-st.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big),\qquad "
-         r"\sum_p \text{share}(p) = m")
+c1, c2 = st.columns([3, 2])  # two formulas: on one line they ran off an 800 px screen
+c1.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
+c2.latex(r"\sum_p \text{share}(p) = m")
 shares = follow_or_stop(attribution_job(name, text, target, foil, loaded, att, pair))
-c1, c2 = st.columns(2)
-c1.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
+st.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
                 width="stretch", key="circ.direct")
-exact = None
-if c2.button("Compare with each head's total effect (remove every head)", icon=":material/science:",
+if st.button("Compare with each head's total effect (remove every head)", icon=":material/science:",
              key="circ.scan") or st.session_state.get(f"circ.scanned.{name}.{text}.{target}.{foil}"):
     st.session_state[f"circ.scanned.{name}.{text}.{target}.{foil}"] = True
     exact = follow_or_stop(ablation_job(name, text, target, foil, "zero", loaded, att, pair))
-    c2.plotly_chart(figures.layer_head_heatmap(exact.effect, title="Total effect of removing each head",
+    st.plotly_chart(figures.layer_head_heatmap(exact.effect, title="Total effect of removing each head",
                                                value_name="effect"), width="stretch", key="circ.total")
 else:
-    c2.info("A head's direct share is what it writes straight into the output. Removing it also removes what "
-            "later heads did with it: run the scan to see the total effect beside the direct one.")
+    st.info("A head's direct share is what it writes straight into the output. Removing it also removes what "
+            "later heads did with it: run the scan to see the total effect below the direct one.")
 st.caption(f"The parts add up to {shares.total:.3f}; the model's own m is {shares.model:.3f}. Embeddings "
            f"{shares.embeddings:+.3f}, all MLPs {shares.mlps.sum():+.3f}, all heads {shares.heads.sum():+.3f}, "
-           f"biases {shares.biases:+.3f}. A total effect (right) opposite to a head's direct share means later "
+           f"biases {shares.biases:+.3f}. A total effect (below) opposite to a head's direct share means later "
            "heads compensate.")
 st.plotly_chart(plotting.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
                                      title="Direct share of each layer's MLP", value_name="share", y_max=None,
@@ -138,7 +137,7 @@ except ValueError as err:
     st.info(md(err))
     st.stop()
 if layer == 0:
-    st.info("Layer 1 reads no earlier head.")
+    st.info("Layer 1 reads no earlier head: choose a later one, or read the induction head above.")
     st.stop()
 rows = []
 for kind in KINDS:
