@@ -26,7 +26,12 @@ Modules, in the order a forward pass meets them:
     ambiguous_words one word in two sentences (the Ambiguous words page)
     predictions     the next token and step-by-step generation (the Predictions page)
     contrast        a target and a foil token, tokenized once, and the model's logit difference
+    edits           runs with heads' outputs or the residual stream edited, batched (ablation, patching)
     head_effects    each head removed, exactly or by attribution patching, and how well the two agree
+    readout         the residual stream through the unembedding: direct logit attribution, the logit lens
+    roles           previous-token, induction, duplicate-token and first-token scores on a probe
+    patching        activation patching of a clean run into a corrupted one
+    composition     Q-, K- and V-composition of heads, from their weights
     rotary          one head's q and k through its rotary positions (the Positions page)
 
 The toy side (`import attention`) never imports this package, so toy pages start without torch.
