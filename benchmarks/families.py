@@ -144,7 +144,9 @@ def own_attentions(reference, att) -> tuple[np.ndarray, ...]:
 REASONS = {  # a phrase of the message a page shows -> what the table says
     "transformers' attention interface": "q, k, v not captured", "each head's values": "v not captured",
     "position bias": "position bias", "shared block": "one block for all layers",
-    "encoder-decoder": "encoder-decoder", "no entry": "no anatomy entry",
+    "encoder-decoder": "encoder-decoder", "no entry": "no anatomy entry", "normalises what attention writes":
+    "attention output normalised", "fused projection": "fused q, k, v", "predicts no next token": "no LM head",
+    "same on both prompts": "no difference to restore", "head roles are measured": "encoder-decoder",
 }
 
 
@@ -165,9 +167,13 @@ def _gap(value: float) -> str:
 def feature_row(name: str, tok) -> dict:
     """One row of docs/models.md: what was measured, and which features work, for one family."""
     from attention.models import Reading, line_view, query_row, survey, zoom
+    from attention.models.composition import composition
     from attention.models.contrast import contrast
     from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
+    from attention.models.patching import activation_patching, swap_words
     from attention.models.predictions import generate
+    from attention.models.readout import direct_logit_attribution, logit_lens
+    from attention.models.roles import head_roles
     from attention.models.running import rotary_base
 
     loaded, reference = build(name, tok)
@@ -187,21 +193,30 @@ def feature_row(name: str, tok) -> dict:
         "norm view": _works(lambda: zoom(att, "norm", layer=0)),
         "rotary view": "yes" if rotary_base(loaded) is not None else "no",
     }
+    row["roles"] = _works(lambda: head_roles(loaded, repeat=5))
+    row["composition"] = _works(lambda: composition(loaded, att.n_layers - 1, 0))
     if decoder:
         pair = contrast(att, tok, " dog", " cat")
+        corrupt = loaded.attend(swap_words(TEXT, "fox", "dog"))
         row["generation"] = _works(lambda: generate(loaded, TEXT, max_new_tokens=2))
         row["head effects"] = _works(lambda: head_ablation(loaded, att, pair))
         row["attribution patching"] = _works(lambda: attribution_patching(loaded, att, pair))
+        row["direct attribution"] = _works(lambda: direct_logit_attribution(loaded, att, pair))
+        row["logit lens"] = _works(lambda: logit_lens(loaded, att))
+        row["activation patching"] = _works(lambda: activation_patching(loaded, att, corrupt, pair, site="heads"))
     else:
         row["generation"] = "no: no LM head"
         row["head effects"] = _works(lambda: head_ablation_cosine(loaded, att, "fox"))
         row["attribution patching"] = "no: metric without slope"
+        for feature in ("direct attribution", "logit lens", "activation patching"):
+            row[feature] = "no: no LM head"
     return row
 
 
 def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "models.md") -> None:
     columns = ["views", "head step by step", "norm view", "rotary view", "generation", "head effects",
-               "attribution patching"]
+               "attribution patching", "roles", "direct attribution", "logit lens", "activation patching",
+               "composition"]
     lines = [
         "# Model families: what is exact, what is shown",
         "",

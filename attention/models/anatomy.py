@@ -15,7 +15,7 @@ Shapes: L layers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -50,11 +50,13 @@ GEMMA2_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_
                      qkv=QKV)  # attention's output is normalised before the residual: not linear per head
 BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None,
                    qkv=("attention.self.query", "attention.self.key", "attention.self.value"))
-BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None)  # the encoder's self-attention
+DEBERTA_LIKE = replace(BERT_LIKE, qkv=("attention.self.query_proj", "attention.self.key_proj",
+                                       "attention.self.value_proj"))
+BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None, qkv=QKV)  # the encoder's self-attention
 
 FAMILIES = {  # config.model_type -> Family
     "llama": LLAMA_LIKE, "mistral": LLAMA_LIKE, "mixtral": LLAMA_LIKE, "qwen2": LLAMA_LIKE, "qwen3": LLAMA_LIKE,
-    "phi3": LLAMA_LIKE, "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,
+    "phi3": replace(LLAMA_LIKE, qkv=None), "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,  # Phi-3 fuses q, k, v
     "gemma": GEMMA_LIKE, "gemma2": GEMMA2_LIKE, "gemma3_text": GEMMA2_LIKE,
     "phi": Family("layers", "self_attn", "self_attn.dense", "final_layernorm", "rotary_emb", linear_heads=True,
                   qkv=QKV),
@@ -66,13 +68,14 @@ FAMILIES = {  # config.model_type -> Family
                   qkv=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
     "falcon": Family("h", "self_attention", "self_attention.dense", "ln_f", "rotary_emb", linear_heads=True),
     "bloom": Family("h", "self_attention", "self_attention.dense", "ln_f", linear_heads=True),
-    "bert": BERT_LIKE, "roberta": BERT_LIKE, "electra": BERT_LIKE, "deberta-v2": BERT_LIKE,
+    "bert": BERT_LIKE, "roberta": BERT_LIKE, "electra": BERT_LIKE, "deberta-v2": DEBERTA_LIKE,
     "distilbert": Family("transformer.layer", "attention", "attention.out_lin", None,
                          qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin")),
     "albert": Family("encoder.albert_layer_groups.0.albert_layers", "attention", "attention.dense", None,
-                     shared_layers=True),
+                     shared_layers=True, qkv=("attention.query", "attention.key", "attention.value")),
     "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb", rotate_half=True),
-    "t5": Family("encoder.block", "layer.0.SelfAttention", "layer.0.SelfAttention.o", "encoder.final_layer_norm"),
+    "t5": Family("encoder.block", "layer.0.SelfAttention", "layer.0.SelfAttention.o", "encoder.final_layer_norm",
+                 qkv=("layer.0.SelfAttention.q", "layer.0.SelfAttention.k", "layer.0.SelfAttention.v")),
     "bart": BART_LIKE, "marian": BART_LIKE,
 }
 

@@ -60,7 +60,11 @@ def head_matrices(loaded: LoadedModel, layer: int) -> dict[str, torch.Tensor]:
         raise ValueError(f"{loaded.spec.name} ({parts.model_type}) computes q, k and v in one fused projection: "
                          "composition scores are computed here for families with separate ones.")
     block = parts.blocks[layer]
-    q, k, v = (block.get_submodule(path).weight.detach().double().T for path in parts.family.qkv)  # (D, out)
+    try:
+        q, k, v = (block.get_submodule(path).weight.detach().double().T for path in parts.family.qkv)  # (D, out)
+    except AttributeError:
+        raise ValueError(f"{loaded.spec.name} ({parts.model_type}): its q, k, v projections are not at "
+                         f"{', '.join(parts.family.qkv)} as attention/models/anatomy.py says.") from None
     w_o = torch.from_numpy(parts.output_weight(layer)).double()  # (H * d, D)
     H = _n_heads(loaded)
     d = w_o.shape[0] // H

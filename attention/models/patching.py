@@ -80,7 +80,7 @@ def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: Mod
                          "one token each.")
     t, f = contrast.target.token_id, contrast.foil.token_id
     m_corrupt = float(corrupt.next_logits[t] - corrupt.next_logits[f])
-    if abs(contrast.baseline - m_corrupt) < 1e-3:
+    if abs(contrast.baseline - m_corrupt) < 1e-5:  # effects would be ratios of rounding errors
         raise ValueError(f"The model's preference is the same on both prompts (m = {m_corrupt:.3f}): there is "
                          "nothing for patching to restore. Corrupt the prompt where it matters.")
     source, target = edit_setup(loaded, clean), edit_setup(loaded, corrupt)

@@ -90,6 +90,9 @@ def roles_of(att: ModelAttention, repeat: int, first: int, *, seed: int = 0) -> 
 
 def probe_attention(loaded: LoadedModel, *, repeat: int = PROBE_REPEAT, seed: int = 0) -> tuple[ModelAttention, int]:
     """The model's attention on the probe (for roles_of, and to show a head's pattern on it)."""
+    if loaded.spec.architecture == "encoder-decoder":
+        raise ValueError(f"{loaded.spec.name} is an encoder-decoder model: head roles are measured here on "
+                         "encoders and decoders, whose heads read the probe itself.")
     ids, first = probe_ids(loaded.tokenizer, repeat, seed)
     return attend(loaded, f"{repeat} random tokens, twice (seed {seed})", ids=ids), first
 
