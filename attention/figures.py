@@ -1,14 +1,35 @@
-"""Figures of a real model's heads, for the model pages and for notebooks: a view (attention.models.views)
-as a heatmap, every head of a model as one grid, and BertViz's lines. Plotly and numpy only (no torch):
-they take arrays and views, and return `go.Figure`s; labels are escaped as in attention.plotting.
+"""Figures of a real model's attention, the same ones the model pages draw, for notebooks too.
+
+From a result (`load_model(...).attend(text)`, `from_attentions(...)` on any model's output_attentions,
+or `load_npz(...)`), one call each:
+
+    grid(att)                         every layer x head, one tile each (the Model heads page)
+    head(att, layer, head)            one head (or an aggregation) as a heatmap, with a Reading
+    token(att, token)                 where one token looks, in every head
+    lines(att, layer, heads)          BertViz's head view: a line per (query, key)
+    statistic(att, "entropy")         one Head atlas statistic per head
+    distance(att, layer, head)        attention by distance
+    effects(head_effects)             one number per head (ablation, patching, direct shares)
+    head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
+
+The builders below them (view_heatmap, head_grid, attention_lines, layer_head_heatmap, lens_heatmap)
+take arrays and views. Figures are Plotly's: in JupyterLab and VS Code they render offline (plotly.js
+ships with the plotly package, no CDN); `html_action="return"` gives self-contained HTML. Labels are
+escaped as in attention.plotting. This module reads results, so it imports torch (attention.models).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 
+from attention.models.head_survey import METRICS, survey
+from attention.models.imported import from_attentions
+from attention.models.views import AS_IS, Reading, line_view, token_focus, zoom
 from attention.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap
+from attention.plotting import lines as line_chart
 
 
 def view_heatmap(view, *, x_title: str = "key", y_title: str = "query", height: int | None = None,
@@ -149,3 +170,122 @@ def lens_heatmap(lens, *, target: bool = False) -> go.Figure:
     fig.update_yaxes(title_text="after layer (0 = embeddings)", autorange="reversed", tickmode="array",
                      tickvals=list(range(0, rows, max(1, rows // 16))))
     return fig
+
+
+# --- One call per view, from a result --------------------------------------------------------------------------
+
+def grid(att, *, title: str = "") -> go.Figure:
+    """Every layer x head as one small tile (block maxima for long inputs); hover names each head's sink mass."""
+    found = survey(att)
+    return head_grid(found.tiles, title=title, hover_extra=found.sink_mass, hover_label="sink mass")
+
+
+def head(att, layer: int, head: int = 0, *, how: str = "head", reading: Reading = AS_IS,
+         hide_special: bool = False) -> go.Figure:
+    """One head (0-based), or an aggregation of the layer (how: "mean", "max", "rollout", "norm")."""
+    return view_heatmap(zoom(att, how, layer=layer, head=head, reading=reading, hide_special=hide_special))
+
+
+def token(att, token: int, *, reading: Reading = AS_IS) -> go.Figure:
+    """Where one token (a word, when reading words) looks in every layer and head."""
+    view = token_focus(att, token, reading=reading)
+    L, H = att.n_layers, att.n_heads
+    return view_heatmap(view, x_title="key", y_title="layer · head", height=min(1400, max(320, 120 + 12 * L * H)),
+                        ticks=Ticks(x=96, row_groups=H if L * H > 96 else None))
+
+
+def lines(att, layer: int, heads=None, *, query: int | None = None, reading: Reading = AS_IS) -> go.Figure:
+    """BertViz's head view: queries left, keys right, a line per pair whose opacity is the weight."""
+    heads = range(att.n_heads) if heads is None else heads
+    return attention_lines(line_view(att, layer, heads, query=query, reading=reading),
+                           title=f"Layer {layer + 1}: line opacity = weight")
+
+
+def statistic(att, metric: str = "entropy") -> go.Figure:
+    """One Head atlas statistic per head (attention.models.head_survey.METRICS)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown statistic {metric!r}; choose one of {', '.join(METRICS)}")
+    found = survey(att)
+    label = METRICS[metric][0]
+    return layer_head_heatmap(getattr(found, metric), title=label, value_name=label, signed=False,
+                              zmax=found.upper_bound(metric))
+
+
+def distance(att, layer: int, head: int | None = None) -> go.Figure:
+    """Attention by distance (query − key), one head and the mean of its layer."""
+    profile = survey(att).distance_profile()
+    curves = {f"layer {layer + 1}, mean of its heads": profile.of(layer)}
+    if head is not None:
+        curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head), **curves}
+    return line_chart(profile.labels, curves, title="Mean weight of a (query, key) pair by distance",
+                      x_title="query − key (tokens)", y_title="mean weight", log_y=True, categorical_x=True,
+                      x_hover=profile.spans)
+
+
+def effects(result, *, title: str | None = None) -> go.Figure:
+    """One number per head: a HeadEffects (ablation), a Patching over heads, or direct shares."""
+    values = getattr(result, "effect", None)
+    values = getattr(result, "heads", None) if values is None else values
+    return layer_head_heatmap(values, title=title or getattr(result, "metric", "effect per head"), value_name="effect")
+
+
+# --- BertViz's names ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ViewHTML:
+    """What html_action="return" gives, as BertViz's does: `.data` is the page (self-contained: plotly.js
+    inline, no script from the network); a notebook shows it."""
+
+    data: str
+
+    def _repr_html_(self) -> str:
+        return self.data
+
+
+def _given(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
+           decoder_tokens, prettify_tokens: bool):
+    if attention is not None:
+        if tokens is None:
+            raise ValueError("tokens are needed with attention")
+        return from_attentions(tokens, attention, prettify=prettify_tokens)
+    if encoder_attention is None or encoder_tokens is None:
+        raise ValueError("give attention and tokens, or encoder_attention and encoder_tokens")
+    return from_attentions(encoder_tokens, encoder_attention, decoder_tokens=decoder_tokens,
+                           decoder_attentions=decoder_attention, cross_attentions=cross_attention,
+                           prettify=prettify_tokens)
+
+
+def _shown(fig: go.Figure, html_action: str):
+    if html_action == "return":
+        return ViewHTML(fig.to_html(include_plotlyjs=True, full_html=True))
+    if html_action != "view":
+        raise ValueError(f"html_action must be 'view' or 'return', not {html_action!r}")
+    return fig
+
+
+def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, layer=None, heads=None,
+              encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
+              decoder_tokens=None, include_layers=None, html_action="view"):
+    """BertViz's head_view, same arguments: the lines of one layer's heads (default: the first layer in
+    include_layers, and every head). Returns the figure (a notebook shows it), or with html_action="return"
+    a ViewHTML. sentence_b_start is accepted and does not change the picture: every token is drawn."""
+    att = _given(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
+                 decoder_tokens, prettify_tokens)
+    layer = (include_layers or [0])[0] if layer is None else layer
+    return _shown(lines(att, layer, heads), html_action)
+
+
+def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, display_mode="dark",
+               encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
+               decoder_tokens=None, include_layers=None, include_heads=None, html_action="view"):
+    """BertViz's model_view, same arguments: every layer x head as one tile of one figure (include_layers and
+    include_heads pick some, numbered from 1 within the pick). Returns the figure, or with
+    html_action="return" a ViewHTML. display_mode is accepted; the figure keeps the app's colours."""
+    att = _given(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
+                 decoder_tokens, prettify_tokens)
+    found = survey(att)
+    layers = list(include_layers) if include_layers is not None else list(range(att.n_layers))
+    heads = list(include_heads) if include_heads is not None else list(range(att.n_heads))
+    tiles = found.tiles[np.ix_(layers, heads)]
+    return _shown(head_grid(tiles, hover_extra=found.sink_mass[np.ix_(layers, heads)], hover_label="sink mass"),
+                  html_action)
