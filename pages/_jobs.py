@@ -12,6 +12,7 @@ so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 """
 
 import gc
+import hashlib
 import threading
 from collections.abc import Callable
 
@@ -28,6 +29,7 @@ from attention.models import (
 )
 from attention.models.contrast import Contrast
 from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
+from attention.models.imported import load_npz
 from attention.models.patching import activation_patching
 from attention.models.predictions import generate
 from attention.models.readout import direct_logit_attribution, logit_lens
@@ -190,8 +192,40 @@ def cached_own_attention(name: str, text: str, layer: int, _loaded: LoadedModel,
     return own_attention(_loaded, _att, layer)
 
 
+RESULT_PREFIX = "saved:"  # a model key naming a result opened from a .npz file, not a model
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _saved(digest: str, file_name: str, _data: bytes) -> ModelAttention:
+    return load_npz(_data)
+
+
+def open_saved(file_name: str, data: bytes) -> str | None:
+    """Read an uploaded .npz once (shared by the pages while cached); its key, or None after a message."""
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    try:
+        _saved(digest, file_name, data)
+    except ValueError as err:
+        st.error(f"**{md(file_name)} cannot be opened.** {md(err)}")
+        return None
+    _NAMES[digest] = file_name
+    return RESULT_PREFIX + digest
+
+
+_NAMES: dict[str, str] = {}  # digest -> the file's name, for captions
+
+
+def is_saved(name: str) -> bool:
+    """`name` is a result opened from a file, not a model."""
+    return name.startswith(RESULT_PREFIX)
+
+
 def model_or_stop(name: str) -> LoadedModel:
     """The loaded model, with a spinner that says what is happening; an unavailable model ends the page."""
+    if name.startswith(RESULT_PREFIX):
+        st.info("This result was opened from a file: this part needs the model itself. Close the file (above) to "
+                "run a model.")
+        st.stop()
     first = BUNDLED[name].first_load if name in BUNDLED else None
     try:
         with st.spinner(f"Loading {model_label(name)}" + (f" ({first})" if first else "") + "…"):
@@ -204,6 +238,8 @@ def model_or_stop(name: str) -> LoadedModel:
 def attention_or_stop(name: str, text: str, target: str | None = None, *, say_check: bool = True) -> ModelAttention:
     """Load the model and run it (a progress bar per layer on long texts); errors end the page cleanly.
     The guard's measure of the model is stated under it (once a page: say_check=False for a second text)."""
+    if name.startswith(RESULT_PREFIX):
+        return _saved_or_stop(name)
     loaded = model_or_stop(name)
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
     att = follow_or_stop(cache(name, text, target, loaded))
@@ -212,6 +248,18 @@ def attention_or_stop(name: str, text: str, target: str | None = None, *, say_ch
     if att.truncated:
         st.warning(f"The text has {att.n_input_tokens:,} tokens; {model_label(name)} reads at most "
                    f"{len(att.tokens):,} here, so only the beginning is shown.")
+    return att
+
+
+def _saved_or_stop(name: str) -> ModelAttention:
+    digest = name[len(RESULT_PREFIX):]
+    try:
+        att = _saved(digest, _NAMES[digest], b"")  # cached when it was opened: the bytes are not read again
+    except (KeyError, ValueError):
+        st.warning("The file opened earlier is no longer held here: open it again (above).")
+        st.stop()
+    st.caption(f"Opened from {md(_NAMES[digest])}: {md(att.model_name)}, {len(att.tokens):,} tokens, the weights as "
+               "they were saved.")
     return att
 
 

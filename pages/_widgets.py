@@ -7,11 +7,13 @@ from collections.abc import Callable
 import streamlit as st
 
 from attention.models import BUNDLED, hub_allowlist
+from attention.models.imported import NPZ_MAX_BYTES
 from attention.models.registry import DEFAULT_ENCODER, local_models, model_label
 from attention.models.running import MAX_TEXT_CHARS
 from attention.models.views import Reading
 from attention.models.words import word_groups
 from pages._carried import carried, fill, remember
+from pages._jobs import open_saved
 
 OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
@@ -41,7 +43,33 @@ def sentence_and_model(default: str = DEFAULT_TEXT, model: str = DEFAULT_ENCODER
     text = c1.text_area("Sentence", value=carried("text", default), key="text", bind="query-params",
                         max_chars=MAX_TEXT_CHARS, height=80, help=f"Tokens read at most: {limits}.")
     remember("text", text)
-    return pick_model(c2, model), text
+    picked = pick_model(c2, model)
+    opened = saved_result()
+    return (opened, text) if opened else (picked, text)
+
+
+def saved_result() -> str | None:
+    """An expander to open a result saved as .npz (the .npz button, or attention's export_npz in a notebook:
+    a model too big for this machine, run where it fits). Returns its key (RESULT_PREFIX + its digest),
+    kept across pages until closed, or None: the page then runs the model picked above."""
+    key = carried("saved_result", None)
+    with st.expander("Open a result saved as .npz (no model needed)", expanded=key is not None):
+        file = st.file_uploader(".npz file", type=["npz"], key=f"npz_file.{carried('saved_round', 0)}",
+                                max_upload_size=NPZ_MAX_BYTES // 1_000_000,
+                                help="What the .npz button downloads, or attention.models.imported.export_npz(att) "
+                                     "writes. Only plain arrays are read (never pickled objects).")
+        if file is not None:
+            key = open_saved(file.name, file.getvalue())
+            remember("saved_result", key)
+        if key is not None:
+            st.button("Close it and run the model again", key="npz_close", on_click=close_saved)
+    return key
+
+
+def close_saved() -> None:
+    """on_click: forget the opened file, and give the next visit a fresh, empty uploader."""
+    remember("saved_result", None)
+    remember("saved_round", carried("saved_round", 0) + 1)
 
 
 def layer_and_head(col_layer, col_head, n_layers: int, n_heads: int, *, head_disabled: bool = False) -> tuple[int, int]:

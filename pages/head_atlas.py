@@ -9,7 +9,7 @@ from attention.models.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD
 from attention.models.roles import ROLE_THRESHOLD, ROLES
 from attention.plotting import Colours
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, follow_or_stop, model_or_stop, roles_job, survey_or_stop
+from pages._jobs import attention_or_stop, follow_or_stop, is_saved, model_or_stop, roles_job, survey_or_stop
 from pages._labels import label_of
 from pages._widgets import layer_and_head, open_head_buttons, sentence_and_model
 
@@ -53,43 +53,49 @@ st.dataframe(table[table["type"] != ""].style.format(precision=3), hide_index=Tr
              height=min(400, 40 + 35 * int((table["type"] != "").sum())))
 
 st.subheader("Roles on an induction probe")
-roles, probe = follow_or_stop(roles_job(name, model_or_stop(name)))
-c1, c2 = st.columns([3, 1])
-role = c1.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES), key="atlas.role",
-                            bind="query-params") or "induction"
-threshold = c2.slider("labelled above", 0.1, 0.9, ROLE_THRESHOLD, 0.05, key="atlas.role_threshold")
-st.caption(f"{ROLES[role][1]} The probe: a beginning-of-text token, then {roles.repeat} random tokens, then the same "
-           f"{roles.repeat} again (seed {roles.seed}; Olsson et al. 2022). Scores are mean attention weights, 0 to 1; "
-           "click a cell to see that head's pattern on the probe below.")
-picked = st.plotly_chart(figures.layer_head_heatmap(getattr(roles, role), title=f"{ROLES[role][0]} score",
-                                                    value_name="score", signed=False, zmax=1.0, clickable=True),
-                         width="stretch", key="atlas.roles", on_select="rerun", selection_mode="points")
-if picked and picked.selection.points:
-    point = picked.selection.points[0]
-    st.session_state["layer"], st.session_state["head"] = int(point["y"]) + 1, int(point["x"]) + 1
-labels = roles.labels(threshold)
-labelled = [{"layer": l_ + 1, "head": h + 1, "role": labels[l_, h],
-             **{ROLES[f][0]: getattr(roles, f)[l_, h] for f in ROLES}} for l_ in range(L) for h in range(H)
-            if labels[l_, h]]
-st.write(", ".join(f"{ROLES[f][0]}: {int((labels == ROLES[f][0]).sum())}" for f in ROLES)
-         + f" (of {L * H} heads, above {threshold:.2f})")
-if labelled:
-    st.dataframe(pd.DataFrame(labelled).style.format(precision=2), hide_index=True, key="atlas.labelled",
-                 height=min(400, 40 + 35 * len(labelled)))
+labels = probe = None
+if is_saved(name):
+    st.info("Roles are measured by running the model on a probe: open the model itself to see them.")
+else:
+    roles, probe = follow_or_stop(roles_job(name, model_or_stop(name)))
+    c1, c2 = st.columns([3, 1])
+    role = c1.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
+                                key="atlas.role", bind="query-params") or "induction"
+    threshold = c2.slider("labelled above", 0.1, 0.9, ROLE_THRESHOLD, 0.05, key="atlas.role_threshold")
+    st.caption(f"{ROLES[role][1]} The probe: a beginning-of-text token, then {roles.repeat} random tokens, then the "
+               f"same {roles.repeat} again (seed {roles.seed}; Olsson et al. 2022). Scores are mean attention weights, "
+               "0 to 1; click a cell to see that head's pattern on the probe below.")
+    picked = st.plotly_chart(figures.layer_head_heatmap(getattr(roles, role), title=f"{ROLES[role][0]} score",
+                                                        value_name="score", signed=False, zmax=1.0, clickable=True),
+                             width="stretch", key="atlas.roles", on_select="rerun", selection_mode="points")
+    if picked and picked.selection.points:
+        point = picked.selection.points[0]
+        st.session_state["layer"], st.session_state["head"] = int(point["y"]) + 1, int(point["x"]) + 1
+    labels = roles.labels(threshold)
+    labelled = [{"layer": l_ + 1, "head": h + 1, "role": labels[l_, h],
+                 **{ROLES[f][0]: getattr(roles, f)[l_, h] for f in ROLES}} for l_ in range(L) for h in range(H)
+                if labels[l_, h]]
+    st.write(", ".join(f"{ROLES[f][0]}: {int((labels == ROLES[f][0]).sum())}" for f in ROLES)
+             + f" (of {L * H} heads, above {threshold:.2f})")
+    if labelled:
+        st.dataframe(pd.DataFrame(labelled).style.format(precision=2), hide_index=True, key="atlas.labelled",
+                     height=min(400, 40 + 35 * len(labelled)))
 
 st.subheader("Open a head (or click a cell above)")
 c1, c2, c3 = st.columns([1, 1, 2])
 layer, head = layer_and_head(c1, c2, L, H)
 head_type = stats.head_types[layer, head] or "no clear type"
-c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, **{labels[layer, head] or 'no role'}** "
+role_text = "not measured" if labels is None else labels[layer, head] or "no role"
+c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, **{role_text}** "
             f"on the probe; entropy {stats.entropy[layer, head]:.2f} nats, mean distance "
             f"{stats.mean_distance[layer, head]:.1f} tokens.")
 open_head_buttons(layer, head, key="atlas.open")
-st.plotly_chart(figures.view_heatmap(zoom(probe, "head", layer=layer, head=head)), width="stretch",
-                key="atlas.probe_pattern")
-st.caption("The head on the probe: an induction head lights up the diagonal R − 1 positions below the main one "
-           "(each token of the second repeat looks at what followed it the first time); a previous-token head "
-           "the diagonal right under it.")
+if probe is not None:
+    st.plotly_chart(figures.view_heatmap(zoom(probe, "head", layer=layer, head=head)), width="stretch",
+                    key="atlas.probe_pattern")
+    st.caption("The head on the probe: an induction head lights up the diagonal R − 1 positions below the main "
+               "one (each token of the second repeat looks at what followed it the first time); a previous-token "
+               "head the diagonal right under it.")
 
 st.subheader("Attention by distance")
 st.markdown("How much weight one (query, key) pair gets, on average, by how far apart they are (query position "

@@ -10,7 +10,7 @@ from attention.models.tokens import default_focus
 from attention.plotting import SIGNED, Ticks
 from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, cached_own_attention, model_or_stop
+from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop
 from pages._labels import token_labels
 from pages._live import live_sliders
 from pages._text import md
@@ -43,7 +43,10 @@ shown = t.strongest_keys(0, SHOWN_KEYS) if n > 2 * SHOWN_KEYS else range(n)
 keys = [label(j) if n > 2 * SHOWN_KEYS else att.tokens[j] for j in shown]
 
 own = None
-if n <= AUTO_CHECK_TOKENS or st.button(f"Check layer {layer + 1} against the model's own attention weights (runs "
+if is_saved(name):  # no model to check against: the weights are as they were saved
+    st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the saved "
+               "Q, K, V.")
+elif n <= AUTO_CHECK_TOKENS or st.button(f"Check layer {layer + 1} against the model's own attention weights (runs "
                                        f"the model once more over {n:,} tokens)", key="inside.check"):
     with st.spinner("Running the model with this layer's own eager attention…"):
         own = cached_own_attention(name, text, layer, model_or_stop(name), att)  # (H, n, n)

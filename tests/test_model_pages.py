@@ -234,3 +234,21 @@ def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
     at.number_input(key="layer").set_value(19).run()
     at.number_input(key="head").set_value(7).run()
     assert "induction" in " ".join(m.value for m in at.markdown) and chart(at, "atlas.probe_pattern")
+
+
+def test_a_saved_result_opens_on_the_model_pages_without_its_model(smollm2):
+    """What a notebook exports (export_npz) opens through the upload box: the grid and the zoom are the saved
+    weights; a part that needs the model says so; a file that is not a result gets a message."""
+    from attention.models.imported import export_npz
+
+    att = smollm2.attend("The otter dove into the cold river and came up with a fish.")
+    at = open_page("pages/model_heads.py")
+    at.file_uploader(key="npz_file.0").set_value(("otter.npz", export_npz(att), "application/octet-stream")).run()
+    assert not at.exception and any("Opened from otter.npz" in c.value.replace("\\", "") for c in at.caption)
+    zoom = array(chart(at, "heads.zoom")["data"][0]["z"])
+    np.testing.assert_allclose(np.nan_to_num(zoom), att.head_weights(0, 0), atol=1e-6)  # layer 1, head 1
+    at.switch_page("pages/head_atlas.py").run()
+    assert not at.exception and any("running the model on a probe" in i.value for i in at.info)
+    at.switch_page("pages/model_heads.py").run()
+    at.file_uploader(key="npz_file.0").set_value(("evil.npz", b"PK\x03\x04 not really", "application/zip")).run()
+    assert not at.exception and any("evil.npz cannot be opened" in e.value.replace("\\", "") for e in at.error)
