@@ -10,6 +10,7 @@ or `load_npz(...)`), one call each:
     statistic(att, "entropy")         one Head atlas statistic per head
     distance(att, layer, head)        attention by distance
     effects(head_effects)             one number per head (ablation, patching, direct shares)
+    trace_steps(trace)                a toy trace step by step: scaled scores beside the weights
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
 
 The builders below them (view_heatmap, head_grid, attention_lines, layer_head_heatmap, lens_heatmap)
@@ -28,8 +29,11 @@ import plotly.graph_objects as go
 from attention.models.head_survey import METRICS, survey
 from attention.models.imported import from_attentions
 from attention.models.views import AS_IS, Reading, line_view, token_focus, zoom
-from attention.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap
+from attention.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
 from attention.plotting import lines as line_chart
+
+__all__ = ["attention_lines", "distance", "effects", "grid", "head", "head_grid", "head_view", "layer_head_heatmap",
+           "lens_heatmap", "lines", "model_view", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML"]
 
 
 def view_heatmap(view, *, x_title: str = "key", y_title: str = "query", height: int | None = None,

@@ -268,3 +268,25 @@ def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") ->
     fig.update_xaxes(title_text=esc(axes[0]), range=[-0.05, 1.05])
     fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05])
     return fig
+
+
+def trace_steps(trace, query_labels=None, key_labels=None, *, title: str = "") -> go.Figure:
+    """A toy AttentionTrace (attention.trace) step by step: the scaled scores beside the softmax weights,
+    one row per query. Shapes: trace.scaled and trace.weights (n, m)."""
+    from plotly.subplots import make_subplots
+
+    n, m = trace.weights.shape[-2:]
+    rows = [esc(x) for x in (query_labels or [f"q{i}" for i in range(n)])]
+    cols = [esc(x) for x in (key_labels or [f"k{j}" for j in range(m)])]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("scaled scores q·k / √d_k", "softmax weights"),
+                        horizontal_spacing=0.12)
+    scaled = np.where(np.isfinite(trace.scaled), trace.scaled, np.nan)
+    for col, (z, scale, colours) in enumerate(((scaled, "score", SIGNED), (trace.weights, "weight", WEIGHTS)), 1):
+        fig.add_trace(go.Heatmap(z=z, x=cols, y=rows, colorscale=colours.scale, zmin=colours.zmin, zmax=colours.zmax,
+                                 zmid=0 if colours.centred else None, text=np.round(z, 3), texttemplate="%{text}",
+                                 hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{scale}: %{{z:.4f}}<extra></extra>",
+                                 colorbar=dict(x=0.44 if col == 1 else 1.0, thickness=10, title=dict(text=scale))),
+                      row=1, col=col)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=dict(text=esc(title)), height=max(260, 90 + 40 * n), margin=dict(l=10, r=10, t=60, b=10))
+    return fig

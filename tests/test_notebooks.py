@@ -45,6 +45,12 @@ def test_from_attentions_keeps_the_models_own_weights_and_every_figure_builds(be
         assert fig.data and fig.to_json()
     with pytest.raises(ValueError, match="not captured"):
         att.head_trace(0, 0)  # weights given, not q and k
+    from attention import examples as ex
+    from attention import scaled_dot_product_attention
+
+    toy = scaled_dot_product_attention(ex.FRUIT_QUERY[None, :], ex.FRUIT_KEYS, ex.FRUIT_VALUES)
+    steps = figures.trace_steps(toy, ["query"], ["apple", "banana", "chair"])
+    np.testing.assert_allclose(np.asarray(steps.data[1].z, float), toy.weights)
 
 
 def test_a_padded_batch_drops_its_padding(bert, tok):
