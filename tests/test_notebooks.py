@@ -114,3 +114,21 @@ def test_a_wrong_truncated_or_hostile_file_gets_a_message(tok):
         assert name
     with pytest.raises(ValueError, match="up to 0 MB"):
         load_npz(good, max_bytes=100)  # the size limit, tried with a small one
+
+
+def test_an_encoder_decoders_three_attentions_come_in_with_bertviz_names(tok):
+    _, bart = build("bart", tok)
+    source = tok("The cat sat on the mat", return_tensors="pt")["input_ids"]
+    target = torch.tensor([[0, 5, 6, 7]])
+    with torch.no_grad():
+        out = bart(input_ids=source, decoder_input_ids=target, output_attentions=True)
+    tokens = tok.convert_ids_to_tokens(source[0])
+    att = from_attentions(tokens, out.encoder_attentions, decoder_tokens=["<s>", "a", "b", "c"],
+                          decoder_attentions=out.decoder_attentions, cross_attentions=out.cross_attentions)
+    assert att.architecture == "encoder-decoder" and att.cross_attn.own_weights.shape[2:] == (4, len(tokens))
+    np.testing.assert_array_equal(att.attention_stack("cross").own_weights[1], out.cross_attentions[1][0].numpy())
+    assert figures.head(att, 1, 2).data  # the encoder's self-attention
+    view = figures.head_view(encoder_attention=out.encoder_attentions, decoder_attention=out.decoder_attentions,
+                             cross_attention=out.cross_attentions, encoder_tokens=tokens,
+                             decoder_tokens=["<s>", "a", "b", "c"], html_action="return")
+    assert "Plotly.newPlot" in view.data
