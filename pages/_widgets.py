@@ -6,13 +6,14 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from attention import examples as ex
 from attention.models import BUNDLED, hub_allowlist
 from attention.models.imported import NPZ_MAX_BYTES
 from attention.models.registry import DEFAULT_ENCODER, local_models, model_label
 from attention.models.running import MAX_TEXT_CHARS
 from attention.models.views import Reading
 from attention.models.words import word_groups
-from pages._carried import carried, fill, remember
+from pages._carried import carried, example_filler, fill, remember
 from pages._jobs import open_saved
 
 OTHER = "other (Hugging Face id)…"
@@ -33,6 +34,15 @@ def pick_model(col=st, default: str = DEFAULT_ENCODER) -> str:
                             bind="query-params", max_chars=100, help="Allowed here: " + ", ".join(hub_allowlist()))
     remember("hub_id", hub_id)
     return hub_id
+
+
+def prediction_example(prefix: str) -> tuple[str, str, str]:
+    """The example picker of the pages that read a prediction: the chosen example's (prompt, target, foil);
+    choosing one fills the sentence box and the `<prefix>.target` and `<prefix>.foil` inputs."""
+    example = st.selectbox("Example", list(ex.PREDICTION_EXAMPLES), key=f"{prefix}.example",
+                           on_change=example_filler(ex.PREDICTION_EXAMPLES, f"{prefix}.example",
+                                                    ("text", f"{prefix}.target", f"{prefix}.foil")))
+    return ex.PREDICTION_EXAMPLES[example]
 
 
 def sentence_and_model(default: str = DEFAULT_TEXT, model: str = DEFAULT_ENCODER) -> tuple[str, str]:

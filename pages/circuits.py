@@ -4,14 +4,13 @@ information enters (activation patching), and which earlier heads a head reads (
 import pandas as pd
 import streamlit as st
 
-from attention import examples as ex
 from attention import figures, plotting
 from attention.models import DEFAULT_DECODER
 from attention.models.composition import KINDS, composition
 from attention.models.contrast import contrast
 from attention.models.patching import SITES, swap_words
 from attention.models.roles import ROLES
-from pages._carried import example_filler, head_opener
+from pages._carried import head_opener
 from pages._frame import ensure_app_frame
 from pages._jobs import (
     ablation_job,
@@ -25,7 +24,7 @@ from pages._jobs import (
 )
 from pages._labels import label_of
 from pages._text import md
-from pages._widgets import layer_and_head, sentence_and_model
+from pages._widgets import layer_and_head, prediction_example, sentence_and_model
 
 ensure_app_frame()
 
@@ -33,10 +32,7 @@ st.title("What heads do")
 st.markdown("The prediction, read part by part: which heads and MLPs **write** it directly into the output, "
             "how it **forms** layer by layer, where the information **enters** (patch the clean run into a "
             "corrupted one), and which earlier heads a head **reads** from.")
-example = st.selectbox("Example", list(ex.PREDICTION_EXAMPLES), key="circ.example",
-                       on_change=example_filler(ex.PREDICTION_EXAMPLES, "circ.example", ("text", "circ.target",
-                                                                                           "circ.foil")))
-prompt, target_default, foil_default = ex.PREDICTION_EXAMPLES[example]
+prompt, target_default, foil_default = prediction_example("circ")
 name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
 att = attention_or_stop(name, text)
 loaded = model_or_stop(name)

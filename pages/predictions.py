@@ -26,7 +26,7 @@ from pages._jobs import (
 )
 from pages._labels import label_of, token_labels
 from pages._text import md, md_token
-from pages._widgets import layer_and_head, open_head_buttons, reading_switches, sentence_and_model
+from pages._widgets import layer_and_head, open_head_buttons, prediction_example, reading_switches, sentence_and_model
 
 ensure_app_frame()
 LAYER_HEADS = "layer · head"
@@ -44,10 +44,7 @@ st.title("Predictions and head effects")
 st.markdown("Attention weights say where a head looks, not whether it matters. Here the model **predicts**, "
             "then each head is **removed** in turn to see how much the prediction changes: a head that looks "
             "at “Mary” may or may not be the one that makes the model say “ Mary”.")
-example = st.selectbox("Example", list(ex.PREDICTION_EXAMPLES), key="pred.example",
-                       on_change=example_filler(ex.PREDICTION_EXAMPLES, "pred.example", ("text", "pred.target",
-                                                                                           "pred.foil")))
-prompt, target_default, foil_default = ex.PREDICTION_EXAMPLES[example]
+prompt, target_default, foil_default = prediction_example("pred")
 name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
 att = attention_or_stop(name, text)
 loaded = model_or_stop(name)

@@ -89,18 +89,23 @@ def _load_folder(name: str, folder: Path) -> LoadedModel:
     if not (folder / "config.json").is_file():
         raise ModelUnavailable(f"{folder} holds no config.json: it is not a saved transformers model "
                                "(save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)).")
-    from transformers import AutoConfig, AutoTokenizer
-
     try:
-        config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
-        architecture = _architecture(config)
-        model = _from_pretrained(_auto_class(architecture), folder)
-        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        config, architecture, model, tokenizer = _from_source(folder)
     except Exception as err:
         raise ModelUnavailable(f"{folder} could not be loaded: {type(err).__name__}: {str(err)[:300]}") from err
     spec = ModelSpec(name, model_label(name) if name.startswith("local:") else f"{name} (folder)", architecture,
                      _token_limit(config))
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+
+
+def _from_source(source):
+    """(config, architecture, network, tokenizer) of a folder or hub id, never with remote code."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+    architecture = _architecture(config)
+    model = _from_pretrained(_auto_class(architecture), source)
+    return config, architecture, model, AutoTokenizer.from_pretrained(source, trust_remote_code=False)
 
 
 def _auto_class(architecture: str):
@@ -195,14 +200,9 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
         raise ModelUnavailable(
             f"`{model_id}` is not on this server's allowlist. Allowed: {', '.join(allowed) or 'none (hub disabled)'}."
             " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
-    from transformers import AutoConfig, AutoTokenizer
-
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
-        config = AutoConfig.from_pretrained(model_id, trust_remote_code=False)
-        architecture = _architecture(config)
-        model = _from_pretrained(_auto_class(architecture), model_id)
-        tokenizer = AutoTokenizer.from_pretrained(model_id, trust_remote_code=False)
+        config, architecture, model, tokenizer = _from_source(model_id)
     except Exception as err:
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
         gated = "gated" in str(err).lower() or type(err).__name__ == "GatedRepoError"
