@@ -8,6 +8,7 @@ is pages/_site.py.
 import streamlit as st
 
 import serving
+from pages._lessons import seen
 from pages._site import HOME, SECTIONS
 
 serving.configure_process()  # torch threads and malloc settings, once per server process
@@ -16,4 +17,6 @@ st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibil
 navigation = {"Start": [st.Page(HOME.path, title=HOME.title, icon=HOME.icon, default=True)]}
 for section, entries in SECTIONS.items():
     navigation[section] = [st.Page(p.path, title=p.title, icon=p.icon) for p in entries]
-st.navigation(navigation, expanded=True).run()  # every page listed: a collapsed list hid the model pages
+page = st.navigation(navigation, expanded=True)  # every page listed: a collapsed list hid the model pages
+seen(page.url_path or "home")  # the learner's place: the pages opened, by their URL name ("lookup")
+page.run()

@@ -47,3 +47,9 @@ def model_switcher(name: str) -> Callable[[], None]:
 def head_opener(layer: int, head: int) -> Callable[[], None]:
     """on_click for a button that sets the Layer and Head inputs to (layer, head), 0-based."""
     return functools.partial(fill, {"layer": layer + 1, "head": head + 1})
+
+
+def switch_to(page: str) -> None:
+    """Open another page in this tab. Its URL starts empty; the values carried here follow. (A plain
+    st.switch_page refuses to clear a URL holding a widget-bound value, such as ?layer=3.)"""
+    st.switch_page(page, query_params={})

@@ -11,7 +11,8 @@ class PageEntry:
     path: str  # relative to the repository root, as st.Page and st.page_link take it
     title: str
     icon: str  # a Material icon, ":material/name:"
-    line: str  # what Home says about it (markdown)
+    line: str  # what Home says about it (markdown): what it teaches
+    minutes: int = 5  # about how long a learner spends on it
 
 
 HOME = PageEntry("pages/home.py", "Home", ":material/home:", "")
@@ -19,36 +20,49 @@ HOME = PageEntry("pages/home.py", "Home", ":material/home:", "")
 SECTIONS: dict[str, tuple[PageEntry, ...]] = {
     "Toy examples": (
         PageEntry("pages/lookup.py", "Lookup: hard vs soft", ":material/search:",
-                  "A dictionary answers *apple*; attention also answers *fruit*."),
+                  "A dictionary answers *apple*; attention also answers *fruit*.", minutes=5),
         PageEntry("pages/self_attention.py", "Step by step: self-attention", ":material/stairs:",
-                  "“Thinking Machines”: embeddings → Q, K, V → scores → ÷√d_k → softmax → weighted sum."),
+                  "“Thinking Machines”: embeddings → Q, K, V → scores → ÷√d_k → softmax → weighted sum.", minutes=10),
         PageEntry("pages/scaling.py", "Why scale by √d_k", ":material/straighten:",
-                  "Score variance grows with d; softmax saturates without scaling."),
+                  "Score variance grows with d; softmax saturates without scaling.", minutes=5),
         PageEntry("pages/scoring.py", "Scoring functions", ":material/functions:",
-                  "Dot, scaled dot, multiplicative, reduced-rank, additive."),
+                  "Dot, scaled dot, multiplicative, reduced-rank, additive.", minutes=5),
         PageEntry("pages/multihead.py", "Multi-head, masks, cross-attention", ":material/view_column:",
-                  "“Hang them, not let them go”, causal masks and a toy translation."),
+                  "“Hang them, not let them go”, causal masks and a toy translation.", minutes=8),
         PageEntry("pages/toy_ambiguity.py", "Ambiguity in a toy model", ":material/alt_route:",
-                  "Hand-built “bank” and “it” that attention resolves."),
+                  "Hand-built “bank” and “it” that attention resolves.", minutes=5),
         PageEntry("pages/positions.py", "Word order and positions", ":material/format_list_numbered:",
-                  "Shuffle a sentence; sinusoidal positions; rotary positions in 2-D and in SmolLM2."),
+                  "Shuffle a sentence; sinusoidal positions; rotary positions in 2-D and in SmolLM2.", minutes=10),
         PageEntry("pages/bottleneck.py", "The bottleneck, and attention", ":material/compress:",
-                  "Two trained GRUs reverse digits: one context vector fails on long inputs, attention aligns."),
+                  "Two trained GRUs reverse digits: one context vector fails on long inputs, attention aligns.",
+                  minutes=8),
     ),
     "Pretrained models": (
         PageEntry("pages/model_heads.py", "Model heads", ":material/grid_view:",
-                  "Every layer × head of MiniLM or SmolLM2 on your sentence, offline."),
+                  "Every layer × head of MiniLM or SmolLM2 on your sentence, offline.", minutes=10),
         PageEntry("pages/inside_head.py", "Inside one head", ":material/calculate:",
-                  "q, each k, q⊙k, scores, softmax, output of a real head."),
+                  "q, each k, q⊙k, scores, softmax, output of a real head.", minutes=10),
         PageEntry("pages/ambiguous_words.py", "Ambiguous words", ":material/compare_arrows:",
-                  "“bank”, “it”, “plant” in two sentences, head by head."),
+                  "“bank”, “it”, “plant” in two sentences, head by head.", minutes=8),
         PageEntry("pages/head_atlas.py", "Head atlas", ":material/map:",
-                  "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019)."),
+                  "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019).", minutes=8),
         PageEntry("pages/predictions.py", "Predictions and head effects", ":material/target:",
                   "“The capital of France is” → “ Paris”: generate step by step, then remove each head to see which "
-                  "matter."),
+                  "matter.", minutes=10),
         PageEntry("pages/circuits.py", "What heads do", ":material/hub:",
                   "Which heads write “ Mary” directly, the logit lens layer by layer, patching a corrupted prompt, "
-                  "and the previous-token head an induction head reads."),
+                  "and the previous-token head an induction head reads.", minutes=12),
     ),
 }
+
+
+PATH = (  # the order Home proposes to a learner
+    "pages/lookup.py", "pages/self_attention.py", "pages/scaling.py", "pages/multihead.py", "pages/positions.py",
+    "pages/bottleneck.py", "pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py",
+    "pages/predictions.py", "pages/circuits.py",
+)
+
+
+def entry(path: str) -> PageEntry:
+    """The entry of a page by its path."""
+    return next(e for e in (HOME, *(e for entries in SECTIONS.values() for e in entries)) if e.path == path)

@@ -13,7 +13,7 @@ from attention.models.registry import DEFAULT_ENCODER, local_models, model_label
 from attention.models.running import MAX_TEXT_CHARS
 from attention.models.views import Reading
 from attention.models.words import word_groups
-from pages._carried import carried, example_filler, fill, remember
+from pages._carried import carried, example_filler, fill, remember, switch_to
 from pages._jobs import open_saved
 
 OTHER = "other (Hugging Face id)…"
@@ -146,7 +146,7 @@ def open_head_buttons(layer: int, head: int, *, key: str) -> None:
             remember("layer", layer + 1)
             remember("head", head + 1)
             remember("agg", "head")
-            st.switch_page(page)
+            switch_to(page)
 
 
 def tile_opener(chart_key: str) -> Callable[[], None]:

@@ -7,11 +7,13 @@ from attention import examples as ex
 from attention import plotting
 from attention.models import query_row
 from attention.models.ambiguous_words import compare_word, difference_by_token
+from attention.models.lessons import questions_for as model_questions
 from attention.plotting import WEIGHTS
 from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop
 from pages._labels import label_of
+from pages._lessons import path_links, predict_then_see
 from pages._text import md
 from pages._widgets import pick_model, reading_switches
 
@@ -38,6 +40,7 @@ except ValueError as err:
     st.warning(md(err))
     st.stop()
 L, H = a.n_layers, a.n_heads
+predict_then_see(model_questions("ambiguous_words"), {"a": a, "b": b})
 reading = reading_switches(a, log_scale=False)
 
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
@@ -84,3 +87,5 @@ st.plotly_chart(plotting.lines(range(L + 1), {"cosine similarity": cmp.cosine},
                 width="stretch", key="amb.cosine")
 st.caption("Layer 0 is the word's embedding plus its position (identical when the word sits at the same "
            "position in both sentences); each layer mixes in context through attention, so the senses drift apart.")
+
+path_links("pages/ambiguous_words.py")

@@ -4,9 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
+from attention.lessons import questions_for
 from attention.scoring import FORMULAS
 from attention.seq2seq import MAX_LENGTH, TRAIN_LENGTHS, load_translators, translate
 from pages._frame import ensure_app_frame
+from pages._lessons import path_links, predict_then_see
 from pages._text import md
 
 ensure_app_frame()
@@ -41,6 +43,7 @@ except FileNotFoundError as err:
     st.stop()
 
 # --- 1. Accuracy against length ----------------------------------------------------------------------------
+predict_then_see(questions_for("bottleneck"))
 st.header("1 · The bottleneck, measured")
 accuracy = translators.trained_accuracy
 lengths = accuracy["attentive"].lengths
@@ -107,3 +110,5 @@ else:
                "0…j and a backward one that has read j…S−1, so a neighbour of the digit carries it too, and "
                "training found that state first. The score is the additive one of the Scoring functions page "
                "(attention.scoring, method “additive”).")
+
+path_links("pages/bottleneck.py")

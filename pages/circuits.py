@@ -9,8 +9,9 @@ from attention.models import DEFAULT_DECODER
 from attention.models.composition import KINDS, composition
 from attention.models.contrast import contrast
 from attention.models.patching import SITES, swap_words
+from attention.models.registry import model_label
 from attention.models.roles import ROLES
-from pages._carried import head_opener
+from pages._carried import head_opener, model_switcher
 from pages._frame import ensure_app_frame
 from pages._jobs import (
     ablation_job,
@@ -23,6 +24,7 @@ from pages._jobs import (
     roles_job,
 )
 from pages._labels import label_of
+from pages._lessons import path_links
 from pages._text import md
 from pages._widgets import layer_and_head, prediction_example, sentence_and_model
 
@@ -36,6 +38,13 @@ prompt, target_default, foil_default = prediction_example("circ")
 name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
 att = attention_or_stop(name, text)
 loaded = model_or_stop(name)
+if att.next_logits is None:  # an encoder: nothing predicted, nothing to read part by part
+    st.info(f"{md(model_label(name))} predicts no next token: this page reads a prediction. Its heads' roles are "
+            "on the Head atlas.")
+    st.button(f"Switch to {model_label(DEFAULT_DECODER)}", icon=":material/swap_horiz:", key="circ.decoder",
+              on_click=model_switcher(DEFAULT_DECODER))
+    path_links("pages/circuits.py")
+    st.stop()
 c1, c2 = st.columns(2)
 target = c1.text_input("expected next token (target)", value=target_default, key="circ.target", max_chars=40)
 foil = c2.text_input("an alternative (foil)", value=foil_default, key="circ.foil", max_chars=40)
@@ -130,19 +139,18 @@ layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
 try:
     comp = composition(loaded, layer, head)
 except ValueError as err:
+    comp = None
     st.info(md(err))
-    st.stop()
-if layer == 0:
+if comp is not None and layer == 0:
     st.info("Layer 1 reads no earlier head: choose a later one, or read the induction head above.")
-    st.stop()
-rows = []
-for kind in KINDS:
-    for lw, hw, score in comp.strongest(kind, 3):
-        rows.append({"composition": kind, "layer": lw + 1, "head": hw + 1, "score": score,
-                     "its role": roles.labels()[lw, hw] or "–"})
-st.dataframe(pd.DataFrame(rows).style.format({"score": "{:.3f}"}), hide_index=True, key="circ.composition")
-top = comp.strongest("K", 1)[0]
-st.caption(f"Layer {layer + 1}, head {head + 1} reads layer {top[0] + 1}, head {top[1] + 1} most through its keys "
-           f"({top[2]:.2f}); that head is {roles.labels()[top[0], top[1]] or 'not labelled'} "
-           f"({ROLES['previous_token'][0]} score {roles.previous_token[top[0], top[1]]:.2f}). Scores are from "
-           "the weights alone, 0 to 1.")
+elif comp is not None:
+    rows = [{"composition": kind, "layer": lw + 1, "head": hw + 1, "score": score,
+             "its role": roles.labels()[lw, hw] or "–"} for kind in KINDS for lw, hw, score in comp.strongest(kind, 3)]
+    st.dataframe(pd.DataFrame(rows).style.format({"score": "{:.3f}"}), hide_index=True, key="circ.composition")
+    top = comp.strongest("K", 1)[0]
+    st.caption(f"Layer {layer + 1}, head {head + 1} reads layer {top[0] + 1}, head {top[1] + 1} most through its "
+               f"keys ({top[2]:.2f}); that head is {roles.labels()[top[0], top[1]] or 'not labelled'} "
+               f"({ROLES['previous_token'][0]} score {roles.previous_token[top[0], top[1]]:.2f}). Scores are from "
+               "the weights alone, 0 to 1.")
+
+path_links("pages/circuits.py")

@@ -11,6 +11,7 @@ from attention.plotting import Colours
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, follow_or_stop, is_saved, model_or_stop, roles_job, survey_or_stop
 from pages._labels import label_of
+from pages._lessons import path_links
 from pages._widgets import layer_and_head, open_head_buttons, sentence_and_model
 
 ensure_app_frame()
@@ -109,3 +110,5 @@ st.plotly_chart(plotting.lines(profile.labels, curves,
                                title="Mean weight of a (query, key) pair by distance", x_title="query − key (tokens)",
                                y_title="mean weight", log_y=True, categorical_x=True, x_hover=profile.spans),
                 width="stretch", key="atlas.distance")
+
+path_links("pages/head_atlas.py")

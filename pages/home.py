@@ -2,8 +2,10 @@
 
 import streamlit as st
 
+from pages._carried import switch_to
 from pages._frame import ensure_app_frame
-from pages._site import SECTIONS
+from pages._lessons import progress, was_seen
+from pages._site import PATH, SECTIONS, entry
 
 ensure_app_frame()
 
@@ -15,8 +17,27 @@ st.markdown(
 )
 st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V")
 
+st.subheader("Start here: a path through attention")
+seen_pages, answered, right = progress()
+total_minutes = sum(entry(p).minutes for p in PATH)
+st.markdown(f"{len(PATH)} pages, from a toy lookup to what a real model's heads do, about {total_minutes} minutes in "
+            "all. Each toy page asks you to **predict** before it shows; your place and answers stay in this "
+            f"browser tab only. So far: **{seen_pages} of {len(PATH)}** pages on the path, **{answered}** "
+            f"questions answered, **{right}** right.")
+for number, path in enumerate(PATH, 1):
+    page = entry(path)
+    col_link, col_text = st.columns([1, 2])
+    col_link.page_link(path, label=f"{number}. {page.title}", icon=":material/check_circle:" if was_seen(path)
+                       else page.icon)
+    col_text.markdown(f"{page.line} *About {page.minutes} min.*")
+upcoming = next((p for p in PATH if not was_seen(p)), None)
+if upcoming is not None and st.button(f"{'Continue' if seen_pages else 'Start'}: {entry(upcoming).title}",
+                                      icon=":material/arrow_forward:", type="primary", key="path.start"):
+    switch_to(upcoming)
+
+st.subheader("Every page")
 for section, entries in SECTIONS.items():
-    st.subheader(section)
+    st.markdown(f"**{section}**")
     for page in entries:
         col_link, col_text = st.columns([1, 2])
         col_link.page_link(page.path, label=page.title, icon=page.icon)

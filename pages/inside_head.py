@@ -12,6 +12,7 @@ from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop
 from pages._labels import token_labels
+from pages._lessons import path_links
 from pages._live import live_sliders
 from pages._text import md
 from pages._widgets import layer_and_head, reading_switches, sentence_and_model
@@ -130,3 +131,5 @@ if row.reading.words or row.reading.without_sinks:
     st.plotly_chart(plotting.weights_bar(row.col_labels, row.matrix[0], title=row.title), width="stretch",
                     key="inside.reread", config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
+
+path_links("pages/inside_head.py")

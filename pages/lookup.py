@@ -4,13 +4,17 @@ import pandas as pd
 import streamlit as st
 
 from attention import examples as ex
+from attention.lessons import questions_for
 from attention.live import lookup_payload
 from attention.lookup import hard_lookup, parse_table, soft_lookup
+from pages._carried import fill, switch_to
 from pages._frame import ensure_app_frame
+from pages._lessons import path_links, predict_then_see
 from pages._live import live_lookup
 from pages._text import md
 
 ensure_app_frame()
+REAL_LOOKUP = "I want something sweet, not durable and smooth: an apple, a banana or a chair?"
 
 st.title("Lookup: hard vs soft")
 
@@ -110,4 +114,15 @@ def query_and_answer(table) -> None:
             f"row's values ({shares}).")
 
 
+predict_then_see(questions_for("lookup"))
 query_and_answer(table)
+
+st.subheader("The same q · k in a real model")
+st.markdown("A real head does this lookup for every token at once: its query is the token's vector times W_Q, "
+            "its keys every token's vector times W_K, and the weights are the same softmax of q · k / √d_k.")
+if st.button("See q · k in a real head (pick “apple” as its query there)", icon=":material/open_in_new:",
+             key="lookup.real"):
+    fill({"text": REAL_LOOKUP, "layer": 1, "head": 1})
+    switch_to("pages/inside_head.py")
+
+path_links("pages/lookup.py")

@@ -13,6 +13,7 @@ from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, survey_or_stop
 from pages._labels import label_of, label_or_every, token_labels
+from pages._lessons import path_links
 from pages._text import md
 from pages._widgets import layer_and_head, query_picker, reading_switches, sentence_and_model, tile_opener
 
@@ -116,3 +117,5 @@ if att.architecture == "encoder-decoder":
     cross = zoom(pair, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
     st.plotly_chart(figures.view_heatmap(cross, x_title="source token (key)", y_title="target token (query)"),
                     width="stretch", key="heads.cross")
+
+path_links("pages/model_heads.py")

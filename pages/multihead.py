@@ -4,9 +4,11 @@ import streamlit as st
 
 from attention import causal_mask, multi_head_attention, plotting
 from attention import examples as ex
+from attention.lessons import questions_for
 from attention.live import SHARPNESS_VALUES, Panel, cross_attention_frames, slider, slider_values
 from attention.multihead import toy_translation
 from pages._frame import ensure_app_frame
+from pages._lessons import path_links, predict_then_see
 from pages._live import live_sliders
 
 ensure_app_frame()
@@ -14,6 +16,7 @@ ensure_app_frame()
 st.title("Multi-head, masks and cross-attention")
 
 # --- Multi-head self-attention --------------------------------------------------------------------------
+predict_then_see(questions_for("multihead"))
 st.header("Several heads, one sentence")
 st.markdown("“Hang them, not let them go” can be read two ways; one attention pattern can only express "
             "one reading. Multi-head attention runs several heads in parallel, each in its own slice of "
@@ -66,3 +69,5 @@ st.plotly_chart(plotting.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.
                                  x_title="source (English, keys)", y_title="target (French, queries)",
                                  colours=plotting.WEIGHTS), width="stretch", key="mh.cross")
 st.caption("“le” splits its attention between the two “the”: nothing in these toy vectors says which one.")
+
+path_links("pages/multihead.py")

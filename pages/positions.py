@@ -5,6 +5,7 @@ import streamlit as st
 
 from attention import attention_from_embeddings, plotting
 from attention import examples as ex
+from attention.lessons import questions_for
 from attention.positions import (
     order_demo,
     position_similarity,
@@ -15,6 +16,7 @@ from attention.positions import (
 )
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
+from pages._lessons import path_links, predict_then_see
 
 ensure_app_frame()
 
@@ -25,6 +27,7 @@ st.markdown("“Self attention doesn't know the order of its inputs. Sequence or
             "(rotary positions, as in Llama and SmolLM2).")
 
 # --- 1. Shuffle ---------------------------------------------------------------------------------------------
+predict_then_see(questions_for("positions"))
 st.header("1 · Attention alone ignores order")
 cat = ex.cat_sentence()
 tokens = list(cat.tokens)
@@ -163,3 +166,5 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
     st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "
                "back by −position to show the projections (attention.models.rotary). The dotted line marks this "
                "pair's real distance.")
+
+path_links("pages/positions.py")

@@ -8,6 +8,7 @@ from attention import plotting
 from attention.models import DEFAULT_DECODER, query_row
 from attention.models.contrast import contrast
 from attention.models.head_effects import ABLATIONS, agreement
+from attention.models.lessons import questions_for as model_questions
 from attention.models.predictions import MAX_NEW_TOKENS, next_tokens
 from attention.models.registry import model_label
 from attention.models.tokens import default_focus, last_word
@@ -25,6 +26,7 @@ from pages._jobs import (
     vector_ablation_job,
 )
 from pages._labels import label_of, token_labels
+from pages._lessons import path_links, predict_then_see
 from pages._text import md, md_token
 from pages._widgets import layer_and_head, open_head_buttons, prediction_example, reading_switches, sentence_and_model
 
@@ -48,6 +50,7 @@ prompt, target_default, foil_default = prediction_example("pred")
 name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
 att = attention_or_stop(name, text)
 loaded = model_or_stop(name)
+predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
 reading = reading_switches(att)
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
@@ -73,6 +76,7 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
                "needs a metric with a slope, such as a decoder's logit difference.")
     st.dataframe(pd.DataFrame([{"layer": i + 1, "head": h + 1, "1 − cos": e} for i, h, e in effects.ranked(10)])
                  .style.format({"1 − cos": "{:.4f}"}), hide_index=True, key="pred.vector_top")
+    path_links("pages/predictions.py")
     st.stop()
 
 # --- 1. The next token ------------------------------------------------------------------------------------
@@ -189,3 +193,5 @@ effect = (exact or estimate).effect[layer, head]
 st.caption(f"Removing it changes m by {effect:+.3f} ({'exact' if exact else 'estimated'}). The largest effects are "
            f"at layer {ranked[0][0] + 1}, head {ranked[0][1] + 1}.")
 open_head_buttons(layer, head, key="pred.open")
+
+path_links("pages/predictions.py")

@@ -4,9 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from attention import plotting
+from attention.lessons import questions_for
 from attention.live import DIM_VALUES, TEMPERATURE_VALUES, Panel, scaling_frames, slider, slider_values
 from attention.scaling import scaling_sample, scaling_study
 from pages._frame import ensure_app_frame
+from pages._lessons import path_links, predict_then_see
 from pages._live import live_sliders
 
 ensure_app_frame()
@@ -24,6 +26,7 @@ st.markdown("Take a query q and keys k with independent entries of mean 0 and va
 st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d} \operatorname{Var}(q_i k_i) = d"
          r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt d}\right) = 1")
 
+predict_then_see(questions_for("scaling"))
 c1, c2 = st.columns([2, 1])
 n_keys = c2.slider("number of keys", 2, 32, 8, key="scaling.keys", bind="query-params")
 with c1.expander("Exact values (typed, kept in the link)"):
@@ -64,3 +67,5 @@ st.plotly_chart(plotting.lines(s.dims, {"without scaling": s.max_weight_unscaled
                                title="Largest weight (1 = softmax saturated on one key)", x_title="d",
                                y_title="max weight", log_x=True, marker_x=d),
                 width="stretch", key="scaling.max")
+
+path_links("pages/scaling.py")

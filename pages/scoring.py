@@ -5,8 +5,10 @@ import streamlit as st
 
 from attention import METHODS, attention_from_embeddings, causal_mask, plotting, scored_attention
 from attention import examples as ex
+from attention.lessons import questions_for
 from attention.scoring import FORMULAS
 from pages._frame import ensure_app_frame
+from pages._lessons import path_links, predict_then_see
 
 ensure_app_frame()
 
@@ -18,6 +20,7 @@ st.markdown("Every attention computes a score for each (query, key) pair, turns 
             "with softmax and mixes the values. Only the **score** differs. Inputs: Q, K, V of "
             "“Cat sat on the mat” from the step-by-step page (d_k = 3); W, U, V, W₁, W₂, v_a are fixed "
             "random matrices (seeded), as a trained model would have learned ones.")
+predict_then_see(questions_for("scoring"))
 c1, c2 = st.columns(2)
 causal = c1.toggle("causal mask (decoder)", value=False, key="scoring.causal", bind="query-params")
 show = c2.radio("show", ["weights (after softmax)", "scores (before softmax)"], horizontal=True,
@@ -47,3 +50,5 @@ with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
         for name, value in ps.items():
             st.markdown(f"{NAMES[method]}: `{name}` {value.shape}")
             st.dataframe(pd.DataFrame(value), key=f"scoring.param.{method}.{name}")
+
+path_links("pages/scoring.py")

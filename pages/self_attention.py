@@ -5,9 +5,11 @@ import streamlit as st
 
 from attention import attention_from_embeddings, plotting
 from attention import examples as ex
+from attention.lessons import questions_for
 from attention.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
+from pages._lessons import path_links, predict_then_see
 from pages._live import live_sliders
 
 ensure_app_frame()
@@ -32,6 +34,7 @@ query_tok = c2.selectbox("Query token", range(len(tokens)), format_func=token_la
 query_tok = min(query_tok, len(tokens) - 1)
 shown = st.select_slider("Show steps up to", options=STEPS, value=STEPS[-1], key="self.step", bind="query-params")
 upto = STEPS.index(shown) + 1
+predict_then_see(questions_for("self_attention"))
 
 trace = attention_from_embeddings(data.x, data.w_q, data.w_k, data.w_v)
 d_k = trace.d_k
@@ -113,3 +116,5 @@ if name.startswith("Cat"):
     st.caption("Arrow keys, Home and End move a focused slider. The table follows when you let go.")
     st.dataframe(pd.DataFrame({"key": tokens, "scaled": edited.scaled[0], "weight": edited.weights[0]})
                  .style.format(precision=3), hide_index=True, key="self.live_table")
+
+path_links("pages/self_attention.py")

@@ -4,9 +4,12 @@ import streamlit as st
 
 from attention import examples as ex
 from attention import plotting
+from attention.lessons import questions_for
 from attention.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
 from attention.toy_ambiguity import bank_attention, it_attention
+from pages._carried import fill, switch_to
 from pages._frame import ensure_app_frame
+from pages._lessons import path_links, predict_then_see
 from pages._live import live_sliders
 from pages._text import md
 
@@ -36,6 +39,7 @@ if panels:
     live_sliders([slider("pull", values, pull, "toy.pull")], panels, key="toy")
     st.caption("Drag the pull: what “bank” and “it” attend to redraws at every step (computed in advance); the "
                "tabs below follow when you let go.")
+predict_then_see(questions_for("toy_ambiguity"))
 tab_bank, tab_it = st.tabs(["“bank”", "“it”"])
 
 with tab_bank:
@@ -83,3 +87,15 @@ with tab_it:
         st.plotly_chart(plotting.sense_plane({s[-25:]: r.sense for s, r in results.items()},
                                              axes=("animate", "spatial"), title="The output vector of “it”"),
                         width="stretch", key="toy.it_plane")
+
+st.subheader("The same sentences in a real model")
+c1, c2 = st.columns(2)
+for col, word, keys in ((c1, "bank", ("toy.bank0", "toy.bank1")), (c2, "it", ("toy.it0", "toy.it1"))):
+    if col.button(f"See “{word}” in MiniLM, head by head", icon=":material/open_in_new:", key=f"toy.real.{word}"):
+        sentences = [st.session_state.get(k, d) for k, d in zip(keys, ex.BANK_SENTENCES if word == "bank"
+                                                                 else ex.IT_SENTENCES, strict=True)]
+        # the example follows: Ambiguous words opens on these two sentences
+        fill({"pair": word, f"a_{word}": sentences[0], f"b_{word}": sentences[1], f"w_{word}": word})
+        switch_to("pages/ambiguous_words.py")
+
+path_links("pages/toy_ambiguity.py")

@@ -310,3 +310,27 @@ def test_live_sweep_component_writes_hostile_names_as_text(browser):
     assert page.locator("#root .fill.best").count() == 1
     assert "best" in page.locator("#root .bar").nth(0).locator(".fill").get_attribute("class")
     page.close()
+
+
+def test_a_question_is_answered_with_the_keyboard_and_the_answer_is_announced(app_url, browser):
+    """Predict, then see, without a mouse: Space picks a choice, Tab reaches Commit, Enter commits; the page is
+    set to the question's state and the answer appears in an alert (role=status: a screen reader reads it)."""
+    from attention.lessons import questions_for
+
+    q = questions_for("scaling")[0]
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(app_url, "scaling"))
+    wait_idle(page)
+    box = page.locator(f".st-key-lesson-{q.key.replace('.', '-')}")
+    first = box.locator("input[type='radio']").first
+    first.focus()
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('scaling.d') === '512'", timeout=30_000)
+    wait_idle(page)
+    alert = box.locator("[role='status']").first  # Streamlit's alerts are live regions: a screen reader reads them
+    alert.wait_for(timeout=30_000)
+    assert q.reveal().answer in alert.inner_text() and q.reveal().numbers[1:] in alert.inner_text()
+    page.screenshot(path=str(SHOTS / "test-question-answered.png"), full_page=True)
+    page.close()
