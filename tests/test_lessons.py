@@ -49,7 +49,7 @@ def test_each_page_reveals_the_computed_answer_at_the_state_it_sets():
             _commit(at, q.key, q.choices[0])
             assert not at.exception, (q.key, at.exception)
             shown = " ".join(m.value for m in (*at.success, *at.info)).replace("\\", "")
-            assert f"**{reveal.answer}**" in shown and reveal.numbers[1:] in shown, (q.key, shown)  # 1st letter: a capital
+            assert f"**{reveal.answer}**" in shown and reveal.numbers[1:] in shown, (q.key, shown)  # capitalised
             for key, value in q.state:
                 assert at.session_state[key] == value, (q.key, key)
 
