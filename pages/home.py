@@ -24,12 +24,11 @@ st.markdown(f"{len(PATH)} pages, from a toy lookup to what a real model's heads 
             "all. Each toy page asks you to **predict** before it shows; your place and answers stay in this "
             f"browser tab only. So far: **{seen_pages} of {len(PATH)}** pages on the path, **{answered}** "
             f"questions answered, **{right}** right.")
-for number, path in enumerate(PATH, 1):
+for number, path in enumerate(PATH, 1):  # a link, then its line: two columns clipped the titles at 800 px
     page = entry(path)
-    col_link, col_text = st.columns([1, 2])
-    col_link.page_link(path, label=f"{number}. {page.title}", icon=":material/check_circle:" if was_seen(path)
-                       else page.icon)
-    col_text.markdown(f"{page.line} *About {page.minutes} min.*")
+    st.page_link(path, label=f"{number}. {page.title} · about {page.minutes} min",
+                 icon=":material/check_circle:" if was_seen(path) else page.icon)
+    st.caption(page.line)
 upcoming = next((p for p in PATH if not was_seen(p)), None)
 if upcoming is not None and st.button(f"{'Continue' if seen_pages else 'Start'}: {entry(upcoming).title}",
                                       icon=":material/arrow_forward:", type="primary", key="path.start"):
@@ -39,8 +38,7 @@ st.subheader("Every page")
 for section, entries in SECTIONS.items():
     st.markdown(f"**{section}**")
     for page in entries:
-        col_link, col_text = st.columns([1, 2])
-        col_link.page_link(page.path, label=page.title, icon=page.icon)
-        col_text.markdown(page.line)
+        st.page_link(page.path, label=page.title, icon=page.icon)
+        st.caption(page.line)
 
 st.caption("The examples come from the articles in the project's seeds; see the README for sources.")
