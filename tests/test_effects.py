@@ -250,3 +250,36 @@ def test_minilm_vector_scan_equals_a_copy_with_a_head_zeroed(minilm):
         clean = minilm.network(input_ids=ids).last_hidden_state[0, effects.token]
     expected = 1 - float(torch.nn.functional.cosine_similarity(moved, clean, dim=0))
     assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_short_request_goes_before_the_next_batch_of_long_work():
+    """A scan releases the model between batches; a sentence waiting then must get it before the scan's next
+    batch, however fast the scan asks again (with a plain lock the scan could win every time)."""
+    import threading
+
+    from attention.models.running import ModelLock
+
+    lock, order = ModelLock(), []
+    lock.acquire(short=False)  # a batch in flight
+    short_waiting = threading.Event()
+
+    def short_request():
+        short_waiting.set()
+        with lock:
+            order.append("short")
+
+    def next_batch():
+        with lock.background():
+            order.append("batch")
+
+    first = threading.Thread(target=short_request)
+    first.start()
+    short_waiting.wait()
+    while not lock._short_waiting:  # the short request is queued
+        pass
+    second = threading.Thread(target=next_batch)
+    second.start()
+    lock.release()  # the batch ends
+    first.join(5)
+    second.join(5)
+    assert order == ["short", "batch"]

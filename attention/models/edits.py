@@ -173,7 +173,7 @@ def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]],
         part = sites[done:done + batch]
         first = part[0][0] if last_block is None else min(part[0][0], last_block)
         started = time.perf_counter()
-        with hooks_for(part), loaded.lock, torch.inference_mode():
+        with hooks_for(part), loaded.lock.background(), torch.inference_mode():  # short requests go first
             out = run_from(loaded, setup, first, len(part), base=base)
             values[done:done + len(part)] = read(out).cpu().numpy()
         done += len(part)

@@ -13,6 +13,7 @@ family's anatomy (attention.models.anatomy), as views of the model's parameters.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -33,16 +34,61 @@ MAX_TEXT_CHARS = 60_000  # longer text is cut before tokenizing (the token limit
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 
 
+class ModelLock:
+    """One forward pass at a time on a shared model, short requests first.
+
+    `with lock:` is a short request (a sentence, a generation step): it waits for the pass in flight, then
+    goes ahead of any long work waiting. `with lock.background():` is one batch of long work (a scan): it
+    also waits while a short request is waiting, so a sentence typed during a scan waits for one batch
+    (about BATCH_SECONDS) at most, instead of racing the scan for the lock after every batch."""
+
+    def __init__(self):
+        self._turn = threading.Condition()
+        self._held = False
+        self._short_waiting = 0
+
+    def acquire(self, *, short: bool = True) -> None:
+        with self._turn:
+            self._short_waiting += short
+            try:
+                while self._held or (not short and self._short_waiting):
+                    self._turn.wait()
+                self._held = True
+            finally:
+                self._short_waiting -= short
+
+    def release(self) -> None:
+        with self._turn:
+            self._held = False
+            self._turn.notify_all()
+
+    def __enter__(self) -> ModelLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    @contextlib.contextmanager
+    def background(self):
+        """Hold the lock for one batch of long work, after every short request waiting."""
+        self.acquire(short=False)
+        try:
+            yield self
+        finally:
+            self.release()
+
+
 @dataclass(frozen=True)
 class LoadedModel:
     """A model ready to attend (attention.models.loading builds it). Shared between sessions: `lock`
-    serialises forward passes."""
+    serialises forward passes, short ones first."""
 
     spec: ModelSpec
     network: torch.nn.Module  # transformers PreTrainedModel in eval mode, attention routed through CAPTURE
     tokenizer: object  # its transformers tokenizer
     check: object | None = None  # the guard's attention.models.guard.ModelCheck, set when a loader checked it
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    lock: ModelLock = field(default_factory=ModelLock, repr=False, compare=False)
 
     def attend(self, text: str, *, target: str | None = None, progress: Progress | None = None) -> ModelAttention:
         """Run the model on `text` (and, for an encoder-decoder model, `target`): see attend()."""
