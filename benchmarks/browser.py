@@ -100,6 +100,7 @@ def live_drags(browser, url: str, drags: int) -> dict:
     slider.wait_for()
     page.evaluate(PROBE)
     page.evaluate(LIVE_WATCH)
+    slider.scroll_into_view_if_needed()  # below the page's questions: off the first screen
     box = slider.bounding_box()
     y = box["y"] + box["height"] / 2
     frames, latencies, during, release = [], [], [], []

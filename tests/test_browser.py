@@ -56,6 +56,7 @@ def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app
     slider = page.locator(f"{LIVE} input[type='range']").first
     slider.wait_for()
     assert live_numbers(page)["weights"] == ["0.372", "0.347", "0.282"]  # the article's example
+    slider.scroll_into_view_if_needed()  # below the page's questions: off the first screen
     box = slider.bounding_box()
     rng = np.random.default_rng(7)
     page.mouse.move(box["x"] + box["width"] * 0.8, box["y"] + box["height"] / 2)
