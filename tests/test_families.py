@@ -15,6 +15,7 @@ import torch
 from attention.models import ModelUnavailable, from_model, load_model
 from attention.models.contrast import contrast
 from attention.models.head_effects import head_ablation, head_ablation_cosine
+from attention.models.head_survey import survey
 from attention.models.predictions import generate
 from benchmarks.families import FAMILIES, TEXT, build, own_attentions, tokenizer
 
@@ -48,6 +49,25 @@ def test_weights_equal_the_models_own_eager_attention(name, built):
     for layer, weights in enumerate(own):
         np.testing.assert_allclose(att.weights[layer], weights, atol=1e-5, err_msg=f"{name} layer {layer + 1}")
     assert loaded.check.gap <= 1e-4 and loaded.check.summary
+    # The head survey, made inside the forward pass where our kernel made the attention, from the twin's weights.
+    found = survey(att)
+    own = np.stack(own)  # (L, H, n, m)
+    np.testing.assert_allclose(found.column_mass, own.mean(2), atol=1e-5, err_msg=name)
+    entropy = -(own * np.log(np.where(own > 0, own, 1))).sum(-1).mean(-1)
+    np.testing.assert_allclose(found.entropy, entropy, atol=1e-4, err_msg=name)
+
+
+@pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if f.architecture != "encoder-decoder"])
+def test_hidden_states_made_with_our_kernel_equal_the_eager_twins(name, built):
+    """Every layer's output came from our attention kernel (or, for families outside the attention
+    interface, the model's own): the hidden states equal the eager twin's."""
+    loaded, reference, att = built(name)
+    with torch.no_grad():
+        states = reference(input_ids=torch.tensor(att.token_ids)[None], output_hidden_states=True).hidden_states
+    expected = np.stack([h[0].numpy() for h in states])
+    assert att.hidden.shape == expected.shape
+    np.testing.assert_allclose(att.hidden, expected, atol=1e-5 * max(1.0, float(np.abs(expected).max())), err_msg=name)
+    assert loaded.check.output_gap <= 1e-4
 
 
 def _zeroed_copy(reference, name: str, layer: int, head: int, n_heads: int):
@@ -109,6 +129,17 @@ def test_what_a_family_cannot_have_is_refused_with_its_reason(name, built, tok):
         assert loaded.check.own_weights
         with pytest.raises(ValueError, match="position bias"):
             att.head_trace(0, 0)
+
+
+def test_the_guard_refuses_a_model_whose_attention_output_is_wrong(monkeypatch, tok):
+    """Our kernel's output broken on purpose (the values 1 % too large) must refuse the model, with the gap."""
+    from attention.models.head_survey import SurveyKernel
+
+    right = SurveyKernel.__call__
+    monkeypatch.setattr(SurveyKernel, "__call__", lambda self, call: None if (out := right(self, call)) is None
+                        else out * 1.01)
+    with pytest.raises(ModelUnavailable, match=r"last hidden state differs from the model's own by \d\.\de-\d+"):
+        build("llama", tok)
 
 
 def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, tok):

@@ -117,8 +117,11 @@ def test_a_2048_token_smollm2_result_stores_q_k_v_and_hidden_states_not_weights(
     print(f"\n2,048-token SmolLM2 result: {att.nbytes / 1e6:.0f} MB stored "
           f"(q {s.q.nbytes / 1e6:.0f}, k+v {2 * s.k.nbytes / 1e6:.0f}, hidden {att.hidden.nbytes / 1e6:.0f}, "
           f"mask {s.mask_of(0).nbytes / 1e6:.0f}); its weights would be {30 * 9 * n * n * 4 / 1e9:.1f} GB")
-    assert att.nbytes <= floats + n * n + 1e6  # the causal mask as n x n bools, the token arrays
-    assert att.nbytes < 400e6
+    # The head survey made in the same pass: per head, float64 sums per key (two) and per offset, per layer the
+    # visible pairs per offset, the tiles, and each layer's majority shares as float32 for the sink rule.
+    surveyed = 8 * 30 * 9 * (n + n + 2 * n - 1) + 8 * 30 * (2 * n - 1) + 4 * 120_000 + 4 * 30 * 9 * n
+    assert att.nbytes <= floats + n * n + surveyed + 1e6  # the causal mask as n x n bools, the token arrays
+    assert att.nbytes < 430e6
     assert "weights" not in vars(s)  # nothing materialised every head's weights on the way
 
 
@@ -295,3 +298,23 @@ def test_a_model_that_returns_no_attention_weights_gives_a_message(tokenizer):
 
 def test_registry_names():
     assert set(BUNDLED) == {"minilm", "smollm2"}
+
+
+def test_the_survey_made_inside_the_forward_pass_equals_a_pass_of_its_own(smollm2, monkeypatch):
+    """attend() runs SmolLM2 with our SurveyKernel, which sums the survey from the weights it makes each
+    layer's output from; a pass of its own over the stored q and k (tested against hand sums in
+    test_stats) must find the same, here over several chunks of rows and several rows per tile."""
+    from dataclasses import fields
+
+    from attention.models import head_survey
+    from benchmarks.compute import text_of_tokens
+
+    monkeypatch.setattr(head_survey, "SURVEY_CHUNK_FLOATS", 9 * 300 * 40)  # 40 rows a chunk: tiles cut across
+    att = smollm2.attend(text_of_tokens(smollm2.tokenizer, 300))
+    made = att.self_attn.derived.pop("survey")  # made during the forward pass
+    assert made.block > 1 and made.block % 40 != 0 and 40 % made.block != 0
+    again = head_survey.survey(att)
+    assert again is not made
+    for f in fields(made):
+        if isinstance(getattr(made, f.name), np.ndarray):
+            np.testing.assert_allclose(getattr(made, f.name), getattr(again, f.name), atol=1e-6, err_msg=f.name)

@@ -113,9 +113,13 @@ def test_head_types_follow_the_thresholds():
     assert stats.column_majority[0, 2, 0] == pytest.approx(1.0)  # the sink holds over half of every row
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_survey_equals_direct_sums_over_recomputed_weights(causal):
-    """One chunked pass over q and k must give what the materialised weights give, summed by hand."""
+@pytest.mark.parametrize("causal,rows", [(False, 37), (True, 37), (False, 5), (True, 5), (True, 1)])
+def test_survey_equals_direct_sums_over_recomputed_weights(causal, rows, monkeypatch):
+    """One chunked pass over q and k must give what the materialised weights give, summed by hand: in one
+    chunk, and in chunks of 5 rows or 1, which cut across the 2-row tiles."""
+    from attention.models import head_survey
+
+    monkeypatch.setattr(head_survey, "SURVEY_CHUNK_FLOATS", 4 * 37 * rows)
     att = random_attention(L=2, H=4, n=37, causal=causal, special=[True] + [False] * 36)
     w = att.weights.astype(np.float64)  # (L, H, n, n), recomputed head by head
     got = survey(att)
@@ -134,6 +138,9 @@ def test_survey_equals_direct_sums_over_recomputed_weights(causal):
     tiles, block = got.tiles, got.block
     assert block == 2 and tiles.shape == (2, 4, 19, 19)
     np.testing.assert_allclose(tiles[1, 3, 5, 7], w[1, 3, 10:12, 14:16].max(), atol=1e-6)
+    padded = np.zeros((2, 4, 38, 38))
+    padded[..., :37, :37] = w
+    np.testing.assert_allclose(tiles, padded.reshape(2, 4, 19, 2, 19, 2).max((3, 5)), atol=1e-6)
     profile = got.distance_profile()
     assert (profile.ranges[:, 0] >= 0).all() == causal  # a causal model has no key after its query
     at = next(b for b, (lo, hi) in enumerate(profile.ranges) if lo == 4)  # offsets 4-5

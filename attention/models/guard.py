@@ -3,7 +3,9 @@
 `check_model(loaded)` runs the model on a probe text longer than every attention window its
 configuration declares (a sliding window only shows on texts longer than it; capped at the token limit),
 with the first, middle and last layer of each attention stack on transformers' eager kernel, and
-compares their weights with the ones rebuilt from the captured q and k. Above GUARD_GAP the model is
+compares their weights with the ones rebuilt from the captured q and k. It also compares the last hidden
+state of that pass, in which our SurveyKernel made every layer's attention output, with the model's own
+(its fused kernels). Above GUARD_GAP (for the hidden state: relative to its largest value) the model is
 refused with the measured gap, rather than shown wrong; below it, the gap is what the pages state.
 Families whose weights are the model's own output_attentions (T5's position bias, the families that do
 not use transformers' attention interface) have nothing rebuilt: their gap is 0, and their texts are
@@ -18,7 +20,7 @@ import numpy as np
 
 from attention.models.anatomy import model_type
 from attention.models.registry import ModelUnavailable
-from attention.models.running import LoadedModel, attend, own_attentions
+from attention.models.running import LoadedModel, attend, own_attentions, own_output
 
 GUARD_GAP = 1e-4  # largest |rebuilt - own| weight difference a model may show
 PROBE_MIN_TOKENS = 32
@@ -33,6 +35,7 @@ class ModelCheck:
 
     captured: bool  # weights are rebuilt from q and k captured inside the model (False: its own weights)
     gap: float  # largest |rebuilt - the model's own eager weight| over the layers compared (0 when own)
+    output_gap: float  # largest |ours - own| of the last hidden state / its largest |value| (0 when own)
     layers: tuple[int, ...]  # the self-attention layers compared, 0-based
     probe_tokens: int  # the probe text's length
     own_weights: bool  # the weights shown are the model's own output_attentions (bias, or not captured)
@@ -45,8 +48,10 @@ class ModelCheck:
                     f"so texts are kept to {OWN_WEIGHTS_MAX_TOKENS} tokens")
         layers = ", ".join(str(layer + 1) for layer in self.layers)
         to = f"to {self.gap:.0e}" if self.gap > 0 else "exactly"
-        return (f"weights rebuilt from q and k equal the model's own {to} (layers {layers}, checked on a "
-                f"{self.probe_tokens}-token probe when it loaded)")
+        output = f" to {self.output_gap:.0e}" if self.output_gap > 0 else " exactly"
+        return (f"weights rebuilt from q and k equal the model's own {to} (layers {layers}), and its output made "
+                f"with our attention kernel equals its own{output}: checked on a {self.probe_tokens}-token probe "
+                "when it loaded")
 
 
 def attention_window(config) -> int | None:
@@ -74,7 +79,8 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
     att = attend(loaded, probe_text(loaded))
     s = att.self_attn
     if not s.captured or s.bias:
-        check = ModelCheck(captured=s.captured, gap=0.0, layers=(), probe_tokens=len(att.tokens), own_weights=True)
+        check = ModelCheck(captured=s.captured, gap=0.0, output_gap=0.0, layers=(), probe_tokens=len(att.tokens),
+                           own_weights=True)
         spec = replace(loaded.spec, max_tokens=min(loaded.spec.max_tokens, OWN_WEIGHTS_MAX_TOKENS),
                        max_tokens_gpu=None)
         return replace(loaded, spec=spec, check=check)
@@ -91,5 +97,14 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
             f"{gap:.1e} ({stack} attention, layer {layer + 1}), above the {GUARD_GAP:g} this app allows, so it is "
             f"refused rather than shown wrong. Its family ({model_type(loaded.network)}) computes its scores in a "
             "way attention/models/recompute.py does not rebuild.")
-    check = ModelCheck(captured=True, gap=gap, layers=stacks["self"], probe_tokens=len(att.tokens), own_weights=False)
+    own_state = own_output(loaded, att)
+    output_gap = float(np.abs(att.hidden[-1] - own_state).max() / max(float(np.abs(own_state).max()), 1e-12))
+    if not output_gap <= GUARD_GAP:
+        raise ModelUnavailable(
+            f"{loaded.spec.label}: with this app's attention kernel its last hidden state differs from the model's "
+            f"own by {output_gap:.1e} of its largest value, above the {GUARD_GAP:g} this app allows, so it is refused "
+            f"rather than shown wrong. Its family ({model_type(loaded.network)}) computes attention's output in a "
+            "way attention/models/head_survey.py does not.")
+    check = ModelCheck(captured=True, gap=gap, output_gap=output_gap, layers=stacks["self"],
+                       probe_tokens=len(att.tokens), own_weights=False)
     return replace(loaded, check=check)

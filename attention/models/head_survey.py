@@ -2,10 +2,14 @@
 Head atlas statistics and types, attention by distance, and where attention piles up (sinks, by the rule
 of attention.models.sinks).
 
-The pass recomputes each layer's weights a chunk of query rows at a time (attention.models.recompute),
-so memory stays bounded at thousands of tokens, and accumulates everything the all-heads views need;
-after it, each such view is a lookup. Offsets are query position minus key position: +1 is the
-previous token, 0 the token itself, -1 the next one.
+The pass takes each layer's weights a chunk of query rows at a time, so memory stays bounded at
+thousands of tokens, and accumulates everything the all-heads views need; after it, each such view is a
+lookup. It runs inside the model's forward pass: attend() runs the model with SurveyKernel, our attention
+kernel, which makes each layer's output from the same weights it sums (the scores are computed once, not
+once by the fused kernel and again for the survey). A result made otherwise (the model's own weights, a
+saved file) is surveyed by a pass of its own that recomputes the weights (attention.models.recompute).
+Offsets are query position minus key position: +1 is the previous token, 0 the token itself, -1 the
+next one.
 
 Attention by distance is summed exactly per offset in the pass; the profile shows it in offset ranges
 that widen with distance (0, 1, 2, 3, 4-5, 6-8, 9-12...), so a long input reads as a curve rather than
@@ -23,18 +27,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 import numpy as np
 import torch
 
 from attention.models.model_attention import ModelAttention
-from attention.models.recompute import block_max, chunk_rows, row_chunks, work_threads
+from attention.models.recompute import block_max, chunk_rows, compute_device, layer_scores, row_chunks, work_threads
 from attention.models.sinks import remember_majority_share, sink_candidates, sink_rule
 from attention.models.tokens import is_punctuation
 
 GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
+SURVEY_CHUNK_FLOATS = 2_000_000  # scores per chunk (8 MB, 54 rows of 9 heads at 4,096 tokens). Chunks need
+# not be whole rows of tiles (at 4,096 tokens those are 205 rows: 30 MB). Measured at 4,096 tokens on 2 threads,
+# one layer's scores took 181 ms in 1 M-float chunks (the matmuls too thin), 108 ms in 2 M and 127 ms in 4 M.
 TYPE_THRESHOLD = 0.5
 BROAD_FRACTION = 0.9
 
@@ -112,6 +119,11 @@ class HeadSurvey:
         return self.column_mass.shape[-1]
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays it holds (kept with the result: AttentionStack.nbytes counts them)."""
+        return sum(getattr(self, f.name).nbytes for f in fields(self) if isinstance(getattr(self, f.name), np.ndarray))
+
+    @property
     def offsets(self) -> np.ndarray:
         """(n + m - 1,) the offsets query - key that offset_mass is indexed by, most negative first."""
         return np.arange(-(self.n_tokens - 1), self.offset_mass.shape[-1] - self.n_tokens + 1)
@@ -186,22 +198,92 @@ def tile_size(n: int, n_heads_total: int, max_cells: int = GRID_CELLS) -> int:
 
 
 def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None = None) -> HeadSurvey:
-    """One pass over every head of the self-attention, layer by layer, a chunk of query rows at a time."""
+    """Every head's summaries of the self-attention. Made during the forward pass when the model ran our
+    SurveyKernel (attend() keeps them with the result), else by one pass over every head now, layer by
+    layer, a chunk of query rows at a time; kept with the result either way (`AttentionStack.derived`)."""
     s = att.self_attn
-    L, H, n, m = s.n_layers, s.n_heads, s.n_queries, s.n_keys
-    block = -(-max(n, m) // tile_size(n, L * H))
-    rows_per_chunk = chunk_rows(H, m, multiple=block)
-    totals = _Totals(L, H, n, m, block, rows_per_chunk)
+    if "survey" not in s.derived:
+        L, H, n, m = s.n_layers, s.n_heads, s.n_queries, s.n_keys
+        totals = _Totals(L, H, n, m)
+        with work_threads(n):
+            for layer in range(L):
+                for rows in row_chunks(n, totals.rows_per_chunk):
+                    keys = s.keys_seen(rows)  # a causal chunk never sees later keys: their weights are 0
+                    totals.add(layer, rows, s.layer_scores(layer, rows=rows, keys=keys, out=totals.scores), s.causal)
+                if progress:
+                    progress((layer + 1) / L, f"Surveying every head: layer {layer + 1} of {L}")
+        s.derived["survey"] = _finish(att, totals)
+    return s.derived["survey"]
+
+
+class SurveyKernel:
+    """The attention kernel attend() runs the model with (an attention.models.capture.OwnKernel): for each
+    layer, a chunk of query rows at a time, the weights softmax(masked scaled q k^T) as the model's eager
+    kernel makes them, the layer's output (weights @ v) from them, and the survey's sums from the same
+    weights. The scores are computed once, where the fused kernel would compute and drop them, so the grid
+    costs no second pass.
+
+    Calls it cannot follow (more calls than layers, a query length that changes) are left to the fused
+    kernel, and `survey` then answers None (the survey makes its own pass when asked).
+    Shapes: a call's q (H, n, d), k and v (H_kv, m, d) -> output (n, H, d).
+    """
+
+    def __init__(self, n_layers: int):
+        self.n_layers = n_layers
+        self.layers_done = 0
+        self.followed = True
+        self._totals: _Totals | None = None
+        self._later_keys: dict[int, bool] = {}  # id(mask) -> whether some query sees a later key
+
+    def __call__(self, call) -> torch.Tensor | None:
+        H, n, d = call.q.shape
+        n_kv, m, _ = call.k.shape
+        if self._totals is None:
+            self._totals = _Totals(self.n_layers, H, n, m)
+        t = self._totals
+        if self.layers_done >= self.n_layers or t.entropy.shape[1] != H or t.column_mass.shape[2] != m \
+                or t.n != n or call.v.shape[-1] != d:
+            self.followed = False
+            return None
+        mask = call.mask
+        if id(mask) not in self._later_keys:
+            no_later = call.causal or (mask is not None and n == m and not np.triu(mask, 1).any())
+            self._later_keys[id(mask)] = not no_later
+        causal = not self._later_keys[id(mask)]
+        device = compute_device()
+        v = torch.from_numpy(call.v).to(device)
+        out = torch.empty(n, H, d, device=device)
+        for rows in row_chunks(n, t.rows_per_chunk):
+            keys = rows.stop if causal else m
+            scores = layer_scores(call.q, call.k, scale=call.scale, mask=mask, causal=call.causal, rows=rows,
+                                  keys=keys, softcap=call.softcap, out=t.scores)
+            w = t.add(self.layers_done, rows, scores, causal)  # (H, r, keys), grouped by the KV head they read
+            r = rows.stop - rows.start
+            grouped = torch.matmul(w.view(n_kv, H // n_kv * r, keys), v[:, :keys])  # (H_kv, group * r, d)
+            out[rows] = grouped.view(H, r, d).transpose(0, 1)
+        self.layers_done += 1
+        return out
+
+    def survey(self, att: ModelAttention) -> HeadSurvey | None:
+        """The survey of `att`, the result of the forward pass this kernel ran in; None unless the kernel
+        made every self-attention layer of it."""
+        s = att.self_attn
+        t = self._totals
+        if (not self.followed or t is None or self.layers_done != s.n_layers or not s.captured
+                or t.n != s.n_queries or t.column_mass.shape[1:] != (s.n_heads, s.n_keys)):
+            return None
+        return _finish(att, t)
+
+
+def _finish(att: ModelAttention, totals: _Totals) -> HeadSurvey:
+    """The HeadSurvey from the pass's sums, with what the tokens add: special tokens, punctuation, sinks."""
+    s = att.self_attn
+    L, n = s.n_layers, s.n_queries
     by_mask = {}  # id of each distinct mask -> (visible pairs per offset, uniform entropy): layers share masks
-    with work_threads(n):
-        for layer in range(L):
-            for rows in row_chunks(n, rows_per_chunk):
-                totals.add(s, layer, rows)
-            mask = s.mask_of(layer)
-            if id(mask) not in by_mask:
-                by_mask[id(mask)] = _visible_pairs(s, mask, rows_per_chunk)
-            if progress:
-                progress((layer + 1) / L, f"Surveying every head: layer {layer + 1} of {L}")
+    for layer in range(L):
+        mask = s.mask_of(layer)
+        if id(mask) not in by_mask:
+            by_mask[id(mask)] = _visible_pairs(s, mask, totals.rows_per_chunk)
     special = att.special.copy()
     if not special.any():  # decoders without BOS: the first token plays the special token's role
         special[0] = True
@@ -211,7 +293,7 @@ def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None
         remember_majority_share(s, layer, column_majority[layer])
     per_layer = [by_mask[id(s.mask_of(layer))] for layer in range(L)]
     return HeadSurvey(
-        tiles=totals.tiles, block=block, entropy=totals.entropy / n,
+        tiles=totals.tiles, block=totals.block, entropy=totals.entropy / n,
         uniform_entropy=np.array([uniform for _, uniform in per_layer]),
         column_mass=column_mass, column_majority=column_majority, offset_mass=totals.offset_mass,
         offset_pairs=np.stack([pairs for pairs, _ in per_layer]), special_mass=column_mass[..., special].sum(-1),
@@ -224,38 +306,72 @@ class _Totals:
     buffers every chunk is computed in: allocated once per survey, not once per chunk (a fresh 16 MB
     tensor per chunk is a fresh mmap, and its page faults doubled the survey's time in the server)."""
 
-    def __init__(self, L: int, H: int, n: int, m: int, block: int, rows_per_chunk: int):
-        self.m, self.block = m, block
-        self.tiles = np.zeros((L, H, -(-n // block), -(-m // block)), np.float32)
+    def __init__(self, L: int, H: int, n: int, m: int):
+        self.n, self.m = n, m
+        self.block = -(-max(n, m) // tile_size(n, L * H))
+        self.rows_per_chunk = chunk_rows(H, m, SURVEY_CHUNK_FLOATS)
+        self.tiles = np.zeros((L, H, -(-n // self.block), -(-m // self.block)), np.float32)
         self.entropy = np.zeros((L, H))
         self.column_mass, self.column_majority = np.zeros((L, H, m)), np.zeros((L, H, m))
         self.offset_mass = np.zeros((L, H, n + m - 1))
-        r = min(rows_per_chunk, n)
-        self.scores = torch.empty(H * r * m)
-        self.weights = torch.empty(H * r * m)
-        self.skew = torch.empty(H * r * (m + r + 1))
+        r = min(self.rows_per_chunk, n)
+        device = compute_device()
+        self.scores = torch.empty(H * r * m, device=device)
+        self.weights = torch.empty(H * r * m, device=device)
+        self.skew = torch.empty(H * r * (m + r + 1), device=device)
 
-    def add(self, s, layer: int, rows: slice) -> None:
-        """One chunk of query rows of one layer."""
-        keys = s.keys_seen(rows)  # a causal chunk never sees later keys: their weights are 0
-        scores = s.layer_scores(layer, rows=rows, keys=keys, out=self.scores)  # (H, r, keys)
-        h, r, _ = scores.shape
-        row_max, top_key = scores.max(dim=-1)  # (H, r): the top key's weight is exp(0) / Z = 1 / Z
-        w = torch.sub(scores, row_max[..., None], out=self.weights[:h * r * keys].view(h, r, keys)).exp_()
-        z = w.sum(-1)  # (H, r)
-        w.div_(z[..., None])  # softmax, in place
-        # Entropy without a log over every weight: H = log Z + max - sum_j w_j s_j.
-        entropy = row_max + torch.log(z) - torch.einsum("hrk,hrk->hr", w, scores)
+    def add(self, layer: int, rows: slice, scores: torch.Tensor, causal: bool) -> torch.Tensor:
+        """One chunk of query rows of one layer, from its masked scores (H, r, keys) (`causal`: no row sees a
+        key after the chunk's last row, and the scores stop there). Returns the weights, (H, r, keys) in
+        this object's buffer: valid until the next chunk."""
+        h, r, keys = scores.shape
+        w = self.weights[:h * r * keys].view(h, r, keys)
+        torch._softmax(scores, -1, False, out=w)  # torch.softmax, as the eager kernel runs it, into our buffer
+        row_max = scores.amax(-1)  # (H, r)
+        top = w.amax(-1)  # (H, r) the top key's weight: exp(0) / Z = 1 / Z
+        # Entropy without a log over every weight: H = log Z + max - sum_j w_j s_j (the scores are not needed
+        # after this, so the product is taken in their buffer; a masked score times its weight 0 is 0).
+        entropy = row_max - torch.log(top) - scores.mul_(w).sum(-1)
         self.entropy[layer] += entropy.sum(-1).cpu().numpy()
-        first = rows.start // self.block
-        pooled = block_max(w, self.block)
-        self.tiles[layer, :, first:first + pooled.shape[1], :pooled.shape[2]] = pooled.cpu().numpy()
+        self.column_majority[layer, :, :keys] += _majority_counts(w, top).cpu().numpy()
+        _pool_into(self.tiles[layer], w, rows.start, self.block)
         self.column_mass[layer, :, :keys] += w.sum(1).cpu().numpy()
-        majority = torch.zeros(h, keys).scatter_add_(1, top_key, (z < 2).float())  # 1 / Z > 0.5: over half
-        self.column_majority[layer, :, :keys] += majority.cpu().numpy()
-        lowest, sums = _diagonal_sums(w, rows.start, s.causal, self.skew)
+        lowest, sums = _diagonal_sums(w, rows.start, causal, self.skew)
         at = lowest + self.m - 1
         self.offset_mass[layer, :, at:at + sums.shape[1]] += sums.cpu().numpy()
+        return w
+
+
+def _pool_into(tiles: np.ndarray, w: torch.Tensor, first_row: int, block: int) -> None:
+    """Raise the tiles (block maxima of one layer's weights) to the maxima of one chunk of its rows, which
+    need not start or end at a tile's edge: over the keys first, then over the chunk's rows tile by tile.
+    Shapes: tiles (H, ceil(n / b), ceil(m / b)), w (H, r, keys) for rows first_row...first_row + r - 1."""
+    by_keys = block_max(w, block, rows=False)  # (H, r, ceil(keys / b))
+    r, width = by_keys.shape[1], by_keys.shape[2]
+    start = 0
+    while start < r:
+        tile = (first_row + start) // block
+        stop = min(r, (tile + 1) * block - first_row)
+        part = by_keys[:, start:stop].amax(1).cpu().numpy()  # (H, ceil(keys / b))
+        np.maximum(tiles[:, tile, :width], part, out=tiles[:, tile, :width])
+        start = stop
+
+
+def _majority_counts(w: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+    """In how many rows each key holds over half the weight (at most one key per row can).
+
+    Most such rows put it on the first token (a sink): those are counted from one column; the key of any
+    other row is found by argmax over that row alone (an argmax over every row costs more than the softmax).
+    Shapes: w (H, r, keys), top (H, r) each row's largest weight -> (H, keys) float32.
+    """
+    h, _, keys = w.shape
+    counts = torch.zeros(h, keys, device=w.device)
+    on_first = w[..., 0] > 0.5
+    counts[:, 0] = on_first.sum(-1)
+    heads, rows = ((top > 0.5) & ~on_first).nonzero(as_tuple=True)
+    if len(heads):
+        counts.index_put_((heads, w[heads, rows].argmax(-1)), torch.ones(len(heads), device=w.device), accumulate=True)
+    return counts
 
 
 def _visible_pairs(s, mask: np.ndarray | None, rows_per_chunk: int) -> tuple[np.ndarray, float]:
@@ -280,10 +396,13 @@ def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
     that (R + K + 1), so that reading them R + K + 1 apart moves row r right by r places and column c
     holds offset first_row + R - c in every row; summing the columns gives the diagonal sums. A causal
     chunk has no key after its rows: columns 1..K suffice (offsets >= 0). `buffer` (at least
-    H * R * (K + R + 1) floats) is reused between calls.
+    H * R * (K + R + 1) floats) is reused between calls. A causal chunk whose keys stop at its last row
+    needs no copy at all (_causal_diagonal_sums).
     Shapes: w (H, R, K) -> (the smallest offset, (H, count) sums from the smallest offset up).
     """
     h, r, k = w.shape
+    if causal and k == first_row + r and r > 1 and w.is_contiguous():
+        return 0, _causal_diagonal_sums(w, first_row)
     size = h * r * (k + r + 1)
     flat = torch.empty(size) if buffer is None else buffer[:size]
     rows = flat.view(h, r * (k + r + 1))[:, :r * (k + r)].view(h, r, k + r)  # row i: R zeros, then w[i]
@@ -295,3 +414,21 @@ def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
         return first_row + r - k, skewed.sum(1)[:, 1:].flip(-1)
     skewed = flat.view(h, r, k + r + 1)
     return first_row - (k - 1), skewed.sum(1)[:, 1:k + r].flip(-1)
+
+
+def _causal_diagonal_sums(w: torch.Tensor, first_row: int) -> torch.Tensor:
+    """_diagonal_sums of a causal chunk whose keys stop at its last row (K = first_row + R), read in place.
+
+    Row t's key j sits at t * K + j of each head's block: stepping K + 1 along it keeps j - t, so a view
+    with strides (K + 1, 1) over rows t >= 1 and u = j - t from -(R - 1) to first_row holds, in column u,
+    offset first_row - u in every row. Where j would be negative the view reads the end of row t - 1,
+    keys after that row's own position: weights 0 in a causal chunk. Row 0 (offsets 0..first_row) is
+    added on its own. Shapes: w (H, R, K) contiguous, zero after each row's position -> (H, K) sums for
+    offsets 0..K - 1.
+    """
+    h, r, k = w.shape
+    span = k  # u from -(R - 1) up to first_row: K values
+    rest = w.as_strided((h, r - 1, span), (r * k, k + 1, 1), w.storage_offset() + k + 1 - (r - 1)).sum(1)
+    rest[:, r - 1:] += w[:, 0, :first_row + 1]  # row 0: u = j from 0 to first_row
+    return rest.flip(-1)  # column u holds offset first_row - u: from offset 0 up
+

@@ -54,8 +54,8 @@ class AttentionStack:
     own_weights: np.ndarray | None = None  # (L, H, n, m) the model's output_attentions, kept when `bias` or
     # when q is None
     softcap: float | None = None  # scores -> softcap * tanh(scores / softcap) before the mask (Gemma-2)
-    derived: dict = field(default_factory=dict, repr=False, compare=False)  # read-only arrays computed from the
-    # stack once and kept with it, by name (attention.models.sinks keeps each layer's majority shares here)
+    derived: dict = field(default_factory=dict, repr=False, compare=False)  # what is computed from the stack
+    # once and kept with it, by name: each layer's majority shares (attention.models.sinks), the HeadSurvey
 
     def __post_init__(self):
         _read_only(self)
@@ -145,7 +145,7 @@ class AttentionStack:
         counted; a mask shared by layers counts once)."""
         masks = {id(m): m for m in self.masks if m is not None}
         arrays = (self.q, self.k, self.v, self.own_weights, *masks.values(), *self.derived.values())
-        return sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+        return sum(getattr(a, "nbytes", 0) for a in arrays)  # a HeadSurvey counts its arrays
 
 
 NOT_CAPTURED = ("this model's attention does not go through transformers' attention interface, so its q, k and "

@@ -126,9 +126,10 @@ def chunk_rows(n_heads: int, n_keys: int, budget_floats: int = 4_000_000, multip
     return max(multiple, rows // multiple * multiple)
 
 
-def block_max(w: torch.Tensor, b: int) -> torch.Tensor:
+def block_max(w: torch.Tensor, b: int, *, rows: bool = True) -> torch.Tensor:
     """Maxima over b x b blocks of the last two axes (partial blocks at the edges), from reshaped views:
-    over the keys, then the rows. Shapes: (..., r, k) -> (..., ceil(r / b), ceil(k / b))."""
+    over the keys, then the rows (rows=False: over the keys only).
+    Shapes: (..., r, k) -> (..., ceil(r / b), ceil(k / b)), or (..., r, ceil(k / b))."""
     def along(x: torch.Tensor, dim: int) -> torch.Tensor:
         size = x.shape[dim]
         whole = size // b * b
@@ -136,4 +137,5 @@ def block_max(w: torch.Tensor, b: int) -> torch.Tensor:
         if whole < size:
             parts.append(x.narrow(dim, whole, size - whole).amax(dim, keepdim=True))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
-    return along(along(w, w.ndim - 1), w.ndim - 2)
+    by_keys = along(w, w.ndim - 1)
+    return along(by_keys, w.ndim - 2) if rows else by_keys

@@ -1,13 +1,15 @@
 """Running a loaded model: the one place a forward pass happens and a model's constants are read.
 
-`attend(loaded, text)` tokenizes and runs one forward pass while attention.models.capture records Q, K
-and V of every layer. The pass uses the fused SDPA kernel, which never builds the (heads, n, n) weights,
-so memory grows as n and SmolLM2 reads thousands of tokens; weights are recomputed from q and k when a
-view needs them. Two kinds of family keep the model's own output_attentions instead (a second, eager
-pass): those that add a learned position bias to their scores (T5), and those whose attention does not
-go through transformers' attention interface at all (BLOOM, Falcon, GPT-J, DeBERTa-v2), which capture
-cannot see. `own_attention(loaded, att, layer)` runs one layer eagerly and returns the model's own
-weights for it: the check the pages show. The output projections W_O are read here too, through the
+`attend(loaded, text)` tokenizes and runs one forward pass while attention.models.capture records Q, K and V
+of every layer. The pass never builds a layer's whole (heads, n, n) weights, so memory grows as n and
+SmolLM2 reads thousands of tokens: each layer's attention is our SurveyKernel (attention.models.
+head_survey), which takes the weights a chunk of query rows at a time, makes the layer's output from them
+and sums every head's survey as it goes; an encoder-decoder model runs the fused SDPA kernel. Weights are
+recomputed from q and k when a view needs them. Two kinds of family keep the model's own output_attentions
+instead (a second, eager pass): those that add a learned position bias to their scores (T5), and those whose
+attention does not go through transformers' attention interface at all (BLOOM, Falcon, GPT-J, DeBERTa-v2),
+which capture cannot see. `own_attention(loaded, att, layer)` runs one layer eagerly and returns the model's
+own weights for it: the check the pages show. The output projections W_O are read here too, through the
 family's anatomy (attention.models.anatomy), as views of the model's parameters.
 """
 
@@ -24,6 +26,7 @@ import torch
 
 from attention.models.anatomy import Anatomy, MissingAnatomy, anatomy
 from attention.models.capture import CapturedCall, recording
+from attention.models.head_survey import SurveyKernel
 from attention.models.model_attention import AttentionStack, ModelAttention
 from attention.models.recompute import work_threads
 from attention.models.registry import ModelSpec
@@ -134,9 +137,12 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None, progres
         say(min(1.0, done / expected), f"Running {spec.name}: attention layer {min(done, expected)} of {expected}")
 
     encoder_decoder = spec.architecture == "encoder-decoder"
+    # One stack of self-attention: our kernel makes each layer's output and the head survey's sums from the
+    # same weights (an encoder-decoder model's three stacks run the fused kernel; the survey comes later).
+    kernel = "sdpa" if encoder_decoder else SurveyKernel(expected)
     with loaded.lock, torch.inference_mode():
         inputs = _inputs(loaded, text, target) if ids is None else _given_ids(loaded, text, ids)
-        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", on_call=on_call) as calls:
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel=kernel, on_call=on_call) as calls:
             out = _forward(network, inputs, output_attentions=False)
         own = None
         if not _calls_of(calls, "self", encoder_decoder):  # attention outside the interface: the model's own
@@ -170,7 +176,11 @@ def attend(loaded: LoadedModel, text: str, *, target: str | None = None, progres
         for stack in ("decoder", "cross"):
             own_w = None if own is None else getattr(own, f"{stack}_attentions")
             result[f"{stack}_attn"] = _attention_stack(by_stack[stack], None, own_w, causal=stack == "decoder")
-    return ModelAttention(**result)
+    att = ModelAttention(**result)
+    found = None if encoder_decoder or own is not None else kernel.survey(att)
+    if found is not None:
+        att.self_attn.derived["survey"] = found
+    return att
 
 
 def own_attention(loaded: LoadedModel, att: ModelAttention, layer: int, *, stack: str = "self") -> np.ndarray:
@@ -198,9 +208,8 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
         return found
     names = {id(m): name for name, m in loaded.network.named_modules()}
     encoder_decoder = att.architecture == "encoder-decoder"
-    with loaded.lock, torch.inference_mode():  # the result's own tokens (a probe of ids has no text to read)
-        inputs = _inputs(loaded, att.text, att.target) if encoder_decoder else _given_ids(loaded, att.text,
-                                                                                          att.token_ids)
+    with loaded.lock, torch.inference_mode():
+        inputs = _same_inputs(loaded, att)
         with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", eager_for=modules) as calls:
             _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
     for stack, wanted in layers.items():
@@ -209,6 +218,27 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
             if (stack, layer) not in found:
                 found[stack, layer] = in_stack[layer].weights
     return found
+
+
+def own_output(loaded: LoadedModel, att: ModelAttention) -> np.ndarray:
+    """The model's last hidden state on the tokens of `att` with its own attention kernels (fused; eager
+    where it soft-caps): what the output of our SurveyKernel, which made `att.hidden`, is held to.
+    Shapes: -> (n, D) float32."""
+    names = {id(m): name for name, m in loaded.network.named_modules()}
+    with loaded.lock, torch.inference_mode():
+        inputs = _same_inputs(loaded, att)
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa"):
+            out = _forward(loaded.network, inputs, output_attentions=False)
+    states = out.encoder_hidden_states if att.architecture == "encoder-decoder" else out.hidden_states
+    return _np(states[-1][0])
+
+
+def _same_inputs(loaded: LoadedModel, att: ModelAttention) -> _Inputs:
+    """The inputs `att` was made from: its own token ids (a probe of ids has no text to read), or for an
+    encoder-decoder model its text and target again."""
+    if att.architecture == "encoder-decoder":
+        return _inputs(loaded, att.text, att.target)
+    return _given_ids(loaded, att.text, att.token_ids)
 
 
 def _inputs(loaded: LoadedModel, text: str, target: str | None) -> _Inputs:
