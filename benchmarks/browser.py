@@ -7,12 +7,13 @@ not counted.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
 
 from attention.models import BUNDLED
-from serving import DONE, chromium, page_url, running_app, wait_idle
+from serving import DONE, chromium, page_url, running_app, running_class, wait_idle
 
 # Installed in the page: records keydown times, and resolves when a condition first holds in a frame.
 PROBE = """
@@ -217,10 +218,11 @@ def websocket_bytes(browser, url: str, text: str) -> int:
     return total[0]
 
 
-def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str]) -> dict:
+def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str], alone16: list[str]) -> dict:
     """One session starts the exact scan of SmolLM2's 270 heads; another, at the same moment, submits a
     16-token sentence to SmolLM2 on Model heads: how long its grid takes while the scan holds the model's
-    lock batch by batch."""
+    lock batch by batch ("during"), and the same page's grid for other 16-token texts with no scan
+    running ("alone"), measured first."""
     scanning = browser.new_page(viewport={"width": 1280, "height": 1000})
     scanning.goto(page_url(url, "predictions", model=BUNDLED["smollm2"].label))
     wait_idle(scanning, timeout=180_000)
@@ -228,6 +230,8 @@ def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str]) 
     other.goto(page_url(url, "model_heads", model=BUNDLED["smollm2"].label))
     wait_idle(other, timeout=180_000)
     other.evaluate(PROBE)
+    alone = [submit_until_grid(other, other.locator("[data-testid='stTextArea'] textarea").first, text, 60_000)
+             for text in alone16]
     ms = []
     for prompt, text in zip(prompts, texts16, strict=True):
         box = scanning.locator("[data-testid='stTextArea'] textarea").first
@@ -240,7 +244,113 @@ def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str]) 
         wait_idle(scanning, timeout=120_000)
     scanning.close()
     other.close()
-    return summary(ms)
+    return {"during": summary(ms), "alone": summary(alone)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process (all its threads) has used so far: /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
+def server_cpu(browser, url: str, texts16: list[str], rounds: int) -> dict:
+    """The server's CPU seconds per interaction, three kinds, `rounds` each (the process's CPU clock read
+    before the action and after the page is idle again; its idle rate over the same wall time taken off):
+    a 16-token sentence on Model heads (MiniLM, a text not seen before), a live slider released on the
+    lookup page, and a page switch (Model heads <-> Head atlas, the text carried)."""
+    pid = url.pid
+    t, c = time.perf_counter(), cpu_seconds(pid)
+    time.sleep(3)
+    idle_rate = (cpu_seconds(pid) - c) / (time.perf_counter() - t)
+
+    def measure(action, page) -> float:
+        t, c = time.perf_counter(), cpu_seconds(pid)
+        action()
+        wait_idle(page, timeout=60_000)
+        return max(0.0, cpu_seconds(pid) - c - idle_rate * (time.perf_counter() - t))
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(page_url(url, "lookup"))
+    wait_idle(page)
+    slider = page.locator(".st-key-lookup-live input[type='range']").first
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    y = box["y"] + box["height"] / 2
+
+    def release(start, end):
+        page.mouse.move(box["x"] + box["width"] * start, y)
+        page.mouse.down()
+        for i in range(1, 11):
+            page.mouse.move(box["x"] + box["width"] * (start + (end - start) * i / 10), y)
+        page.mouse.up()
+        page.wait_for_timeout(300)  # the release's rerun has started
+
+    out = {"slider release": [measure(lambda d=d: release(*((0.8, 0.2) if d % 2 else (0.2, 0.8))), page)
+                              for d in range(rounds)]}
+    page.goto(page_url(url, "model_heads", model=BUNDLED["minilm"].label))
+    wait_idle(page, timeout=180_000)
+    box_ = page.locator("[data-testid='stTextArea'] textarea").first
+
+    def submit(text):
+        box_.fill(text)
+        box_.press("Control+Enter")
+        page.wait_for_timeout(300)
+
+    out["sentence on Model heads"] = [measure(lambda text=text: submit(text), page) for text in texts16[:rounds]]
+
+    def switch(name):
+        page.locator("[data-testid='stSidebarNav'] a", has_text=name).first.click()
+        page.wait_for_timeout(300)
+
+    out["page switch"] = [measure(lambda i=i: switch("Head atlas" if i % 2 == 0 else "Model heads"), page)
+                          for i in range(2 * rounds)]
+    page.close()
+    return {"idle_rate": idle_rate, **{k: summary(v) for k, v in out.items()}}
+
+
+# In each session's page: the moment its grid is on screen after the submit, for class_load to poll.
+WATCH_GRID = """
+(runs) => {
+  window.__gridAt = null;
+  window.__until(() => window.__runs > runs && document.querySelector("DONE") &&
+                 document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 300000)
+    .then(t => { window.__gridAt = t; }, () => { window.__gridAt = -1; });
+}
+""".replace("DONE", DONE)
+
+
+def class_load(browser, url: str, texts: list[list[str]]) -> dict:
+    """Simultaneous sessions, each in a browser context of its own (its own cookies: nginx's sticky cookie
+    is per browser): all open Model heads on MiniLM, then in each round press Ctrl+Enter on a 16-token
+    sentence one after another (a few ms apart) -> each session's sentence -> grid painted, its own clock.
+    texts[round][session]. A session whose grid does not come (an error, 5 min) counts as an error."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in texts[0]]
+    pages = [c.new_page() for c in contexts]
+    for page in pages:
+        page.goto(page_url(url, "model_heads", model=BUNDLED["minilm"].label))
+    for page in pages:
+        wait_idle(page, timeout=300_000)
+        page.evaluate(PROBE)
+    ms, errors = [], 0
+    for round_texts in texts:
+        boxes = [page.locator("[data-testid='stTextArea'] textarea").first for page in pages]
+        for box, text in zip(boxes, round_texts, strict=True):
+            box.fill(text)
+        for page, box in zip(pages, boxes, strict=True):
+            page.evaluate(WATCH_GRID, page.evaluate("() => window.__runs"))
+            box.press("Control+Enter")
+        for page in pages:
+            page.wait_for_function("() => window.__gridAt !== null", timeout=310_000)
+            at = page.evaluate("() => window.__gridAt")
+            if at < 0 or page.locator("[data-testid='stException']").count():
+                errors += 1
+            else:
+                ms.append(at - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
+        for page in pages:
+            wait_idle(page, timeout=300_000)
+    for c in contexts:
+        c.close()
+    return {**summary(ms), "errors": errors, "sessions": len(texts[0])}
 
 
 def server_memory_mb(pid: int) -> dict:
@@ -249,10 +359,16 @@ def server_memory_mb(pid: int) -> dict:
     return {k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
 
 
+CLASS_SESSIONS = 16
+CLASS_ROUNDS = 3
+
+
 def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dict, long_texts: dict,
-        scan_prompts: list[str], smollm2_texts16: list[str]) -> dict:
+        scan_prompts: list[str], smollm2_texts16: list[str], class_texts: list[list[str]]) -> dict:
     """long_texts: tokens -> SmolLM2 texts of that length (2,048 and 4,096 tokens); scan_prompts and
-    smollm2_texts16: one of each per round of grid_during_scan."""
+    smollm2_texts16: one of each per round of grid_during_scan, then as many again for the grid alone;
+    class_texts: [round][session] 16-token MiniLM texts for the load test, one process then one per core
+    behind nginx (skipped when nginx is not installed)."""
     out = {}
     with chromium() as browser:
         out["cold_start"] = cold_start(browser, 1 if smoke else 3)
@@ -270,6 +386,17 @@ def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dic
                         out["views"] = views_after_load(page, 3)
                     else:
                         page.close()
-                out["grid_during_scan"] = grid_during_scan(browser, url, scan_prompts, smollm2_texts16)
+                half = len(smollm2_texts16) // 2
+                out["grid_during_scan"] = grid_during_scan(browser, url, scan_prompts, smollm2_texts16[:half],
+                                                           smollm2_texts16[half:])
+            out["cpu"] = server_cpu(browser, url, [t + " again" for t in texts16], 2 if smoke else 5)
             out["server_memory"] = server_memory_mb(url.pid)
+        if not smoke:
+            with running_app() as url:
+                out["class_one"] = class_load(browser, url, class_texts)
+            if Path("/usr/sbin/nginx").exists():
+                processes = os.cpu_count() or 1
+                with running_class(processes) as url:
+                    out["class_nginx"] = {**class_load(browser, url, class_texts), "processes": processes,
+                                          "rss_mb": [server_memory_mb(pid)["VmHWM"] for pid in url.pids]}
     return out

@@ -168,6 +168,9 @@ def _job_both() -> dict:
 
 
 def _job_long(name: str, sizes: str) -> dict:
+    """attend() (the forward pass with our attention kernel, which sums the survey as it goes), then the
+    survey as a view asks for it (a lookup when the pass made it), then the model's own transformers forward
+    pass on the same tokens (fused SDPA attention, no capture) with the same torch threads: the floor."""
     from attention.models import load_model, survey
 
     m = load_model(name)
@@ -185,7 +188,35 @@ def _job_long(name: str, sizes: str) -> dict:
                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                      "weights_mb": att.n_layers * att.n_heads * len(att.tokens) ** 2 * 4 / 1e6})
         del att
+    plain = plain_forward(m, [row["n"] for row in rows], repeats=3)
+    for row in rows:
+        row["plain"] = plain[row["n"]]
     return {"rows": rows}
+
+
+def plain_forward(loaded, sizes, repeats: int) -> dict:
+    """tokens -> timed() (after a warm-up pass) of the model's own transformers forward pass
+    (attn_implementation="sdpa", nothing captured, the next token's logits only, as attend() asks) on a text
+    of that many tokens, with the torch threads the server gives a text of that length (recompute.
+    work_threads). The model is put back to the app's capture kernel afterwards."""
+    import torch
+
+    from attention.models.capture import CAPTURE
+    from attention.models.recompute import work_threads
+    from attention.models.running import has_lm_head
+
+    network = loaded.network
+    extra = {"logits_to_keep": 1} if has_lm_head(network) else {}
+    out = {}
+    network.set_attn_implementation("sdpa")
+    try:
+        for n in sizes:
+            ids = loaded.tokenizer(text_of_tokens(loaded.tokenizer, n), return_tensors="pt")["input_ids"]
+            with torch.inference_mode(), work_threads(ids.shape[1]):
+                out[n] = timed(lambda ids=ids: network(input_ids=ids, **extra), repeats)
+    finally:
+        network.set_attn_implementation(CAPTURE)
+    return out
 
 
 def _job_effects(smoke: str) -> dict:
