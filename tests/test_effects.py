@@ -283,3 +283,43 @@ def test_a_short_request_goes_before_the_next_batch_of_long_work():
     first.join(5)
     second.join(5)
     assert order == ["short", "batch"]
+
+
+def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer):
+    """A scan's edits are hooks on the shared model: they may be up only while its batch holds the lock. A
+    sentence that goes while the scan's next batch waits (ModelLock lets it go first) must run the model as
+    it is: with the hooks installed before the lock it ran with the batch's head removed (a 16-token grid
+    during a scan failed with an IndexError in the app)."""
+    import threading
+    import time
+
+    from attention.models.edits import edit_setup, head_slices, hooked_z, scan
+
+    loaded, reference = tiny_lm(tokenizer, dtype=torch.float32)
+    att = loaded.attend(MARY)
+    setup = edit_setup(loaded, att)
+    ids = torch.as_tensor(att.token_ids)[None]
+    with torch.inference_mode():
+        clean = reference(input_ids=ids).logits
+    sites = [(layer, head) for layer in range(2) for head in range(4)]
+    errors = []
+
+    def run_scan():
+        try:
+            scan(loaded, setup, sites, lambda part: hooked_z(setup, head_slices(setup, part, None)),
+                 lambda out: out.logits[:, -1, 0], None)
+        except Exception as err:  # noqa: BLE001 - reported by the test below
+            errors.append(err)
+
+    loaded.lock.acquire()  # a short request holds the model
+    scanning = threading.Thread(target=run_scan)
+    scanning.start()
+    time.sleep(0.5)  # the scan's first batch is now waiting for the lock
+    try:
+        with torch.inference_mode():
+            during = loaded.network(input_ids=ids).logits
+    finally:
+        loaded.lock.release()
+    scanning.join(30)
+    assert not errors and not scanning.is_alive()
+    torch.testing.assert_close(during, clean, rtol=1e-5, atol=1e-5)

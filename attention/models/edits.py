@@ -67,14 +67,14 @@ def edit_setup(loaded: LoadedModel, att: ModelAttention) -> EditSetup:
                          "from one layer alone would remove it from all of them, so head effects are not shown.")
     ids = torch.as_tensor(att.token_ids)[None].to(loaded.device)
     inputs = {}
-    hooks = [block.register_forward_pre_hook(lambda m, args, kwargs, i=i: inputs.__setitem__(
-        i, _hidden_of(args, kwargs).detach().clone()), with_kwargs=True) for i, block in enumerate(parts.blocks)]
-    try:
-        with loaded.lock, torch.inference_mode():
+    with loaded.lock, torch.inference_mode():  # hooks only while the model is ours: another user's pass is not seen
+        hooks = [block.register_forward_pre_hook(lambda m, args, kwargs, i=i: inputs.__setitem__(
+            i, _hidden_of(args, kwargs).detach().clone()), with_kwargs=True) for i, block in enumerate(parts.blocks)]
+        try:
             clean = loaded.network(input_ids=ids, **lm_kwargs(loaded))
-    finally:
-        for h in hooks:
-            h.remove()
+        finally:
+            for h in hooks:
+                h.remove()
     L, H = len(parts.outputs), att.n_heads
     return EditSetup(att=att, ids=ids, projections=parts.outputs, blocks=parts.blocks, n_heads=H,
                      head_size=parts.output_weight(0).shape[0] // H, clean=clean, restart=restart_of(parts),
@@ -137,7 +137,7 @@ def z_of(loaded: LoadedModel, setup: EditSetup) -> list[torch.Tensor]:
         seen[layer] = z[0].detach().clone()
         return z
 
-    with hooked_z(setup, keep), loaded.lock, torch.inference_mode():
+    with loaded.lock, hooked_z(setup, keep), torch.inference_mode():
         loaded.network(input_ids=setup.ids)
     return [seen[layer] for layer in range(len(setup.projections))]
 
@@ -164,7 +164,8 @@ def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]],
          read: Callable[[object], torch.Tensor], progress, *, base: bool = False, verb: str = "Edited",
          last_block: int | None = None) -> np.ndarray:
     """read(output) of one edited copy of the text per site (layer, index), sites sorted by layer:
-    hooks_for(part) installs the edits of a batch, copy b editing part[b] (hooked_z, hooked_blocks). A batch
+    hooks_for(part) installs the edits of a batch, copy b editing part[b] (hooked_z, hooked_blocks), while the
+    batch holds the model's lock: hooks on the shared model are never up while another pass runs. A batch
     starts at its first site's layer (at most `last_block`, for sites past the last block).
     Shapes: -> (len(sites),)."""
     values = np.zeros(len(sites))
@@ -173,7 +174,9 @@ def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]],
         part = sites[done:done + batch]
         first = part[0][0] if last_block is None else min(part[0][0], last_block)
         started = time.perf_counter()
-        with hooks_for(part), loaded.lock.background(), torch.inference_mode():  # short requests go first
+        # The lock first, then the hooks: they are on the shared model, and a short request that goes between
+        # two batches must run it unedited.
+        with loaded.lock.background(), hooks_for(part), torch.inference_mode():  # short requests go first
             out = run_from(loaded, setup, first, len(part), base=base)
             values[done:done + len(part)] = read(out).cpu().numpy()
         done += len(part)

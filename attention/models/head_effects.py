@@ -139,19 +139,20 @@ def attribution_patching(loaded: LoadedModel, att: ModelAttention, contrast: Con
         return z
 
     embeddings = network.get_input_embeddings()
-    grad_from_here = embeddings.register_forward_hook(lambda module, args, out: out.requires_grad_(True))
-    flags = [p.requires_grad for p in network.parameters()]
-    try:
-        with hooked_z(setup, keep), loaded.lock, torch.enable_grad():
-            for p in network.parameters():
-                p.requires_grad_(False)  # gradients for the activations only, not the 135M parameters
-            logits = network(input_ids=setup.ids, logits_to_keep=1).logits[0, -1]  # as the model caps them
-            metric = logits[t] - logits[f]
-            metric.backward()
-    finally:
-        grad_from_here.remove()
-        for p, flag in zip(network.parameters(), flags, strict=True):
-            p.requires_grad_(flag)
+    with loaded.lock:  # the hooks and flags below change the shared model: only while no other pass runs
+        grad_from_here = embeddings.register_forward_hook(lambda module, args, out: out.requires_grad_(True))
+        flags = [p.requires_grad for p in network.parameters()]
+        try:
+            with hooked_z(setup, keep), torch.enable_grad():
+                for p in network.parameters():
+                    p.requires_grad_(False)  # gradients for the activations only, not the 135M parameters
+                logits = network(input_ids=setup.ids, logits_to_keep=1).logits[0, -1]  # as the model caps them
+                metric = logits[t] - logits[f]
+                metric.backward()
+        finally:
+            grad_from_here.remove()
+            for p, flag in zip(network.parameters(), flags, strict=True):
+                p.requires_grad_(flag)
     L, H = len(setup.projections), setup.n_heads
     estimate = np.zeros((L, H))
     for layer in range(L):

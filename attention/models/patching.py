@@ -107,13 +107,13 @@ def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: Mod
 def _final_stream(loaded: LoadedModel, setup: EditSetup) -> torch.Tensor:
     """The residual stream leaving the last block (the final norm's input) on the setup's text, (n, D)."""
     seen = {}
-    handle = _final_norm(loaded).register_forward_pre_hook(
-        lambda module, args: seen.__setitem__("x", args[0][0].detach().clone()))
-    try:
-        with loaded.lock, torch.inference_mode():
+    norm = _final_norm(loaded)
+    with loaded.lock, torch.inference_mode():  # a hook on the shared model: only while no other pass runs
+        handle = norm.register_forward_pre_hook(lambda module, args: seen.__setitem__("x", args[0][0].detach().clone()))
+        try:
             loaded.network(input_ids=setup.ids, logits_to_keep=1)
-    finally:
-        handle.remove()
+        finally:
+            handle.remove()
     return seen["x"]
 
 

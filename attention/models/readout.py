@@ -91,18 +91,18 @@ def residual_stream(loaded: LoadedModel, att: ModelAttention, parts: Anatomy) ->
             written[layer] = out[0, -1].detach().double()
         return pre, post
 
-    handles = [b.register_forward_pre_hook(block_input(i), with_kwargs=True) for i, b in enumerate(parts.blocks)]
-    for i, proj in enumerate(parts.outputs):
-        pre, post = w_o(i)
-        handles += [proj.register_forward_pre_hook(pre), proj.register_forward_hook(post)]
-    handles.append(parts.final_norm.register_forward_pre_hook(
-        lambda module, args: streams.__setitem__(L, args[0][0].detach().double())))
-    try:
-        with loaded.lock, torch.inference_mode():
+    with loaded.lock, torch.inference_mode():  # hooks on the shared model: only while no other pass runs
+        handles = [b.register_forward_pre_hook(block_input(i), with_kwargs=True) for i, b in enumerate(parts.blocks)]
+        for i, proj in enumerate(parts.outputs):
+            pre, post = w_o(i)
+            handles += [proj.register_forward_pre_hook(pre), proj.register_forward_hook(post)]
+        handles.append(parts.final_norm.register_forward_pre_hook(
+            lambda module, args: streams.__setitem__(L, args[0][0].detach().double())))
+        try:
             loaded.network(input_ids=ids, logits_to_keep=1)
-    finally:
-        for h in handles:
-            h.remove()
+        finally:
+            for h in handles:
+                h.remove()
     return Residual(streams=torch.stack(streams), z=torch.stack(z), attention_out=torch.stack(written))
 
 
