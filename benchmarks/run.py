@@ -356,8 +356,10 @@ def report(r: dict, smoke: bool) -> str:
     if "grid_during_scan" in b:
         g = b["grid_during_scan"]
         lines.append(f"- in Chromium, another session's 16-token SmolLM2 sentence → grid while a scan runs (a short "
-                     f"request goes before the scan's next batch, running.ModelLock): {fig(g['during'])}; the same "
-                     f"page's grid with no scan running: {fig(g['alone'])}; {_during_scan(r):.2f} x")
+                     f"request goes before the scan's next batch, and the scan waits 1 s after it while that page "
+                     f"draws: running.ModelLock): {fig(g['during'])}; the same "
+                     f"page's grid with no scan running: {fig(g['alone'])}; {_during_scan(r):.2f} x. The scan, from "
+                     f"its click to its page idle, took {g['scan_s']:.1f} s meanwhile.")
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]

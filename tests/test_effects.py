@@ -323,3 +323,31 @@ def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer)
     scanning.join(30)
     assert not errors and not scanning.is_alive()
     torch.testing.assert_close(during, clean, rtol=1e-5, atol=1e-5)
+
+
+def test_long_work_leaves_the_cores_to_a_page_that_just_ran_a_short_request():
+    """After another thread's short request, a batch of long work waits `grace` seconds (that page draws its
+    figures meanwhile); after its own thread's short request (a scan's setup pass) it does not wait."""
+    import threading
+    import time
+
+    from attention.models.running import ModelLock
+
+    lock = ModelLock(grace=0.4)
+
+    def sentence():
+        with lock:
+            pass
+
+    other = threading.Thread(target=sentence)
+    other.start()
+    other.join()
+    started = time.monotonic()
+    with lock.background():
+        waited = time.monotonic() - started
+    assert 0.3 <= waited < 2.0
+    with lock:  # this thread's own short request (the other's grace is over by now)
+        pass
+    started = time.monotonic()
+    with lock.background():
+        assert time.monotonic() - started < 0.1

@@ -27,7 +27,7 @@ from attention.models.anatomy import Anatomy, MissingAnatomy
 from attention.models.model_attention import ModelAttention
 from attention.models.running import LoadedModel, has_lm_head
 
-BATCH_SECONDS = 0.8  # the lock is released between batches: another user's sentence waits at most about this
+BATCH_SECONDS = 0.5  # the lock is released between batches: another user's sentence waits at most about this
 EFFECT_MAX_TOKENS = 512  # longer texts are refused: one pass per edit, and attribution's backward pass keeps
 # every layer's eager weights (SmolLM2 at 4,096 tokens: 600 MB a layer)
 
