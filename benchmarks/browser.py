@@ -333,7 +333,7 @@ def class_load(browser, url: str, texts: list[list[str]]) -> dict:
     for page in pages:
         wait_idle(page, timeout=300_000)
         page.evaluate(PROBE)
-    ms, errors = [], 0
+    ms, errors = [], []
     for round_texts in texts:
         boxes = [page.locator("[data-testid='stTextArea'] textarea").first for page in pages]
         for box, text in zip(boxes, round_texts, strict=True):
@@ -344,15 +344,16 @@ def class_load(browser, url: str, texts: list[list[str]]) -> dict:
         for page in pages:
             page.wait_for_function("() => window.__gridAt !== null", timeout=310_000)
             at = page.evaluate("() => window.__gridAt")
-            if at < 0 or page.locator("[data-testid='stException']").count():
-                errors += 1
+            shown = page.locator("[data-testid='stException']")
+            if at < 0 or shown.count():
+                errors.append(shown.first.inner_text()[:300] if shown.count() else "no grid within 5 min")
             else:
                 ms.append(at - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
         for page in pages:
             wait_idle(page, timeout=300_000)
     for c in contexts:
         c.close()
-    return {**summary(ms), "errors": errors, "sessions": len(texts[0])}
+    return {**summary(ms), "errors": len(errors), "error_texts": errors, "sessions": len(texts[0])}
 
 
 def server_memory_mb(pid: int) -> dict:

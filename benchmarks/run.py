@@ -159,6 +159,9 @@ def class_lines(b: dict) -> list[str]:
                       + ", ".join(f"{x:.0f} MB" for x in many["rss_mb"]) + "."]
         else:
             lines += ["", "Behind nginx: not measured (/usr/sbin/nginx is not installed: `make nginx`)."]
+        said = [text for run in (one, many or {}) for text in run.get("error_texts", [])]
+        if said:
+            lines += ["", "What the sessions with an error showed: " + "; ".join(f"“{t}”" for t in said)]
     return lines
 
 
