@@ -206,17 +206,9 @@ def running_class(processes: int, port: int | None = None, address: str = "127.0
         try:
             host = "127.0.0.1" if address in ("0.0.0.0", "") else address
             url = ServerUrl(f"http://{host}:{port}")
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                        break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log = (Path(folder) / "error.log").read_text() if (Path(folder) / "error.log").exists() else ""
-                    raise RuntimeError(f"nginx did not start (exit {proc.poll()}): {log[-1000:]}")
-                time.sleep(0.05)
+            if not healthy(url, proc, 20):
+                log = (Path(folder) / "error.log").read_text() if (Path(folder) / "error.log").exists() else ""
+                raise RuntimeError(f"nginx did not start (exit {proc.poll()}): {log[-1000:]}")
             url.pid, url.pids, url.log = apps[0].pid, [a.pid for a in apps], Path(folder) / "error.log"
             url.backends = [a.removeprefix("http://") for a in apps]
             yield url
@@ -279,6 +271,21 @@ class ServerUrl(str):
     backends: list[str]
 
 
+def healthy(url: str, proc: subprocess.Popen, timeout: float) -> bool:
+    """Wait until the app at `url` answers its health check (True), or `proc` exits or `timeout` seconds
+    pass (False)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return True
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def running_app(port: int | None = None, timeout: float = 90.0, env: dict | None = None, app_command=None):
     """Yield the base URL (a ServerUrl) of a fresh server on 127.0.0.1; stop it afterwards.
@@ -295,16 +302,8 @@ def running_app(port: int | None = None, timeout: float = 90.0, env: dict | None
     url = ServerUrl(f"http://127.0.0.1:{port}")
     failed = True
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the app did not start (exit {proc.poll()}); see {log_path}")
-            time.sleep(0.05)
+        if not healthy(url, proc, timeout):
+            raise RuntimeError(f"the app did not start (exit {proc.poll()}); see {log_path}")
         url.pid, url.log = proc.pid, log_path
         yield url
         failed = False
