@@ -213,11 +213,7 @@ def running_class(processes: int, port: int | None = None, address: str = "127.0
             url.backends = [a.removeprefix("http://") for a in apps]
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 def serve_class(processes: int, port: int, address: str) -> int:
@@ -286,6 +282,15 @@ def healthy(url: str, proc: subprocess.Popen, timeout: float) -> bool:
         time.sleep(0.05)
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a process; kill it if it has not exited 10 s later."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @contextlib.contextmanager
 def running_app(port: int | None = None, timeout: float = 90.0, env: dict | None = None, app_command=None):
     """Yield the base URL (a ServerUrl) of a fresh server on 127.0.0.1; stop it afterwards.
@@ -308,11 +313,7 @@ def running_app(port: int | None = None, timeout: float = 90.0, env: dict | None
         yield url
         failed = False
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()
         if not failed:
             log_path.unlink(missing_ok=True)

@@ -1,4 +1,5 @@
-"""Shared fixtures: the bundled models, loaded once per test session."""
+"""Shared fixtures: the bundled models, loaded once per test session, and the tokenizer the tiny
+random-weight family models are built with (benchmarks.families)."""
 
 import os
 
@@ -19,3 +20,10 @@ def smollm2():
     from attention.models import load_model
 
     return load_model("smollm2")
+
+
+@pytest.fixture(scope="session")
+def tok():
+    from benchmarks.families import tokenizer
+
+    return tokenizer()

@@ -10,15 +10,10 @@ from attention.models.contrast import contrast
 from attention.models.patching import activation_patching, swap_words
 from attention.models.readout import direct_logit_attribution, logit_lens
 from attention.models.roles import probe_attention, probe_ids, roles_of
-from benchmarks.families import build, tokenizer
+from benchmarks.families import build
 from tests.test_stats import fake_attention
 
 CLEAN = "the cat sat on the mat because the dog was"
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tokenizer()
 
 
 @pytest.fixture(scope="module")

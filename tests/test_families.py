@@ -17,14 +17,9 @@ from attention.models.contrast import contrast
 from attention.models.head_effects import head_ablation, head_ablation_cosine
 from attention.models.head_survey import survey
 from attention.models.predictions import generate
-from benchmarks.families import FAMILIES, TEXT, build, own_attentions, tokenizer
+from benchmarks.families import FAMILIES, TEXT, build, own_attentions
 
 DECODERS = [n for n, f in FAMILIES.items() if f.architecture == "decoder-only"]
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tokenizer()
 
 
 @pytest.fixture(scope="module")

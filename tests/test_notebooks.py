@@ -12,14 +12,9 @@ from attention import figures
 from attention.models import Reading
 from attention.models.export import NPZ_MAX_WEIGHTS
 from attention.models.imported import export_npz, from_attentions, load_npz
-from benchmarks.families import build, tokenizer
+from benchmarks.families import build
 
 TEXT = "The quick brown fox jumps over the lazy dog"
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tokenizer()
 
 
 @pytest.fixture(scope="module")
