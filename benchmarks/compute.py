@@ -201,10 +201,9 @@ def plain_forward(loaded, sizes, repeats: int) -> dict:
     work_threads). The model is put back to the app's capture kernel afterwards."""
     import torch
 
-    from attention.models.capture import CAPTURE
-    from attention.models.recompute import work_threads
-    from attention.models.running import has_lm_head
-
+    from attention.models import has_lm_head
+    from attention.models.forward.capture import CAPTURE
+    from attention.models.forward.recompute import work_threads
     network = loaded.network
     extra = {"logits_to_keep": 1} if has_lm_head(network) else {}
     out = {}
@@ -222,15 +221,21 @@ def plain_forward(loaded, sizes, repeats: int) -> dict:
 def _job_effects(smoke: str) -> dict:
     import torch
 
-    from attention import examples as ex
-    from attention.models import load_model
-    from attention.models.contrast import contrast
-    from attention.models.head_effects import agreement, attribution_patching, head_ablation
-    from attention.models.patching import activation_patching, swap_words
-    from attention.models.predictions import generate
-    from attention.models.readout import direct_logit_attribution, logit_lens
-    from attention.models.roles import head_roles, probe_ids
-
+    from attention.models import (
+        activation_patching,
+        agreement,
+        attribution_patching,
+        contrast,
+        direct_logit_attribution,
+        generate,
+        head_ablation,
+        head_roles,
+        load_model,
+        logit_lens,
+        probe_ids,
+        swap_words,
+    )
+    from attention.toy import examples as ex
     prompt, target, foil = ex.PREDICTION_EXAMPLES["Mary and John"]
     m = load_model("smollm2")
     m.attend("warm up")
@@ -271,7 +276,7 @@ def _job_bertviz(n: str) -> dict:
     from bertviz import model_view
     from transformers import AutoModel, AutoTokenizer
 
-    from attention.models.loading import minilm_dir
+    from attention.models.forward.loading import minilm_dir
 
     tok = AutoTokenizer.from_pretrained(minilm_dir())
     model = AutoModel.from_pretrained(minilm_dir(), attn_implementation="eager").eval()
@@ -294,11 +299,11 @@ if __name__ == "__main__":
 
 
 def live_payload() -> int:
-    """Bytes of JSON the lookup page's live component receives (attention.live.lookup_payload)."""
+    """Bytes of JSON the lookup page's live component receives (attention.toy.live.lookup_payload)."""
     import json
 
-    from attention import examples as ex
-    from attention.live import lookup_payload
+    from attention.toy import examples as ex
+    from attention.toy.live import lookup_payload
 
     data = lookup_payload(ex.FRUIT_QUERY, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS, ex.FRUIT_KEY_FEATURES,
                           ex.FRUIT_VALUE_FEATURES)

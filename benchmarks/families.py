@@ -32,7 +32,7 @@ GQA = dict(SMALL, num_key_value_heads=2)
 class TinyFamily:
     model: type  # the transformers class (with its LM head for decoders)
     config: object  # () -> a config
-    architecture: str  # as attention.models.registry names it
+    architecture: str  # as attention.models.forward.registry names it
     w_o: str | None  # the test's own path to layer {layer}'s output projection (None: not ablated here)
 
 
@@ -114,7 +114,7 @@ def tokenizer():
     """The bundled MiniLM tokenizer: every tiny model reads BERT tokens."""
     from transformers import AutoTokenizer
 
-    from attention.models.loading import minilm_dir
+    from attention.models.forward.loading import minilm_dir
 
     return AutoTokenizer.from_pretrained(minilm_dir())
 
@@ -166,16 +166,25 @@ def _gap(value: float) -> str:
 
 def feature_row(name: str, tok) -> dict:
     """One row of docs/models.md: what was measured, and which features work, for one family."""
-    from attention.models import Reading, line_view, query_row, survey, zoom
-    from attention.models.composition import composition
-    from attention.models.contrast import contrast
-    from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
-    from attention.models.patching import activation_patching, swap_words
-    from attention.models.predictions import generate
-    from attention.models.readout import direct_logit_attribution, logit_lens
-    from attention.models.roles import head_roles
-    from attention.models.running import rotary_base
-
+    from attention.models import (
+        Reading,
+        activation_patching,
+        attribution_patching,
+        composition,
+        contrast,
+        direct_logit_attribution,
+        generate,
+        head_ablation,
+        head_ablation_cosine,
+        head_roles,
+        line_view,
+        logit_lens,
+        query_row,
+        rotary_base,
+        survey,
+        swap_words,
+        zoom,
+    )
     loaded, reference = build(name, tok)
     att = loaded.attend(TEXT)
     gap = max(float(np.abs(att.weights[layer] - own).max()) for layer, own in enumerate(own_attentions(reference, att)))

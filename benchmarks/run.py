@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from attention import examples as ex
+from attention.toy import examples as ex
 from benchmarks import browser as bb
 from benchmarks import compute
 

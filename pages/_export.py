@@ -7,11 +7,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from attention import plotting
-from attention.models import AGGREGATIONS, ModelAttention
-from attention.models.export import file_stem, matrix_csv, sentence_npz
-from attention.models.registry import model_label
-from attention.models.views import MatrixView
+from attention.models import AGGREGATIONS, MatrixView, ModelAttention, file_stem, matrix_csv, model_label, sentence_npz
+from attention.toy import plotting
 from pages._carried import carried
 
 VIEW_KEYS = {  # widget key -> how its value is written in a URL (selectboxes by the label they show)

@@ -4,7 +4,11 @@ Models are cached once per process with st.cache_resource (LoadedModel serialise
 with a lock, so sessions can share it). Slow work (a forward pass over thousands of tokens, a survey of
 every head, a scan) is cached as a Job: st.cache_resource hands every session asking for the same work
 the same Job, which computes in its own thread and reports progress that each page draws as a bar. A Job
-that failed is not kept (`validate`), so the next rerun tries again.
+that failed is not kept (`validate`), so the next rerun tries again. A page asks for any analysis of
+attention.models the same way, naming the function it calls:
+
+    effects = result_of(head_ablation, (name, text, *contrast.typed, "zero"), "Ablating every head…",
+                        loaded, att, contrast, ablation="zero")
 
 Results are read-only numpy arrays shared by every session. Memory: a result stores q, k, v and the
 hidden states (they grow as n, not n²); long texts get a cache of their own with room for one entry,
@@ -13,28 +17,23 @@ so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 
 import gc
 import hashlib
+import inspect
 import threading
 from collections.abc import Callable
 
 import streamlit as st
 
 from attention.models import (
-    HeadSurvey,
+    BUNDLED,
     LoadedModel,
     ModelAttention,
     ModelUnavailable,
+    Progress,
     load_model,
+    load_npz,
+    model_label,
     own_attention,
-    survey,
 )
-from attention.models.contrast import Contrast
-from attention.models.head_effects import attribution_patching, head_ablation, head_ablation_cosine
-from attention.models.imported import load_npz
-from attention.models.patching import activation_patching
-from attention.models.predictions import generate
-from attention.models.readout import direct_logit_attribution, logit_lens
-from attention.models.registry import BUNDLED, model_label
-from attention.models.roles import PROBE_REPEAT, probe_attention, roles_of
 from pages._text import md
 
 LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
@@ -96,12 +95,7 @@ def cached_model(name: str) -> LoadedModel:
     return load_model(name, paths=False)  # a name typed in the app is never opened as a path
 
 
-def _attention_job(name: str, text: str, target: str | None, loaded: LoadedModel) -> Job:
-    return Job(lambda progress: loaded.attend(text, target=target, progress=progress),
-               f"Running {model_label(name)}…")
-
-
-def _long_attention_job(name: str, text: str, target: str | None, loaded: LoadedModel) -> Job:
+def _attention_job(text: str, decoder_text: str | None, loaded: LoadedModel) -> Job:
     def work(progress):
         # The result this one replaces in the cache may still be held by the page run that showed it: a
         # run's namespace is a reference cycle (its functions point back at it), freed only by the cyclic
@@ -109,82 +103,41 @@ def _long_attention_job(name: str, text: str, target: str | None, loaded: Loaded
         # more is allocated (a full collection costs ~0.3 s with both models loaded: not worth it below).
         if len(text) > HUGE_TEXT_CHARS:
             gc.collect()
-        return loaded.attend(text, target=target, progress=progress)
-    return Job(work, f"Running {model_label(name)}…")
+        return loaded.attend(text, decoder_text=decoder_text, progress=progress)
+    return Job(work, f"Running {model_label(loaded.spec.name)}…")
 
 
 @st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
-def _short_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
-    return _attention_job(name, text, target, _loaded)
+def _short_attention(name: str, text: str, decoder_text: str | None, _loaded: LoadedModel) -> Job:
+    return _attention_job(text, decoder_text, _loaded)
 
 
 @st.cache_resource(max_entries=1, show_spinner=False, validate=Job.usable)
-def _long_attention(name: str, text: str, target: str | None, _loaded: LoadedModel) -> Job:
-    return _long_attention_job(name, text, target, _loaded)
+def _long_attention(name: str, text: str, decoder_text: str | None, _loaded: LoadedModel) -> Job:
+    return _attention_job(text, decoder_text, _loaded)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
-def _survey(name: str, text: str, _att: ModelAttention) -> Job:
-    return Job(lambda progress: survey(_att, progress=progress), "Surveying every head…")
+@st.cache_resource(max_entries=16, show_spinner=False, validate=Job.usable)
+def _analysis(analysis: str, key: tuple, message: str, _work: Callable[[Progress], object]) -> Job:
+    return Job(_work, message)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
-def generation_job(name: str, text: str, max_new_tokens: int, greedy: bool, temperature: float, seed: int,
-                   _loaded: LoadedModel) -> Job:
-    return Job(lambda progress: generate(_loaded, text, max_new_tokens=max_new_tokens, greedy=greedy,
-                                         temperature=temperature, seed=seed, progress=progress), "Generating…")
+def shared(analysis: Callable, key: tuple, message: str, *args, **kwargs) -> Job:
+    """`analysis(*args, **kwargs)` as a Job that every session asking with the same `key` shares: `key` holds
+    the strings and numbers its arguments are made from (model name, text, options), since the model and
+    results themselves are not hashed. `progress` is passed when `analysis` takes it."""
+    reports = "progress" in inspect.signature(analysis).parameters
+
+    def work(progress: Progress):
+        return analysis(*args, **kwargs, **({"progress": progress} if reports else {}))
+    return _analysis(f"{analysis.__module__}.{analysis.__qualname__}", key, message, work)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
-def ablation_job(name: str, text: str, target: str, foil: str, ablation: str, _loaded: LoadedModel,
-                 _att: ModelAttention, _contrast: Contrast) -> Job:
-    """The exact scan, one per (model, text, target, foil, ablation), shared by the sessions asking for it;
-    `_contrast` is the one made from (model, text, target, foil)."""
-    return Job(lambda progress: head_ablation(_loaded, _att, _contrast, ablation=ablation, progress=progress),
-               "Ablating every head…")
-
-
-@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
-def vector_ablation_job(name: str, text: str, word: str, ablation: str, _loaded: LoadedModel,
-                        _att: ModelAttention) -> Job:
-    return Job(lambda progress: head_ablation_cosine(_loaded, _att, word, ablation=ablation, progress=progress),
-               "Ablating every head…")
-
-
-@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
-def patching_job(name: str, text: str, target: str, foil: str, ablation: str, _loaded: LoadedModel,
-                 _att: ModelAttention, _contrast: Contrast) -> Job:
-    return Job(lambda progress: attribution_patching(_loaded, _att, _contrast, ablation=ablation),
-               "Estimating every head's effect…")
-
-
-@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
-def attribution_job(name: str, text: str, target: str, foil: str, _loaded: LoadedModel, _att: ModelAttention,
-                    _contrast: Contrast) -> Job:
-    return Job(lambda progress: direct_logit_attribution(_loaded, _att, _contrast), "Reading each part's share…")
-
-
-@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
-def lens_job(name: str, text: str, target: str, foil: str, _loaded: LoadedModel, _att: ModelAttention,
-             _contrast: Contrast) -> Job:
-    return Job(lambda progress: logit_lens(_loaded, _att, target=_contrast.target), "Reading every layer…")
-
-
-@st.cache_resource(max_entries=8, show_spinner=False, validate=Job.usable)
-def patching_run_job(name: str, text: str, corrupt_text: str, target: str, foil: str, site: str, _loaded: LoadedModel,
-                     _clean: ModelAttention, _corrupt: ModelAttention, _contrast: Contrast) -> Job:
-    """Activation patching, one per (model, clean, corrupt, target, foil, site)."""
-    return Job(lambda progress: activation_patching(_loaded, _clean, _corrupt, _contrast, site=site,
-                                                    progress=progress), "Patching…")
-
-
-@st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
-def roles_job(name: str, _loaded: LoadedModel) -> Job:
-    """Every head's role scores and the probe's attention, once per model."""
-    def work(progress):
-        att, first = probe_attention(_loaded)
-        return roles_of(att, PROBE_REPEAT, first), att
-    return Job(work, "Running the induction probe…")
+def result_of(analysis: Callable, key: tuple, message: str, *args, **kwargs):
+    """What `analysis(*args, **kwargs)` returns, computed once for every session asking with the same `key`
+    (shared()), with a progress bar while it runs; a ValueError (the input cannot be read) ends the page
+    with its message."""
+    return follow_or_stop(shared(analysis, key, message, *args, **kwargs))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -235,14 +188,15 @@ def model_or_stop(name: str) -> LoadedModel:
         st.stop()
 
 
-def attention_or_stop(name: str, text: str, target: str | None = None, *, say_check: bool = True) -> ModelAttention:
+def attention_or_stop(name: str, text: str, decoder_text: str | None = None, *,
+                      say_check: bool = True) -> ModelAttention:
     """Load the model and run it (a progress bar per layer on long texts); errors end the page cleanly.
     The guard's measure of the model is stated under it (once a page: say_check=False for a second text)."""
     if name.startswith(RESULT_PREFIX):
         return _saved_or_stop(name)
     loaded = model_or_stop(name)
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
-    att = follow_or_stop(cache(name, text, target, loaded))
+    att = follow_or_stop(cache(name, text, decoder_text, loaded))
     if loaded.check is not None and say_check:
         st.caption(f"{md(model_label(name))}: {loaded.check.summary}.")
     if att.truncated:
@@ -263,6 +217,3 @@ def _saved_or_stop(name: str) -> ModelAttention:
     return att
 
 
-def survey_or_stop(name: str, text: str, att: ModelAttention) -> HeadSurvey:
-    """Every head's summaries, computed once per text (a progress bar per layer on long texts)."""
-    return follow(_survey(name, text, att))

@@ -1,7 +1,7 @@
 """Live controls: Streamlit components (st.components.v2) that redraw while a slider moves.
 
 Their JavaScript and CSS live in pages/components/, one file each; the numbers they draw come from
-attention/live.py (the browser only looks them up). On release they hand the value back, and the page's
+attention/toy/live.py (the browser only looks them up). On release they hand the value back, and the page's
 ordinary widgets (bound to the URL, settable from AppTest) take it.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from attention.live import Panel, Slider, sweep_payload
+from attention.toy.live import Panel, Slider, sweep_payload
 
 COMPONENTS = Path(__file__).with_name("components")
 
@@ -28,7 +28,7 @@ _live_lookup = st.components.v2.component(
 
 
 def live_lookup(data: dict, *, key: str, on_query: Callable[[], None], on_pair: Callable[[], None]):
-    """Mount the live lookup (attention.live.lookup_payload builds `data`). on_query() runs when a drag
+    """Mount the live lookup (attention.toy.live.lookup_payload builds `data`). on_query() runs when a drag
     ends, on_pair() when another plane is chosen; both read st.session_state[key]."""
     return _live_lookup(key=key, data=data, default={"query_steps": data["query_steps"], "plane_pair": 0},
                         on_query_steps_change=on_query, on_plane_pair_change=on_pair, height="content")
@@ -41,7 +41,7 @@ _live_sweep = st.components.v2.component(
 
 
 def live_sliders(sliders: list[Slider], panels: list[Panel], *, key: str) -> None:
-    """Sliders that redraw `panels` on every frame of a drag (attention.live.sweep_payload), mounted as
+    """Sliders that redraw `panels` on every frame of a drag (attention.toy.live.sweep_payload), mounted as
     `<key>.live`; when a slider is let go, its value goes to its widget (Slider.widget), and the page runs
     again from there."""
     live_key = f"{key}.live"

@@ -6,15 +6,26 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from attention import examples as ex
-from attention.models import BUNDLED, hub_allowlist
-from attention.models.imported import NPZ_MAX_BYTES
-from attention.models.registry import DEFAULT_ENCODER, local_models, model_label
-from attention.models.running import MAX_TEXT_CHARS
-from attention.models.views import Reading
-from attention.models.words import word_groups
+from attention.models import (
+    BUNDLED,
+    DEFAULT_DECODER,
+    DEFAULT_ENCODER,
+    MAX_TEXT_CHARS,
+    NPZ_MAX_BYTES,
+    Contrast,
+    LoadedModel,
+    ModelAttention,
+    Reading,
+    contrast,
+    hub_allowlist,
+    local_models,
+    model_label,
+    word_groups,
+)
+from attention.toy import examples as ex
 from pages._carried import carried, example_filler, fill, remember, switch_to
-from pages._jobs import open_saved
+from pages._jobs import attention_or_stop, model_or_stop, open_saved
+from pages._text import md
 
 OTHER = "other (Hugging Face id)…"
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
@@ -26,7 +37,10 @@ def pick_model(col=st, default: str = DEFAULT_ENCODER) -> str:
     options = list(BUNDLED) + list(local_models()) + [OTHER]  # an operator's folders: ATTENTION_EXPLORER_MODEL_DIRS
     carried_model = carried("model", default)  # a folder the operator has since removed falls back to the default
     index = options.index(carried_model if carried_model in options else default)
-    choice = col.selectbox("Model", options, index=index, key="model", bind="query-params", format_func=model_label)
+    bundled = "; ".join(f"{spec.label}: {spec.about}" for spec in BUNDLED.values())
+    choice = col.selectbox("Model", options, index=index, key="model", bind="query-params", format_func=model_label,
+                           help=f"{bundled}. A local folder is one an operator listed; a Hugging Face id must be on "
+                                "the server's allowlist.")
     remember("model", choice)
     if choice != OTHER:
         return choice
@@ -45,11 +59,41 @@ def prediction_example(prefix: str) -> tuple[str, str, str]:
     return ex.PREDICTION_EXAMPLES[example]
 
 
+def prediction_start(prefix: str) -> tuple[str, str, ModelAttention, LoadedModel, tuple[str, str]]:
+    """What both pages that read a prediction start with: the example picker, the sentence and model (the
+    bundled decoder by default), the model's result on it. Returns (model name, text, result, model, the
+    example's (target, foil))."""
+    prompt, target, foil = prediction_example(prefix)
+    name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
+    return name, text, attention_or_stop(name, text), model_or_stop(name), (target, foil)
+
+
+def target_and_foil(prefix: str, att: ModelAttention, tokenizer, defaults: tuple[str, str]) -> Contrast:
+    """The target and foil inputs side by side, read once into a Contrast (attention.models.contrast: its
+    target.text and foil.text are the words as typed), what each word became, and m in a formula; words that
+    cannot be read end the page with their message."""
+    c1, c2 = st.columns(2)
+    target = c1.text_input("expected next token (target)", value=defaults[0], key=f"{prefix}.target", max_chars=40)
+    foil = c2.text_input("an alternative (foil)", value=defaults[1], key=f"{prefix}.foil", max_chars=40)
+    try:
+        made = contrast(att, tokenizer, target, foil)  # tokenized here, once, for everything the page reads
+    except ValueError as err:
+        st.warning(md(err))
+        st.stop()
+    for choice, col in ((made.target, c1), (made.foil, c2)):
+        col.caption(f"“{md(choice.text)}” is one token." if choice.pieces == 1 else
+                    f"“{md(choice.text)}” is {choice.pieces} tokens; the first, “{md(choice.token)}”, is used. A "
+                    "leading space matters: “ Mary” and “Mary” are different tokens.")
+    st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {made.target_logit:.2f} - "
+             rf"{made.foil_logit:.2f} = {made.baseline:.2f}")
+    return made
+
+
 def sentence_and_model(default: str = DEFAULT_TEXT, model: str = DEFAULT_ENCODER) -> tuple[str, str]:
     """The sentence box and, beside it, the model picker (both kept in the URL and across model pages).
     Returns (model, text)."""
     c1, c2 = st.columns([3, 1])
-    limits = ", ".join(f"{spec.max_tokens:,} for {spec.short_label}" for spec in BUNDLED.values())
+    limits = ", ".join(f"{spec.max_tokens:,} for {spec.label}" for spec in BUNDLED.values())
     text = c1.text_area("Sentence", value=carried("text", default), key="text", bind="query-params",
                         max_chars=MAX_TEXT_CHARS, height=80, help=f"Tokens read at most: {limits}.")
     remember("text", text)
@@ -66,8 +110,8 @@ def saved_result() -> str | None:
     with st.expander("Open a result saved as .npz (no model needed)", expanded=key is not None):
         file = st.file_uploader(".npz file", type=["npz"], key=f"npz_file.{carried('saved_round', 0)}",
                                 max_upload_size=NPZ_MAX_BYTES // 1_000_000,
-                                help="What the .npz button downloads, or attention.models.imported.export_npz(att) "
-                                     "writes. Only plain arrays are read (never pickled objects).")
+                                help="What the .npz button downloads, or attention.models.export_npz(att) writes. "
+                                     "Only plain arrays are read (never pickled objects).")
         if file is not None:
             key = open_saved(file.name, file.getvalue())
             remember("saved_result", key)
@@ -98,7 +142,7 @@ def layer_and_head(col_layer, col_head, n_layers: int, n_heads: int, *, head_dis
 def reading_switches(att, *, log_scale: bool = True) -> Reading:
     """The row of switches every model page offers, kept in the URL and across pages: words instead of
     pieces, attention sinks removed, a log colour scale (where the page draws weights as colours). The
-    views apply the Reading themselves (attention.models.views)."""
+    views apply the Reading themselves (attention.models.recorded.views)."""
     c1, c2, c3 = st.columns(3)
     try:
         word_groups(att)

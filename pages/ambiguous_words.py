@@ -3,12 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from attention import examples as ex
-from attention import plotting
-from attention.models import query_row
-from attention.models.ambiguous_words import compare_word, difference_by_token
-from attention.models.lessons import questions_for as model_questions
-from attention.plotting import WEIGHTS
+from attention.models import compare_word, difference_by_token, query_row
+from attention.models import questions_for as model_questions
+from attention.toy import examples as ex
+from attention.toy import plotting
+from attention.toy.plotting import WEIGHTS
 from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop

@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from attention import plotting
-from attention.lessons import questions_for
-from attention.scoring import FORMULAS
 from attention.seq2seq import MAX_LENGTH, TRAIN_LENGTHS, load_translators, translate
+from attention.toy import plotting
+from attention.toy.lessons import questions_for
+from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
 from pages._text import md
@@ -109,6 +109,6 @@ else:
                "it writes. Its encoder states are not single digits: h_j joins a forward GRU that has read digits "
                "0…j and a backward one that has read j…S−1, so a neighbour of the digit carries it too, and "
                "training found that state first. The score is the additive one of the Scoring functions page "
-               "(attention.scoring, method “additive”).")
+               "(attention.toy.scoring, method “additive”).")
 
 path_links("pages/bottleneck.py")

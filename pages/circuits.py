@@ -4,29 +4,32 @@ information enters (activation patching), and which earlier heads a head reads (
 import pandas as pd
 import streamlit as st
 
-from attention import figures, plotting
-from attention.models import DEFAULT_DECODER
-from attention.models.composition import KINDS, composition
-from attention.models.contrast import contrast
-from attention.models.patching import SITES, swap_words
-from attention.models.registry import model_label
-from attention.models.roles import ROLES
+from attention import figures
+from attention.models import (
+    DEFAULT_DECODER,
+    KINDS,
+    ROLES,
+    SITES,
+    activation_patching,
+    composition,
+    direct_logit_attribution,
+    head_ablation,
+    head_roles,
+    logit_lens,
+    model_label,
+    swap_words,
+)
+from attention.toy import plotting
 from pages._carried import head_opener, model_switcher
 from pages._frame import ensure_app_frame
 from pages._jobs import (
-    ablation_job,
     attention_or_stop,
-    attribution_job,
-    follow_or_stop,
-    lens_job,
-    model_or_stop,
-    patching_run_job,
-    roles_job,
+    result_of,
 )
 from pages._labels import label_of
 from pages._lessons import path_links
 from pages._text import md
-from pages._widgets import layer_and_head, prediction_example, sentence_and_model
+from pages._widgets import layer_and_head, prediction_start, target_and_foil
 
 ensure_app_frame()
 
@@ -34,10 +37,7 @@ st.title("What heads do")
 st.markdown("The prediction, read part by part: which heads and MLPs **write** it directly into the output, "
             "how it **forms** layer by layer, where the information **enters** (patch the clean run into a "
             "corrupted one), and which earlier heads a head **reads** from.")
-prompt, target_default, foil_default = prediction_example("circ")
-name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
-att = attention_or_stop(name, text)
-loaded = model_or_stop(name)
+name, text, att, loaded, defaults = prediction_start("circ")
 if att.next_logits is None:  # an encoder: nothing predicted, nothing to read part by part
     st.info(f"{md(model_label(name))} predicts no next token: this page reads a prediction. Its heads' roles are "
             "on the Head atlas.")
@@ -45,30 +45,23 @@ if att.next_logits is None:  # an encoder: nothing predicted, nothing to read pa
               on_click=model_switcher(DEFAULT_DECODER))
     path_links("pages/circuits.py")
     st.stop()
-c1, c2 = st.columns(2)
-target = c1.text_input("expected next token (target)", value=target_default, key="circ.target", max_chars=40)
-foil = c2.text_input("an alternative (foil)", value=foil_default, key="circ.foil", max_chars=40)
-try:
-    pair = contrast(att, loaded.tokenizer, target, foil)
-except ValueError as err:
-    st.warning(md(err))
-    st.stop()
-st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {pair.baseline:.2f}")
-st.caption(f"Target “{md(pair.target.token)}”, foil “{md(pair.foil.token)}”: positive m means the model prefers "
-           "the target.")
+contrast = target_and_foil("circ", att, loaded.tokenizer, defaults)
+st.caption("Positive m means the model prefers the target.")
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")
 c1, c2 = st.columns([3, 2])  # two formulas: on one line they ran off an 800 px screen
 c1.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
 c2.latex(r"\sum_p \text{share}(p) = m")
-shares = follow_or_stop(attribution_job(name, text, target, foil, loaded, att, pair))
+shares = result_of(direct_logit_attribution, (name, text, *contrast.typed), "Reading each part's share…", loaded, att,
+                   contrast)
 st.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
                 width="stretch", key="circ.direct")
 if st.button("Compare with each head's total effect (remove every head)", icon=":material/science:",
-             key="circ.scan") or st.session_state.get(f"circ.scanned.{name}.{text}.{target}.{foil}"):
-    st.session_state[f"circ.scanned.{name}.{text}.{target}.{foil}"] = True
-    exact = follow_or_stop(ablation_job(name, text, target, foil, "zero", loaded, att, pair))
+             key="circ.scan") or st.session_state.get(f"circ.scanned.{name}.{text}.{contrast.typed}"):
+    st.session_state[f"circ.scanned.{name}.{text}.{contrast.typed}"] = True
+    exact = result_of(head_ablation, (name, text, *contrast.typed, "zero"), "Ablating every head…", loaded, att,
+                      contrast, ablation="zero")
     st.plotly_chart(figures.layer_head_heatmap(exact.effect, title="Total effect of removing each head",
                                                value_name="effect"), width="stretch", key="circ.total")
 else:
@@ -85,8 +78,8 @@ st.plotly_chart(plotting.weights_bar([str(i + 1) for i in range(len(shares.mlps)
 # --- 2. How it forms ---------------------------------------------------------------------------------------
 st.header("2 · How it forms: the logit lens")
 st.latex(r"\text{lens}_\ell(i) = \operatorname{softmax}\big(W_U\, \mathrm{norm}(x^{(\ell)}_i)\big)")
-lens = follow_or_stop(lens_job(name, text, target, foil, loaded, att, pair))
-show_target = st.toggle(f"Colour by the target's probability (“{md(pair.target.token)}”)", key="circ.lens_target")
+lens = result_of(logit_lens, (name, text, *contrast.typed), "Reading every layer…", loaded, att, target=contrast.target)
+show_target = st.toggle(f"Colour by the target's probability (“{md(contrast.target.token)}”)", key="circ.lens_target")
 st.plotly_chart(figures.lens_heatmap(lens, target=show_target), width="stretch", key="circ.lens")
 last = lens.target_probability[:, -1]
 first_layer = next((i for i, p in enumerate(last) if p == last.max()), 0)
@@ -97,7 +90,7 @@ st.caption(f"Each row reads the residual stream after a layer through the final 
 # --- 3. Where the information enters ----------------------------------------------------------------------
 st.header("3 · Where it enters: activation patching")
 st.latex(r"\text{effect} = \frac{m_{\text{patched}} - m_{\text{corrupt}}}{m_{\text{clean}} - m_{\text{corrupt}}}")
-names = [w.strip() for w in (pair.target.token, pair.foil.token)]
+names = [w.strip() for w in (contrast.target.token, contrast.foil.token)]
 try:
     suggested = swap_words(text, *names)
 except ValueError:
@@ -107,11 +100,11 @@ corrupt_text = st.text_input("Corrupted prompt (the same number of tokens)", val
                                                   "now prefer the foil.")
 site = st.radio("Patch", list(SITES), format_func=label_of(SITES), horizontal=True, key="circ.site")
 if st.button("Patch every site", icon=":material/healing:", key="circ.patch") or \
-        st.session_state.get(f"circ.patched.{name}.{text}.{corrupt_text}.{target}.{foil}.{site}"):
-    st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{target}.{foil}.{site}"] = True
+        st.session_state.get(f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"):
+    st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"] = True
     corrupt = attention_or_stop(name, corrupt_text, say_check=False)
-    patched = follow_or_stop(patching_run_job(name, text, corrupt_text, target, foil, site, loaded, att, corrupt,
-                                              pair))
+    patched = result_of(activation_patching, (name, text, corrupt_text, *contrast.typed, site), "Patching…", loaded,
+                        att, corrupt, contrast, site=site)
     if site == "residual":
         rows = ["embeddings"] + [f"after layer {i}" for i in range(1, patched.effect.shape[0])]
         fig = plotting.heatmap(patched.effect, list(patched.tokens), rows, title="Share of the clean prediction "
@@ -126,7 +119,7 @@ if st.button("Patch every site", icon=":material/healing:", key="circ.patch") or
 
 # --- 4. Which heads a head reads ---------------------------------------------------------------------------
 st.header("4 · Which heads it reads: composition")
-roles, _ = follow_or_stop(roles_job(name, loaded))
+roles = result_of(head_roles, (name,), "Running the induction probe…", loaded)
 inductions = roles.induction
 best = divmod(int(inductions.argmax()), inductions.shape[1])
 st.markdown(f"The strongest induction head here is **layer {best[0] + 1}, head {best[1] + 1}** (score "

@@ -3,13 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from attention import figures, plotting
-from attention.models import zoom
-from attention.models.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD
-from attention.models.roles import ROLE_THRESHOLD, ROLES
-from attention.plotting import Colours
+from attention import figures
+from attention.models import BROAD_FRACTION, METRICS, ROLE_THRESHOLD, ROLES, TYPE_THRESHOLD, head_roles, survey, zoom
+from attention.toy import plotting
+from attention.toy.plotting import Colours
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, follow_or_stop, is_saved, model_or_stop, roles_job, survey_or_stop
+from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
 from pages._labels import label_of
 from pages._lessons import path_links
 from pages._widgets import layer_and_head, open_head_buttons, sentence_and_model
@@ -19,20 +18,20 @@ ensure_app_frame()
 st.title("Head atlas")
 name, text = sentence_and_model("The animal didn't cross the street because it was too tired. It lay down.")
 att = attention_or_stop(name, text)
-stats = survey_or_stop(name, text, att)
+head_survey = result_of(survey, (name, text), "Surveying every head…", att)
 L, H = att.n_layers, att.n_heads
 
 metric = st.segmented_control("Statistic", list(METRICS), default="entropy", format_func=label_of(METRICS),
                               key="metric", bind="query-params") or "entropy"
 title, help_text = METRICS[metric]
-values = getattr(stats, metric)
-uniform = stats.uniform_entropy  # per layer: a layer with a sliding window sees fewer keys
+values = getattr(head_survey, metric)
+uniform = head_survey.uniform_entropy  # per layer: a layer with a sliding window sees fewer keys
 uniform_text = (f"{uniform.max():.2f} nats" if uniform.min() == uniform.max() else
                 f"{uniform.min():.2f} to {uniform.max():.2f} nats (layers with a sliding window see fewer keys)")
 st.caption(help_text + (f" Uniform attention would give {uniform_text}." if metric == "entropy" else ""))
 fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
                        x_title="head", y_title="layer", value_name=title,
-                       colours=Colours(0.0, stats.upper_bound(metric)),
+                       colours=Colours(0.0, head_survey.upper_bound(metric)),
                        show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L), clickable=True)
 picked = st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select="rerun", selection_mode="points")
 if picked and picked.selection.points:  # a click on a cell opens that head below
@@ -43,10 +42,10 @@ st.subheader("Head types")
 st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink** when more than "
             f"{TYPE_THRESHOLD:.0%} of its attention (averaged over tokens) goes there, as in Clark et al. 2019; "
             f"**broad** when its mean entropy exceeds {BROAD_FRACTION:.0%} of uniform (our threshold).")
-rows = [{"layer": l_ + 1, "head": h + 1, "type": stats.head_types[l_, h], "entropy": stats.entropy[l_, h],
-         "special": stats.special_mass[l_, h], "sink mass": stats.sink_mass[l_, h],
-         "previous": stats.previous[l_, h], "next": stats.next[l_, h],
-         "mean distance": stats.mean_distance[l_, h]} for l_ in range(L) for h in range(H)]
+rows = [{"layer": l_ + 1, "head": h + 1, "type": head_survey.head_types[l_, h], "entropy": head_survey.entropy[l_, h],
+         "special": head_survey.special_mass[l_, h], "sink mass": head_survey.sink_mass[l_, h],
+         "previous": head_survey.previous[l_, h], "next": head_survey.next[l_, h],
+         "mean distance": head_survey.mean_distance[l_, h]} for l_ in range(L) for h in range(H)]
 table = pd.DataFrame(rows)
 counts = table["type"].replace("", "unlabelled").value_counts()
 st.write(", ".join(f"{k}: {v}" for k, v in counts.items()))
@@ -58,7 +57,8 @@ labels = probe = None
 if is_saved(name):
     st.info("Roles are measured by running the model on a probe: open the model itself to see them.")
 else:
-    roles, probe = follow_or_stop(roles_job(name, model_or_stop(name)))
+    roles = result_of(head_roles, (name,), "Running the induction probe…", model_or_stop(name))
+    probe = roles.probe
     c1, c2 = st.columns([3, 1])
     role = c1.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
                                 key="atlas.role", bind="query-params") or "induction"
@@ -85,11 +85,11 @@ else:
 st.subheader("Open a head (or click a cell above)")
 c1, c2, c3 = st.columns([1, 1, 2])
 layer, head = layer_and_head(c1, c2, L, H)
-head_type = stats.head_types[layer, head] or "no clear type"
+head_type = head_survey.head_types[layer, head] or "no clear type"
 role_text = "not measured" if labels is None else labels[layer, head] or "no role"
 c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, **{role_text}** "
-            f"on the probe; entropy {stats.entropy[layer, head]:.2f} nats, mean distance "
-            f"{stats.mean_distance[layer, head]:.1f} tokens.")
+            f"on the probe; entropy {head_survey.entropy[layer, head]:.2f} nats, mean distance "
+            f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
 open_head_buttons(layer, head, key="atlas.open")
 if probe is not None:
     st.plotly_chart(figures.view_heatmap(zoom(probe, "head", layer=layer, head=head)), width="stretch",
@@ -103,7 +103,7 @@ st.markdown("How much weight one (query, key) pair gets, on average, by how far 
             "minus key position: 1 is the previous token, negative keys come after the query). A local head falls "
             "off fast; a head that looks far keeps weight at long range. Ranges widen with distance so long texts "
             "read as a curve.")
-profile = stats.distance_profile()
+profile = head_survey.distance_profile()
 curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head),
           f"layer {layer + 1}, mean of its {H} heads": profile.of(layer)}
 st.plotly_chart(plotting.lines(profile.labels, curves,

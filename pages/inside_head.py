@@ -3,11 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from attention import plotting
-from attention.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
-from attention.models import query_row
-from attention.models.tokens import default_focus
-from attention.plotting import SIGNED, Ticks
+from attention.models import default_focus, query_row
+from attention.toy import plotting
+from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
+from attention.toy.plotting import SIGNED, Ticks
 from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop

@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from attention import examples as ex
-from attention.lessons import questions_for
-from attention.live import lookup_payload
-from attention.lookup import hard_lookup, parse_table, soft_lookup
+from attention.toy import examples as ex
+from attention.toy.lessons import FRUIT_QUERY_KEYS, questions_for
+from attention.toy.live import lookup_payload
+from attention.toy.lookup import hard_lookup, parse_table, soft_lookup
 from pages._carried import fill, switch_to
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
@@ -57,13 +57,12 @@ except ValueError as err:
 THREE_DECIMALS = {"_default": st.column_config.NumberColumn(format="%.3f")}
 
 
-QUERY_KEYS = ("lookup.sweetness", "lookup.durability", "lookup.texture")  # one per key feature
 
 
 def _take_live_query() -> None:
     """A drag ended in the live component: its query becomes the widgets' (and so the URL's and tables')."""
     steps = st.session_state["lookup.live"]["query_steps"]
-    for key, step in zip(QUERY_KEYS, steps, strict=True):
+    for key, step in zip(FRUIT_QUERY_KEYS, steps, strict=True):
         st.session_state[key] = round(step / 100, 2)
 
 
@@ -82,13 +81,13 @@ def query_and_answer(table) -> None:
         cols = st.columns(3)
         query = [col.number_input(name, 0.0, 1.0, float(ex.FRUIT_QUERY[f]), 0.01, key=key, bind="query-params",
                                   format="%.2f")
-                 for f, (col, name, key) in enumerate(zip(cols, ex.FRUIT_KEY_FEATURES, QUERY_KEYS, strict=True))]
+                 for f, (col, name, key) in enumerate(zip(cols, ex.FRUIT_KEY_FEATURES, FRUIT_QUERY_KEYS, strict=True))]
     live_lookup(lookup_payload(query, table.keys, table.values, table.labels, ex.FRUIT_KEY_FEATURES,
                                ex.FRUIT_VALUE_FEATURES, scaled=scaled, pair=st.session_state.get("lookup.plane", 0),
                                key="lookup"),
                 key="lookup.live", on_query=_take_live_query, on_pair=_take_plane_pair)
     st.caption("Drag a slider or the point in the plane: the weights redraw at every step, from numbers Python "
-               "computed in advance for every slider position (attention/live.py). Arrow keys, Home and End move "
+               "computed in advance for every slider position (attention/toy/live.py). Arrow keys, Home and End move "
                "a focused slider or the point. The tables below follow when you let go.")
 
     res = soft_lookup(query, table.keys, table.values, table.labels, scaled=scaled)

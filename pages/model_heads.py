@@ -3,15 +3,22 @@
 import streamlit as st
 
 from attention import figures
-from attention.models import AGGREGATIONS, line_view, token_focus, zoom
-from attention.models.sinks import SINKS_NOTE
-from attention.models.tokens import default_focus
-from attention.models.views import LINE_VIEW_MAX_UNITS, LINE_VIEW_TOKENS
-from attention.plotting import CLICKABLE_CELLS, Ticks
+from attention.models import (
+    AGGREGATIONS,
+    LINE_VIEW_MAX_UNITS,
+    LINE_VIEW_TOKENS,
+    SINKS_NOTE,
+    default_focus,
+    line_view,
+    survey,
+    token_focus,
+    zoom,
+)
+from attention.toy.plotting import CLICKABLE_CELLS, Ticks
 from pages._carried import carried, remember
 from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, survey_or_stop
+from pages._jobs import attention_or_stop, result_of
 from pages._labels import label_of, label_or_every, token_labels
 from pages._lessons import path_links
 from pages._text import md
@@ -29,13 +36,13 @@ st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {a
 reading = reading_switches(att)
 
 st.subheader("All heads at once")
-found = survey_or_stop(name, text, att)
-st.plotly_chart(figures.head_grid(found.tiles, hover_extra=found.sink_mass, hover_label="sink mass"),
+head_survey = result_of(survey, (name, text), "Surveying every head…", att)
+st.plotly_chart(figures.head_grid(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass"),
                 width="stretch", key="heads.grid", on_select=tile_opener("heads.grid"), selection_mode="points",
                 config=chart_config(name, "all-heads"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
-           + (f", each cell the largest weight in a block of {found.block}×{found.block} tokens, so thin patterns "
-              "(diagonals, a column on [SEP]) stay visible" if found.block > 1 else "")
+           + (f", each cell the largest weight in a block of {head_survey.block}×{head_survey.block} tokens, so thin "
+              "patterns (diagonals, a column on [SEP]) stay visible" if head_survey.block > 1 else "")
            + ". Click a tile to open that head in the zoom; hover for its sink mass.")
 with st.expander("Attention sinks: why most heads stare at one token"):
     st.markdown(SINKS_NOTE)
@@ -107,14 +114,14 @@ if st.toggle("Show the line view", value=False, key="show_lines", bind="query-pa
 
 if att.architecture == "encoder-decoder":
     st.subheader("Cross-attention: each target token reads the source")
-    target = st.text_input("Target sentence (empty: the model's own greedy translation)", key="target",
+    decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)", key="decoder_text",
                            bind="query-params", max_chars=2000)
-    pair = attention_or_stop(name, text, target.strip() or None, say_check=False)
+    translation = attention_or_stop(name, text, decoder_text.strip() or None, say_check=False)
     cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
     if cross_how != how:
         st.caption(f"{AGGREGATIONS[how].label} is defined for self-attention; cross-attention shows the mean over "
                    "heads.")
-    cross = zoom(pair, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
+    cross = zoom(translation, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
     st.plotly_chart(figures.view_heatmap(cross, x_title="source token (key)", y_title="target token (query)"),
                     width="stretch", key="heads.cross")
 

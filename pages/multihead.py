@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from attention import causal_mask, multi_head_attention, plotting
-from attention import examples as ex
-from attention.lessons import questions_for
-from attention.live import SHARPNESS_VALUES, Panel, cross_attention_frames, slider, slider_values
-from attention.multihead import toy_translation
+from attention import causal_mask, multi_head_attention
+from attention.toy import examples as ex
+from attention.toy import plotting
+from attention.toy.lessons import questions_for
+from attention.toy.live import SHARPNESS_VALUES, Panel, cross_attention_frames, slider, slider_values
+from attention.toy.multihead import toy_translation
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
 from pages._live import live_sliders

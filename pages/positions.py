@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from attention import attention_from_embeddings, plotting
-from attention import examples as ex
-from attention.lessons import questions_for
-from attention.positions import (
+from attention import attention_from_embeddings
+from attention.toy import examples as ex
+from attention.toy import plotting
+from attention.toy.lessons import questions_for
+from attention.toy.positions import (
     order_demo,
     position_similarity,
     rotary_toy,
@@ -128,9 +129,7 @@ st.subheader("In SmolLM2")
 st.caption("SmolLM2 rotates 32 pairs of each 64-dimensional head, pair i by θ_i = 100000^(−2i/64) per position: "
            "pair 0 turns a radian per token, the last pair barely moves over 4,096 tokens.")
 if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key="pos.real", bind="query-params"):
-    from attention.models.registry import DEFAULT_DECODER
-    from attention.models.rotary import rotary_view
-    from attention.models.running import rotary_base
+    from attention.models import DEFAULT_DECODER, rotary_base, rotary_view
     from pages._jobs import attention_or_stop, model_or_stop
     from pages._widgets import layer_and_head
 
@@ -164,7 +163,7 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                                       title="The same q and k placed Δ tokens apart", x_title="distance Δ",
                                       y_title="q·k/√d"), width="stretch", key="pos.distance")
     st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "
-               "back by −position to show the projections (attention.models.rotary). The dotted line marks this "
-               "pair's real distance.")
+               "back by −position to show the projections (attention.models.rotary_view). The dotted line marks "
+               "this pair's real distance.")
 
 path_links("pages/positions.py")

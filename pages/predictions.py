@@ -3,32 +3,41 @@
 import pandas as pd
 import streamlit as st
 
-from attention import examples as ex
-from attention import plotting
-from attention.models import DEFAULT_DECODER, query_row
-from attention.models.contrast import contrast
-from attention.models.head_effects import ABLATIONS, agreement
-from attention.models.lessons import questions_for as model_questions
-from attention.models.predictions import MAX_NEW_TOKENS, next_tokens
-from attention.models.registry import model_label
-from attention.models.tokens import default_focus, last_word
-from attention.plotting import SIGNED, WEIGHTS, Ticks
+from attention.models import (
+    ABLATIONS,
+    DEFAULT_DECODER,
+    MAX_NEW_TOKENS,
+    agreement,
+    attribution_patching,
+    default_focus,
+    generate,
+    head_ablation,
+    head_ablation_cosine,
+    last_word,
+    model_label,
+    next_tokens,
+    query_row,
+)
+from attention.models import questions_for as model_questions
+from attention.toy import examples as ex
+from attention.toy import plotting
+from attention.toy.plotting import SIGNED, WEIGHTS, Ticks
 from pages._carried import carried, example_filler, model_switcher
 from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
 from pages._jobs import (
-    ablation_job,
-    attention_or_stop,
-    follow_or_stop,
-    generation_job,
-    model_or_stop,
-    patching_job,
-    vector_ablation_job,
+    result_of,
 )
 from pages._labels import label_of, token_labels
 from pages._lessons import path_links, predict_then_see
 from pages._text import md, md_token
-from pages._widgets import layer_and_head, open_head_buttons, prediction_example, reading_switches, sentence_and_model
+from pages._widgets import (
+    layer_and_head,
+    open_head_buttons,
+    prediction_start,
+    reading_switches,
+    target_and_foil,
+)
 
 ensure_app_frame()
 LAYER_HEADS = "layer · head"
@@ -46,10 +55,7 @@ st.title("Predictions and head effects")
 st.markdown("Attention weights say where a head looks, not whether it matters. Here the model **predicts**, "
             "then each head is **removed** in turn to see how much the prediction changes: a head that looks "
             "at “Mary” may or may not be the one that makes the model say “ Mary”.")
-prompt, target_default, foil_default = prediction_example("pred")
-name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
-att = attention_or_stop(name, text)
-loaded = model_or_stop(name)
+name, text, att, loaded, defaults = prediction_start("pred")
 predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
 reading = reading_switches(att)
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
@@ -69,7 +75,8 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
                          max_chars=40)
     st.latex(r"\text{effect}^{(\ell,h)} = 1 - \cos\big(x^{\text{final}}_{w},\ x^{\text{final}}_{w}\,"
              r"\text{without head }(\ell,h)\big)")
-    effects = follow_or_stop(vector_ablation_job(name, text, word, ablation, loaded, att))
+    effects = result_of(head_ablation_cosine, (name, text, word, ablation), "Ablating every head…", loaded, att,
+                        word, ablation=ablation)
     effects_heatmap(effects, f"How far each head's removal moves “{att.tokens[effects.token]}”", "pred.vector")
     st.caption("Attribution patching is not shown for this metric: 1 − cos is smallest (0) at the unablated "
                "vector, so its gradient there is zero and a first-order estimate would say 0 for every head. It "
@@ -101,7 +108,8 @@ with st.form("pred.generate"):
     asked = st.form_submit_button("Generate", icon=":material/play_arrow:")
 if asked or st.session_state.get("pred.generated"):
     st.session_state["pred.generated"] = True
-    gen = follow_or_stop(generation_job(name, text, n_new, greedy, g_temp, seed, loaded))
+    gen = result_of(generate, (name, text, n_new, greedy, g_temp, seed), "Generating…", loaded, text,
+                    max_new_tokens=n_new, greedy=greedy, temperature=g_temp, seed=seed)
     if gen.truncated:
         st.warning("The prompt was cut to leave room for the new tokens.")
     step = st.slider("step", 1, len(gen.steps), len(gen.steps), key="pred.step") - 1
@@ -129,32 +137,21 @@ if asked or st.session_state.get("pred.generated"):
 
 # --- 3. Target and foil -----------------------------------------------------------------------------------
 st.header("3 · Target and foil")
-c1, c2 = st.columns(2)
-target = c1.text_input("expected next token (target)", value=target_default, key="pred.target", max_chars=40)
-foil = c2.text_input("an alternative (foil)", value=foil_default, key="pred.foil", max_chars=40)
-try:
-    pair = contrast(att, loaded.tokenizer, target, foil)  # tokenized here, once, for every scan below
-except ValueError as err:
-    st.warning(md(err))
-    st.stop()
-for choice, col in ((pair.target, c1), (pair.foil, c2)):
-    col.caption(f"“{md(choice.text)}” is one token." if choice.pieces == 1 else
-                f"“{md(choice.text)}” is {choice.pieces} tokens; the first, “{md(choice.token)}”, is used. A leading "
-                "space matters: “ Mary” and “Mary” are different tokens.")
-st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {pair.target_logit:.2f} - "
-         rf"{pair.foil_logit:.2f} = {pair.baseline:.2f}")
+contrast = target_and_foil("pred", att, loaded.tokenizer, defaults)
 st.caption("Positive: the model prefers the target. A head's effect is m with the head removed, minus m: negative "
            "means the head supported the target.")
 
 # --- 4. Which heads matter --------------------------------------------------------------------------------
 st.header("4 · Which heads matter")
-estimate = follow_or_stop(patching_job(name, text, target, foil, ablation, loaded, att, pair))
+estimate = result_of(attribution_patching, (name, text, *contrast.typed, ablation), "Estimating every head's effect…",
+                     loaded, att, contrast, ablation=ablation)
 exact_asked = st.button("Remove every head in turn (the exact scan)", icon=":material/science:", key="pred.scan",
                         help="One forward pass per head, batched; a few seconds for SmolLM2's 270 heads.")
 exact = None
-if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{target}.{foil}.{ablation}"):
-    st.session_state[f"pred.scanned.{name}.{text}.{target}.{foil}.{ablation}"] = True
-    exact = follow_or_stop(ablation_job(name, text, target, foil, ablation, loaded, att, pair))
+if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{contrast.typed}.{ablation}"):
+    st.session_state[f"pred.scanned.{name}.{text}.{contrast.typed}.{ablation}"] = True
+    exact = result_of(head_ablation, (name, text, *contrast.typed, ablation), "Ablating every head…", loaded, att,
+                      contrast, ablation=ablation)
 c1, c2 = st.columns(2)
 with c1:
     effects_heatmap(estimate, "Estimate: attribution patching (1 forward + 1 backward)", "pred.estimate")

@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from attention import plotting
-from attention.lessons import questions_for
-from attention.live import DIM_VALUES, TEMPERATURE_VALUES, Panel, scaling_frames, slider, slider_values
-from attention.scaling import scaling_sample, scaling_study
+from attention.toy import plotting
+from attention.toy.lessons import questions_for
+from attention.toy.live import DIM_VALUES, TEMPERATURE_VALUES, Panel, scaling_frames, slider, slider_values
+from attention.toy.scaling import scaling_sample, scaling_study
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
 from pages._live import live_sliders

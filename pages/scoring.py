@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from attention import METHODS, attention_from_embeddings, causal_mask, plotting, scored_attention
-from attention import examples as ex
-from attention.lessons import questions_for
-from attention.scoring import FORMULAS
+from attention import METHODS, attention_from_embeddings, causal_mask, scored_attention
+from attention.toy import examples as ex
+from attention.toy import plotting
+from attention.toy.lessons import questions_for
+from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
 

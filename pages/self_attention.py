@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from attention import attention_from_embeddings, plotting
-from attention import examples as ex
-from attention.lessons import questions_for
-from attention.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
+from attention import attention_from_embeddings
+from attention.toy import examples as ex
+from attention.toy import plotting
+from attention.toy.lessons import questions_for
+from attention.toy.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
 from pages._lessons import path_links, predict_then_see
@@ -95,7 +96,7 @@ if name.startswith("Cat"):
     st.header("7 · Drag the query and watch")
     st.markdown(f"Change q for “{word}” one coordinate at a time: the scaled scores, the softmax weights and "
                 "the output z move while you drag (every step was computed in advance by "
-                "`attention.live.query_sweeps`; the browser only looks them up). Starting point: q rounded "
+                "`attention.toy.live.query_sweeps`; the browser only looks them up). Starting point: q rounded "
                 f"to steps of {QUERY_STEP}.")
     q_keys = [f"self.q{i}.{f}" for f in range(d_k)]
     with st.expander("Exact values (typed, kept in the link)"):

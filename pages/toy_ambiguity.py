@@ -2,11 +2,10 @@
 
 import streamlit as st
 
-from attention import examples as ex
-from attention import plotting
-from attention.lessons import questions_for
-from attention.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
-from attention.toy_ambiguity import bank_attention, it_attention
+from attention.toy import plotting
+from attention.toy.ambiguity import AMBIGUOUS_WORDS, AmbiguousWord
+from attention.toy.lessons import questions_for
+from attention.toy.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
 from pages._carried import fill, switch_to
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
@@ -17,7 +16,7 @@ ensure_app_frame()
 
 st.title("Ambiguity in a toy model")
 st.markdown("Four-to-six readable dimensions instead of hundreds, and weights written by hand "
-            "(see `attention/examples.py`), so you can see *why* attention picks the right sense. "
+            "(see `attention/toy/examples.py`), so you can see *why* attention picks the right sense. "
             "`pull` multiplies the queries: 0 means uniform attention, more means sharper.")
 with st.expander("Exact value (typed, kept in the link)"):
     pull = st.number_input("pull of the context words", 0.0, 10.0, 4.0, 0.5, key="toy.pull", bind="query-params")
@@ -25,10 +24,9 @@ with st.expander("Exact value (typed, kept in the link)"):
 
 values = slider_values(PULL_VALUES, pull)
 panels = []
-for word, keys, defaults in (("bank", ("toy.bank0", "toy.bank1"), ex.BANK_SENTENCES),
-                             ("it", ("toy.it0", "toy.it1"), ex.IT_SENTENCES)):
-    for key, default in zip(keys, defaults, strict=True):
-        sentence = st.session_state.get(key, default)
+for word, toy in AMBIGUOUS_WORDS.items():
+    for n, default in enumerate(toy.sentences):
+        sentence = st.session_state.get(f"toy.{word}{n}", default)
         try:
             tokens, frames = pull_frames(sentence, word, values)
         except ValueError:
@@ -40,60 +38,41 @@ if panels:
     st.caption("Drag the pull: what “bank” and “it” attend to redraws at every step (computed in advance); the "
                "tabs below follow when you let go.")
 predict_then_see(questions_for("toy_ambiguity"))
-tab_bank, tab_it = st.tabs(["“bank”", "“it”"])
 
-with tab_bank:
-    st.latex(r"q_{bank} = \text{pull}\cdot x_{bank} W_Q,\quad k_j = x_j W_K,\quad "
-             r"z_{bank} = \sum_j \alpha_j\, x_j W_V \in (\text{nature}, \text{finance})")
-    cols = st.columns(2)
+
+def sentence_pair(toy: AmbiguousWord) -> None:
+    """One tab: two sentences with the word, what it attends to in each (per layer), its output in both."""
+    if toy.story:
+        st.markdown(toy.story)
+    st.latex(toy.formula)
     results = {}
-    for n, (col, default) in enumerate(zip(cols, ex.BANK_SENTENCES, strict=True)):
-        sentence = col.text_input(f"sentence {n + 1}", value=default, key=f"toy.bank{n}", bind="query-params",
+    for n, (col, default) in enumerate(zip(st.columns(2), toy.sentences, strict=True)):
+        sentence = col.text_input(f"sentence {n + 1}", value=default, key=f"toy.{toy.word}{n}", bind="query-params",
                                   max_chars=200)
         try:
-            r = bank_attention(sentence, pull)
+            r = toy.attend(sentence, pull)
         except ValueError as err:
             col.error(md(err))
             continue
         results[sentence] = r
-        col.plotly_chart(plotting.weights_bar(r.tokens, r.trace.weights[r.focus], title="what “bank” attends to"),
-                         width="stretch", key=f"toy.bank_bar{n}")
+        for layer, (title, trace) in enumerate(r.layers, start=1):
+            col.plotly_chart(plotting.weights_bar(r.tokens, trace.weights[r.focus], title=title), width="stretch",
+                             key=f"toy.{toy.word}_bar{n}.{layer}")
     if results:
-        st.plotly_chart(plotting.sense_plane({s: r.sense for s, r in results.items()}, axes=("nature", "finance"),
-                                             title="The output vector of “bank” in each sentence"),
-                        width="stretch", key="toy.bank_plane")
+        st.plotly_chart(plotting.sense_plane({s[-25:]: r.sense for s, r in results.items()}, axes=toy.axes,
+                                             title=f"The output vector of “{toy.word}” in each sentence"),
+                        width="stretch", key=f"toy.{toy.word}_plane")
 
-with tab_it:
-    st.markdown("One layer is not enough: the query of “it” is the same in both sentences. Layer 1 lets "
-                "“it” read what the predicate wants (*tired* wants an animate subject, *wide* a spatial one); "
-                "layer 2 matches that want against the nouns.")
-    st.latex(r"x' = x + \operatorname{Attn}_1(x), \qquad z_{it} = \operatorname{Attn}_2(x')_{it}"
-             r" \in (\text{animate}, \text{spatial})")
-    cols = st.columns(2)
-    results = {}
-    for n, (col, default) in enumerate(zip(cols, ex.IT_SENTENCES, strict=True)):
-        sentence = col.text_input(f"sentence {n + 1}", value=default, key=f"toy.it{n}", bind="query-params",
-                                  max_chars=200)
-        try:
-            r = it_attention(sentence, pull)
-        except ValueError as err:
-            col.error(md(err))
-            continue
-        results[sentence] = r
-        for layer, t in (("layer 1: “it” finds the predicate", r.layer1), ("layer 2: “it” finds its noun", r.layer2)):
-            col.plotly_chart(plotting.weights_bar(r.tokens, t.weights[r.focus], title=layer),
-                             width="stretch", key=f"toy.it{n}{layer[:7]}")
-    if results:
-        st.plotly_chart(plotting.sense_plane({s[-25:]: r.sense for s, r in results.items()},
-                                             axes=("animate", "spatial"), title="The output vector of “it”"),
-                        width="stretch", key="toy.it_plane")
+
+for tab, toy in zip(st.tabs([f"“{word}”" for word in AMBIGUOUS_WORDS]), AMBIGUOUS_WORDS.values(), strict=True):
+    with tab:
+        sentence_pair(toy)
 
 st.subheader("The same sentences in a real model")
 c1, c2 = st.columns(2)
-for col, word, keys in ((c1, "bank", ("toy.bank0", "toy.bank1")), (c2, "it", ("toy.it0", "toy.it1"))):
+for col, (word, toy) in zip((c1, c2), AMBIGUOUS_WORDS.items(), strict=True):
     if col.button(f"See “{word}” in MiniLM, head by head", icon=":material/open_in_new:", key=f"toy.real.{word}"):
-        sentences = [st.session_state.get(k, d) for k, d in zip(keys, ex.BANK_SENTENCES if word == "bank"
-                                                                 else ex.IT_SENTENCES, strict=True)]
+        sentences = [st.session_state.get(f"toy.{word}{n}", default) for n, default in enumerate(toy.sentences)]
         # the example follows: Ambiguous words opens on these two sentences
         fill({"pair": word, f"a_{word}": sentences[0], f"b_{word}": sentences[1], f"w_{word}": word})
         switch_to("pages/ambiguous_words.py")

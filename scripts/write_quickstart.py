@@ -12,7 +12,7 @@ CELLS = [
                  "models' heads, any model's own attentions, head effects, and results that travel between a "
                  "notebook and the app. Every figure is Plotly's and renders offline."),
     ("markdown", "## 1. The lookup, step by step (seed 002: apple, banana, chair)"),
-    ("code", "from attention import examples as ex\nfrom attention import scaled_dot_product_attention\n\n"
+    ("code", "from attention.toy import examples as ex\nfrom attention import scaled_dot_product_attention\n\n"
              "t = scaled_dot_product_attention(ex.FRUIT_QUERY[None, :], ex.FRUIT_KEYS, ex.FRUIT_VALUES)\n"
              "t.scaled.round(2), t.weights.round(3), t.output.round(3)"),
     ("markdown", "## 2. A bundled model: every head, then one head read in words"),
@@ -24,7 +24,7 @@ CELLS = [
                  "A tiny random BERT stands in for the model you study: `output_attentions=True`, then "
                  "`from_attentions`, or `head_view` / `model_view` with BertViz's arguments."),
     ("code", "import torch\nimport transformers\n\nfrom attention.figures import head_view, model_view\n"
-             "from attention.models.imported import from_attentions\n\n"
+             "from attention.models import from_attentions\n\n"
              "tokenizer = minilm.tokenizer\n"
              "config = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32,\n"
              "                                 intermediate_size=64, attn_implementation=\"eager\")\n"
@@ -37,14 +37,13 @@ CELLS = [
              "model_view(attention, tokens)"),
     ("code", "head_view(attention, tokens, layer=1, heads=[0, 1])"),
     ("markdown", "## 4. What the heads do: remove each one and watch the prediction"),
-    ("code", "from attention.models.contrast import contrast\nfrom attention.models.head_effects import "
-             "head_ablation\n\nsmol = load_model(\"smollm2\")\n"
+    ("code", "from attention.models import contrast, head_ablation\n\nsmol = load_model(\"smollm2\")\n"
              "mary = smol.attend(\"When Mary and John went to the store, John gave a drink to\")\n"
              "pair = contrast(mary, smol.tokenizer, \" Mary\", \" John\")\n"
              "effects = head_ablation(smol, mary, pair)\nprint(f\"m = {pair.baseline:.2f}; largest: "
              "{effects.ranked(3)}\")\nfigures.effects(effects)"),
     ("markdown", "## 5. Export here, open anywhere (the app's model pages open the same file)"),
-    ("code", "from attention.models.imported import export_npz, load_npz\n\n"
+    ("code", "from attention.models import export_npz, load_npz\n\n"
              "data = export_npz(att)\nback = load_npz(data)\n"
              "assert (back.weights == att.weights).all()\nprint(f\"{len(data):,} bytes\")\nfigures.head(back, 0, 0)"),
 ]

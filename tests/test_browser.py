@@ -47,8 +47,8 @@ def live_numbers(page) -> dict:
 def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app_url, browser):
     import numpy as np
 
-    from attention import examples as ex
-    from attention.lookup import soft_lookup
+    from attention.toy import examples as ex
+    from attention.toy.lookup import soft_lookup
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "lookup"))
@@ -260,8 +260,8 @@ def sweep_cells(page, key: str) -> list[str]:
 def test_live_sweep_on_the_multihead_page_follows_the_drag_and_reports_the_release(app_url, browser):
     import numpy as np
 
-    from attention.live import SHARPNESS_VALUES
-    from attention.multihead import toy_translation
+    from attention.toy.live import SHARPNESS_VALUES
+    from attention.toy.multihead import toy_translation
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "multihead"))
@@ -289,7 +289,7 @@ def test_live_sweep_on_the_multihead_page_follows_the_drag_and_reports_the_relea
 def test_live_sweep_component_writes_hostile_names_as_text(browser):
     import numpy as np
 
-    from attention.live import Panel, slider, sweep_payload
+    from attention.toy.live import Panel, slider, sweep_payload
     from pages._live import component_source
 
     js = component_source("live_sweep", "js")
@@ -316,7 +316,7 @@ def test_live_sweep_component_writes_hostile_names_as_text(browser):
 def test_a_question_is_answered_with_the_keyboard_and_the_answer_is_announced(app_url, browser):
     """Predict, then see, without a mouse: Space picks a choice, Tab reaches Commit, Enter commits; the page is
     set to the question's state and the answer appears in an alert (role=status: a screen reader reads it)."""
-    from attention.lessons import questions_for
+    from attention.toy.lessons import questions_for
 
     q = questions_for("scaling")[0]
     page = browser.new_page(viewport={"width": 1280, "height": 1000})

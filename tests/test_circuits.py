@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models.composition import composition, head_matrices
-from attention.models.contrast import contrast
-from attention.models.patching import activation_patching, swap_words
-from attention.models.readout import direct_logit_attribution, logit_lens
-from attention.models.roles import probe_attention, probe_ids, roles_of
+from attention.models.analyses.composition_scores import composition, head_matrices
+from attention.models.analyses.patching import activation_patching, swap_words
+from attention.models.analyses.readout import direct_logit_attribution, logit_lens
+from attention.models.analyses.roles import probe_attention, probe_ids, roles_of
+from attention.models.analyses.target_foil import contrast
 from benchmarks.families import build
 from tests.test_stats import fake_attention
 

@@ -16,18 +16,18 @@ import pytest
 import torch
 import transformers as tf
 
-from attention.models.capture import CAPTURE
-from attention.models.contrast import choose_token, contrast
-from attention.models.head_effects import (
+from attention.models.analyses.head_effects import (
     agreement,
     attribution_patching,
     head_ablation,
     head_ablation_cosine,
     rank_correlation,
 )
-from attention.models.predictions import generate, next_tokens
-from attention.models.registry import ModelSpec
-from attention.models.running import LoadedModel
+from attention.models.analyses.predictions import generate, next_tokens
+from attention.models.analyses.target_foil import choose_token, contrast
+from attention.models.forward.capture import CAPTURE
+from attention.models.forward.model import LoadedModel
+from attention.models.forward.registry import ModelSpec
 
 MARY = "When Mary and John went to the store, John gave a drink to"
 
@@ -36,7 +36,7 @@ MARY = "When Mary and John went to the store, John gave a drink to"
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from attention.models.loading import minilm_dir
+    from attention.models.forward.loading import minilm_dir
 
     return AutoTokenizer.from_pretrained(minilm_dir())
 
@@ -96,7 +96,7 @@ def test_tiny_ablation_scan_equals_weight_edits_and_full_passes(tokenizer, metho
                 expected = metric_of(edited, ids, t, f) - effects.baseline
                 assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-9)
     # Starting at the ablated layer from the clean residual stream gives what running every layer gives.
-    monkeypatch.setattr("attention.models.edits.restart_of", lambda parts: None)
+    monkeypatch.setattr("attention.models.analyses.edits.restart_of", lambda parts: None)
     full = scan(loaded, text, target, foil, ablation=method)
     np.testing.assert_allclose(effects.effect, full.effect, atol=1e-9)
 
@@ -185,7 +185,7 @@ def test_bad_input_gives_messages(tokenizer, minilm, monkeypatch):
     with pytest.raises(ValueError, match="target token: it is empty"):
         scan(loaded, "the cat sat", "", " dog", estimate=True)
     with pytest.raises(ValueError, match="up to 8 tokens"):
-        monkeypatch.setattr("attention.models.edits.EFFECT_MAX_TOKENS", 8)
+        monkeypatch.setattr("attention.models.analyses.edits.EFFECT_MAX_TOKENS", 8)
         scan(loaded, "the cat sat on the mat and the dog sat on the rug", " dog", " cat")
     word = choose_token(tokenizer, "unbelievably")  # several WordPiece tokens: the first is used
     assert word.pieces > 1 and word.token_id == tokenizer("unbelievably", add_special_tokens=False)["input_ids"][0]
@@ -219,7 +219,7 @@ def test_smollm2_mary_john_scan_equals_copies_with_a_head_zeroed(smollm2):
 def test_smollm2_generation_is_transformers_greedy_and_its_rows_are_one_pass(smollm2):
     from transformers import AutoModelForCausalLM
 
-    from attention.models.loading import smollm2_dir
+    from attention.models.forward.loading import smollm2_dir
 
     gen = generate(smollm2, "The capital of France is", max_new_tokens=8)
     assert gen.steps[0].token == " Paris" and gen.steps[0].probability == pytest.approx(0.77, abs=0.03)
@@ -257,7 +257,7 @@ def test_a_short_request_goes_before_the_next_batch_of_long_work():
     batch, however fast the scan asks again (with a plain lock the scan could win every time)."""
     import threading
 
-    from attention.models.running import ModelLock
+    from attention.models.forward.model import ModelLock
 
     lock, order = ModelLock(), []
     lock.acquire(short=False)  # a batch in flight
@@ -293,7 +293,7 @@ def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer)
     import threading
     import time
 
-    from attention.models.edits import edit_setup, head_slices, hooked_z, scan
+    from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, scan
 
     loaded, reference = tiny_lm(tokenizer, dtype=torch.float32)
     att = loaded.attend(MARY)
@@ -331,7 +331,7 @@ def test_long_work_leaves_the_cores_to_a_page_that_just_ran_a_short_request():
     import threading
     import time
 
-    from attention.models.running import ModelLock
+    from attention.models.forward.model import ModelLock
 
     lock = ModelLock(grace=0.4)
 

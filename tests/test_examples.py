@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from attention import examples as ex
 from attention import hard_lookup, permutation_check, scaled_dot_product_attention, sinusoidal_positions, soft_lookup
-from attention.core import attention_from_embeddings
-from attention.toy_ambiguity import bank_attention, it_attention
+from attention.toy import examples as ex
+from attention.toy.ambiguity import bank_attention, it_attention
+from attention.toy.core import attention_from_embeddings
 
 
 def test_fruit_scaled_scores_match_article():

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from attention.models import ModelUnavailable, from_model, load_model
-from attention.models.contrast import contrast
-from attention.models.head_effects import head_ablation, head_ablation_cosine
-from attention.models.head_survey import survey
-from attention.models.predictions import generate
+from attention.models.analyses.head_effects import head_ablation, head_ablation_cosine
+from attention.models.analyses.predictions import generate
+from attention.models.analyses.target_foil import contrast
+from attention.models.forward.head_survey import survey
 from benchmarks.families import FAMILIES, TEXT, build, own_attentions
 
 DECODERS = [n for n, f in FAMILIES.items() if f.architecture == "decoder-only"]
@@ -128,7 +128,7 @@ def test_what_a_family_cannot_have_is_refused_with_its_reason(name, built, tok):
 
 def test_the_guard_refuses_a_model_whose_attention_output_is_wrong(monkeypatch, tok):
     """Our kernel's output broken on purpose (the values 1 % too large) must refuse the model, with the gap."""
-    from attention.models.head_survey import SurveyKernel
+    from attention.models.forward.kernel import SurveyKernel
 
     right = SurveyKernel.__call__
     monkeypatch.setattr(SurveyKernel, "__call__", lambda self, call: None if (out := right(self, call)) is None
@@ -139,7 +139,7 @@ def test_the_guard_refuses_a_model_whose_attention_output_is_wrong(monkeypatch, 
 
 def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, tok):
     """A recomputation broken on purpose (the scale off by 10 %) must refuse the model, with the gap."""
-    import attention.models.model_attention as model_attention
+    import attention.models.forward.model_attention as model_attention
 
     right = model_attention.layer_weights
     monkeypatch.setattr(model_attention, "layer_weights",
@@ -149,7 +149,7 @@ def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, 
 
 
 def test_a_family_without_an_anatomy_entry_still_shows_weights_but_says_what_is_missing(monkeypatch, tok):
-    from attention.models import anatomy
+    from attention.models.forward import anatomy
 
     monkeypatch.setattr(anatomy, "FAMILIES", {k: v for k, v in anatomy.FAMILIES.items() if k != "qwen2"})
     loaded, reference = build("qwen2", tok)  # a fresh load: the anatomy is looked up again

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attention.lookup import MAX_TABLE_ROWS, parse_table
-from attention.models.tokens import display_tokens
+from attention.models.forward.tokens import display_tokens
+from attention.toy.lookup import MAX_TABLE_ROWS, parse_table
 from tests.test_pages import open_page
 
 BAD_TEXT = {
@@ -137,7 +137,7 @@ def test_memory_stays_bounded_over_200_sentences(capsys):
 
 
 def test_plotly_specs_hold_no_raw_markup():
-    from attention import plotting
+    from attention.toy import plotting
 
     fig = plotting.heatmap(np.eye(2), ["<script>x</script>", "b"], ["<img src=x>", "d"], title="<b>t</b>")
     spec = json.dumps(fig.to_plotly_json())
@@ -148,9 +148,10 @@ def test_plotly_specs_hold_no_raw_markup():
 
 def test_new_label_paths_keep_hostile_text_literal():
     """Line view, CSV header and cells, file names, log-scale and clickable heatmaps."""
-    from attention import figures, plotting
-    from attention.models.export import file_stem, matrix_csv
-    from attention.models.views import LineView, MatrixView
+    from attention import figures
+    from attention.models.recorded.export import file_stem, matrix_csv
+    from attention.models.recorded.views import LineView, MatrixView
+    from attention.toy import plotting
 
     evil = ['<img src=x onerror="window.__xss=1">', "=HYPERLINK(\"http://x\")", "</script><b>b</b>"]
     lines = LineView(labels=tuple(evil), heads=("L1 H1",), lines=(np.array([[0, 1, 0.7], [2, 0, 0.3]]),),

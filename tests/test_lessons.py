@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from attention import examples as ex
-from attention import lessons
-from attention.lookup import soft_lookup
+from attention.toy import examples as ex
+from attention.toy import lessons
+from attention.toy.lookup import soft_lookup
 from pages._site import PATH, entry
 from tests.test_pages import open_page
 
@@ -56,8 +56,8 @@ def test_each_page_reveals_the_computed_answer_at_the_state_it_sets():
 
 @pytest.mark.slow
 def test_a_model_question_is_answered_from_the_models_own_result(minilm):
-    from attention.models.lessons import questions_for
-    from attention.models.views import Reading, query_row
+    from attention.models.recorded.questions import questions_for
+    from attention.models.recorded.views import Reading, query_row
 
     at = open_page("pages/ambiguous_words.py")
     q = questions_for("ambiguous_words")[0]

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from attention import examples as ex
-from attention.lookup import soft_lookup
+from attention.toy import examples as ex
+from attention.toy.lookup import soft_lookup
 from serving import DONE, chromium, page_url, running_app, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

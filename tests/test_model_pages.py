@@ -71,7 +71,7 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
     import torch
     from transformers import AutoTokenizer
 
-    from attention.models.loading import minilm_dir
+    from attention.models.forward.loading import minilm_dir
     from pages._widgets import DEFAULT_TEXT, OTHER
     from tests.test_models import tiny
 
@@ -81,11 +81,11 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
     at.selectbox(key="model").set_value(OTHER).run()
     at.text_input(key="hub_id").set_value("tiny/marian").run()
     assert not at.exception and chart(at, "heads.cross")  # the model's own translation first
-    at.text_input(key="target").set_value("le chat").run()
+    at.text_input(key="decoder_text").set_value("le chat").run()
     at.number_input(key="layer").set_value(2).run()
     at.number_input(key="head").set_value(3).run()
     shown = array(chart(at, "heads.cross")["data"][0]["z"])
-    att = loaded.attend(DEFAULT_TEXT, target="le chat")
+    att = loaded.attend(DEFAULT_TEXT, decoder_text="le chat")
     with torch.no_grad():
         out = reference(input_ids=torch.tensor(att.token_ids)[None],
                         decoder_input_ids=torch.tensor(att.target_ids)[None], output_attentions=True)
@@ -121,8 +121,8 @@ def test_predictions_page_tells_the_story_from_prediction_to_heads():
 
 
 def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm2):
-    from attention.models.rotary import rotary_view
-    from attention.models.running import rotary_base
+    from attention.models.forward.model import rotary_base
+    from attention.models.recorded.rotary import rotary_view
 
     at = open_page("pages/positions.py")
     at.toggle(key="pos.real").set_value(True).run()
@@ -138,7 +138,7 @@ def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm
 
 
 def test_word_view_and_sinks_on_every_page_that_draws_weights(minilm):
-    from attention.models.words import word_level
+    from attention.models.recorded.words import word_level
 
     text = "The unbelievably tired cat sat on the riverbank."
     at = open_page("pages/model_heads.py")
@@ -203,8 +203,8 @@ def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2
     """Opened from the menu on SmolLM2's Mary/John prompt: the direct shares add up to the model's m, the lens
     ends on " Mary", patching the swapped-names prompt restores the prediction at the end, and the strongest
     induction head reads a previous-token head by its keys."""
-    from attention.models.contrast import contrast
-    from attention.models.readout import direct_logit_attribution
+    from attention.models.analyses.readout import direct_logit_attribution
+    from attention.models.analyses.target_foil import contrast
 
     at = open_page("pages/circuits.py")
     text = at.text_area(key="text").value
@@ -225,7 +225,7 @@ def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2
 
 
 def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
-    from attention.models.roles import head_roles
+    from attention.models.analyses.roles import head_roles
 
     at = open_page("pages/head_atlas.py")
     at.selectbox(key="model").set_value("smollm2").run()
@@ -239,7 +239,7 @@ def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
 def test_a_saved_result_opens_on_the_model_pages_without_its_model(smollm2):
     """What a notebook exports (export_npz) opens through the upload box: the grid and the zoom are the saved
     weights; a part that needs the model says so; a file that is not a result gets a message."""
-    from attention.models.imported import export_npz
+    from attention.models.recorded.imported import export_npz
 
     att = smollm2.attend("The otter dove into the cold river and came up with a fish.")
     at = open_page("pages/model_heads.py")

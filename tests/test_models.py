@@ -13,8 +13,8 @@ import pytest
 import torch
 import transformers as tf
 
-from attention.models import BUNDLED, LoadedModel, ModelSpec, ModelUnavailable, load_model
-from attention.models.capture import CAPTURE
+from attention.models import BUNDLED, LoadedModel, ModelSpec, ModelUnavailable, load_model, survey
+from attention.models.forward.capture import CAPTURE
 
 BANK = "I sat on the river bank."
 
@@ -57,7 +57,7 @@ def eager_smollm2():
     """SmolLM2 loaded again with transformers' own eager attention: the reference, no code of ours."""
     from transformers import AutoModel
 
-    from attention.models.loading import smollm2_dir
+    from attention.models.forward.loading import smollm2_dir
 
     return AutoModel.from_pretrained(smollm2_dir(lambda m: None), attn_implementation="eager").eval()
 
@@ -129,7 +129,7 @@ def test_a_2048_token_smollm2_result_stores_q_k_v_and_hidden_states_not_weights(
 def test_smollm2_predicts_paris_from_the_converted_copy():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from attention.models.loading import smollm2_dir
+    from attention.models.forward.loading import smollm2_dir
 
     folder = smollm2_dir(lambda m: None)
     tok = AutoTokenizer.from_pretrained(folder)
@@ -179,7 +179,7 @@ def tiny(name: str, minilm_tokenizer):
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from attention.models.loading import minilm_dir
+    from attention.models.forward.loading import minilm_dir
 
     return AutoTokenizer.from_pretrained(minilm_dir())
 
@@ -202,7 +202,7 @@ def test_tiny_self_attention_models_rebuild_exactly(name, tokenizer):
 @pytest.mark.parametrize("name", ["bart", "marian", "t5"])
 def test_tiny_encoder_decoder_cross_attention(name, tokenizer):
     loaded, reference = tiny(name, tokenizer)
-    att = loaded.attend("the cat sat on the mat", target="le chat")
+    att = loaded.attend("the cat sat on the mat", decoder_text="le chat")
     n, t = len(att.tokens), len(att.target_tokens)
     assert att.cross_attn.weights.shape == (2, 4, t, n) and t != n
     ids = torch.tensor(att.token_ids)[None]
@@ -306,14 +306,15 @@ def test_the_survey_made_inside_the_forward_pass_equals_a_pass_of_its_own(smollm
     test_stats) must find the same, here over several chunks of rows and several rows per tile."""
     from dataclasses import fields
 
-    from attention.models import head_survey
+    from attention.models.forward import survey_sums
     from benchmarks.compute import text_of_tokens
 
-    monkeypatch.setattr(head_survey, "SURVEY_CHUNK_FLOATS", 9 * 300 * 40)  # 40 rows a chunk: tiles cut across
+    monkeypatch.setattr(survey_sums, "SURVEY_CHUNK_FLOATS", 9 * 300 * 40)  # 40 rows a chunk: tiles cut across
     att = smollm2.attend(text_of_tokens(smollm2.tokenizer, 300))
-    made = att.self_attn.derived.pop("survey")  # made during the forward pass
+    made = att.self_attn.derived.survey  # made during the forward pass
+    att.self_attn.derived.survey = None
     assert made.block > 1 and made.block % 40 != 0 and 40 % made.block != 0
-    again = head_survey.survey(att)
+    again = survey(att)
     assert again is not made
     for f in fields(made):
         if isinstance(getattr(made, f.name), np.ndarray):

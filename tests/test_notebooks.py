@@ -10,8 +10,8 @@ import torch
 
 from attention import figures
 from attention.models import Reading
-from attention.models.export import NPZ_MAX_WEIGHTS
-from attention.models.imported import export_npz, from_attentions, load_npz
+from attention.models.recorded.export import NPZ_MAX_WEIGHTS
+from attention.models.recorded.imported import export_npz, from_attentions, load_npz
 from benchmarks.families import build
 
 TEXT = "The quick brown fox jumps over the lazy dog"
@@ -40,8 +40,8 @@ def test_from_attentions_keeps_the_models_own_weights_and_every_figure_builds(be
         assert fig.data and fig.to_json()
     with pytest.raises(ValueError, match="not captured"):
         att.head_trace(0, 0)  # weights given, not q and k
-    from attention import examples as ex
     from attention import scaled_dot_product_attention
+    from attention.toy import examples as ex
 
     toy = scaled_dot_product_attention(ex.FRUIT_QUERY[None, :], ex.FRUIT_KEYS, ex.FRUIT_VALUES)
     steps = figures.trace_steps(toy, ["query"], ["apple", "banana", "chair"])
@@ -76,7 +76,7 @@ def test_an_exported_result_opens_again_with_weights_or_with_q_and_k(tok, monkey
     back = load_npz(export_npz(att))
     np.testing.assert_allclose(back.weights, att.weights, atol=1e-7)
     assert back.tokens == att.tokens and back.architecture == "decoder-only"
-    monkeypatch.setattr("attention.models.export.NPZ_MAX_WEIGHTS", 10)  # as a long input is written: q, k, v
+    monkeypatch.setattr("attention.models.recorded.export.NPZ_MAX_WEIGHTS", 10)  # as a long input is written: q, k, v
     long = load_npz(export_npz(att))
     assert long.self_attn.captured and NPZ_MAX_WEIGHTS > 10
     np.testing.assert_allclose(long.weights, att.weights, atol=1e-6)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention import examples as ex
+from attention.toy import examples as ex
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -89,8 +89,8 @@ def test_lookup_sweetness_raises_apple_weight():
 def test_live_lookup_payload_is_soft_lookup_at_every_step():
     import base64
 
-    from attention.live import STEPS, lookup_payload
-    from attention.lookup import soft_lookup
+    from attention.toy.live import STEPS, lookup_payload
+    from attention.toy.lookup import soft_lookup
 
     data = lookup_payload([0.8, 0.2, 0.1], ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS, ex.FRUIT_KEY_FEATURES,
                           ex.FRUIT_VALUE_FEATURES, pair=1)
@@ -178,10 +178,10 @@ def test_multihead_heads_and_causal_mask():
 
 def test_toy_ambiguity_pull_sharpens_bank():
     at = open_page("pages/toy_ambiguity.py")
-    river = bar_values(at, "toy.bank_bar0")
+    river = bar_values(at, "toy.bank_bar0.1")
     assert int(np.argmax(river)) == 4  # "river"
     at.number_input(key="toy.pull").set_value(0.0).run()
-    np.testing.assert_allclose(bar_values(at, "toy.bank_bar0"), 1 / 6)
+    np.testing.assert_allclose(bar_values(at, "toy.bank_bar0.1"), 1 / 6)
     at.text_input(key="toy.bank0").set_value("I sat on the sofa bank").run()
     assert at.error and "unknown word" in at.error[0].value
 
@@ -215,7 +215,7 @@ def _frames(panel: dict, shape) -> np.ndarray:
 
 def test_live_sweeps_hold_the_math_at_every_step():
     """Each page's precomputed frames against numpy written out here, at random steps."""
-    from attention import live
+    from attention.toy import live
 
     rng = np.random.default_rng(1)
     cat = ex.cat_sentence()
@@ -244,7 +244,7 @@ def test_live_sweeps_hold_the_math_at_every_step():
 
 
 def test_live_sweep_payloads_round_trip_and_stay_small():
-    from attention import live
+    from attention.toy import live
 
     tokens, frames = live.pull_frames(ex.BANK_SENTENCES[0], "bank", live.PULL_VALUES)
     data = live.sweep_payload([live.slider("pull", live.PULL_VALUES, 4.0, "toy.pull")],

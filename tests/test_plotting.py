@@ -3,8 +3,9 @@ colour options reach the trace."""
 
 import numpy as np
 
-from attention import figures, plotting
-from attention.models.views import pool_max
+from attention import figures
+from attention.models.recorded.views import pool_max
+from attention.toy import plotting
 
 rng = np.random.default_rng(7)
 

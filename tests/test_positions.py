@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from attention import examples as ex
-from attention.positions import (
+from attention.toy import examples as ex
+from attention.toy.positions import (
     order_demo,
     position_similarity,
     rope,
@@ -92,8 +92,8 @@ def test_sinusoidal_similarity_is_a_function_of_distance():
 def test_rotary_view_unrotates_to_smollm2s_own_projections(smollm2):
     """The page's 'before rotation' q and k equal q_proj/k_proj of the layer's normalised input, taken from the
     model's own modules; the rotated score is the model's score."""
-    from attention.models.rotary import rotary_view
-    from attention.models.running import rotary_base
+    from attention.models.forward.model import rotary_base
+    from attention.models.recorded.rotary import rotary_view
 
     att = smollm2.attend("The cat sat on the mat because the cat was tired.")
     base = rotary_base(smollm2)

@@ -1,5 +1,5 @@
 """The bottleneck page's models: the training script runs, the shipped weights reproduce the accuracy the page
-states, and the attention model's alignment is attention.scoring's additive score."""
+states, and the attention model's alignment is attention.toy.scoring's additive score."""
 
 import math
 import subprocess

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models.aggregations import AGGREGATIONS, aggregate, attention_row, norm_weights, rollout
-from attention.models.ambiguous_words import compare_word, token_distribution_shift
-from attention.models.head_survey import distance_buckets, survey
-from attention.models.model_attention import AttentionStack, ModelAttention
-from attention.models.tokens import find_word
-from attention.models.views import Reading, drop_tokens, line_view, query_row, token_focus, zoom
+from attention.models.forward.head_survey import distance_buckets, survey
+from attention.models.forward.model_attention import AttentionStack, ModelAttention
+from attention.models.forward.tokens import find_word
+from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row, norm_weights, rollout
+from attention.models.recorded.ambiguous_words import compare_word, token_distribution_shift
+from attention.models.recorded.views import Reading, drop_tokens, line_view, query_row, token_focus, zoom
 
 rng = np.random.default_rng(4)
 
@@ -117,9 +117,9 @@ def test_head_types_follow_the_thresholds():
 def test_survey_equals_direct_sums_over_recomputed_weights(causal, rows, monkeypatch):
     """One chunked pass over q and k must give what the materialised weights give, summed by hand: in one
     chunk, and in chunks of 5 rows or 1, which cut across the 2-row tiles."""
-    from attention.models import head_survey
+    from attention.models.forward import survey_sums
 
-    monkeypatch.setattr(head_survey, "SURVEY_CHUNK_FLOATS", 4 * 37 * rows)
+    monkeypatch.setattr(survey_sums, "SURVEY_CHUNK_FLOATS", 4 * 37 * rows)
     att = random_attention(L=2, H=4, n=37, causal=causal, special=[True] + [False] * 36)
     w = att.weights.astype(np.float64)  # (L, H, n, n), recomputed head by head
     got = survey(att)
@@ -306,11 +306,11 @@ def test_every_view_removes_the_sinks_the_rule_finds():
 def test_the_survey_and_the_views_count_sinks_alike():
     """The survey leaves the majority counts of its own pass for the views; counting them afresh (a text
     no survey has seen) gives the same sinks."""
-    from attention.models.sinks import head_sinks, majority_share
+    from attention.models.forward.sinks import head_sinks, majority_share
 
     att = random_attention(L=2, H=4, n=23, causal=True, special=[True] + [False] * 22)
     counted = [majority_share(att.self_attn, layer).copy() for layer in range(2)]
-    att.self_attn.derived.clear()
+    att.self_attn.derived.majority_share.clear()
     found = survey(att)
     for layer in range(2):
         np.testing.assert_allclose(majority_share(att.self_attn, layer), counted[layer], atol=1e-6)

@@ -7,7 +7,8 @@ import types
 import numpy as np
 import pytest
 
-from attention.models.words import encoding_words, word_groups, word_level
+from attention.models.forward.tokens import encoding_words
+from attention.models.recorded.words import word_groups, word_level
 
 pytestmark = pytest.mark.slow
 
@@ -79,9 +80,9 @@ def test_word_level_sums_to_and_averages_from_pieces(minilm):
 
 
 def test_sinks_of_smollm2_start_with_the_first_token_and_removing_them_renormalises(smollm2):
-    from attention.models.head_survey import survey
-    from attention.models.sinks import head_sinks
-    from attention.models.views import Reading, query_row, zoom
+    from attention.models.forward.head_survey import survey
+    from attention.models.forward.sinks import head_sinks
+    from attention.models.recorded.views import Reading, query_row, zoom
 
     att = smollm2.attend("When Mary and John went to the store, John gave a drink to")
     counted = head_sinks(att, 3, 4)  # counted by the sinks module itself, before any survey
@@ -103,8 +104,8 @@ def test_sinks_of_smollm2_start_with_the_first_token_and_removing_them_renormali
 
 
 def test_npz_round_trips_and_csv_has_one_row_per_query(minilm):
-    from attention.models.export import file_stem, matrix_csv, sentence_npz
-    from attention.models.views import zoom
+    from attention.models.recorded.export import file_stem, matrix_csv, sentence_npz
+    from attention.models.recorded.views import zoom
 
     att = minilm.attend(SPLIT)
     with np.load(io.BytesIO(sentence_npz(att))) as data:  # numpy alone, no pickle

@@ -1,0 +1,51 @@
+"""What heads do: analyses that run the network again (edited, on a probe, step by step) or read its weights.
+
+    >>> from attention.models.analyses import contrast, direct_logit_attribution
+    >>> pair = contrast(att, m.tokenizer, " Mary", " John")        # m = logit(target) - logit(foil)
+    >>> direct_logit_attribution(m, att, pair).heads               # (L, H) each head's direct share of m
+
+Modules:
+    target_foil     a target and a foil token, tokenized once, and the metric m = logit(target) - logit(foil)
+    edits           runs with heads' outputs or the residual stream edited, batched (ablation, patching)
+    head_effects    each head removed, exactly or by attribution patching, and how well the two agree
+    readout         the residual stream through the unembedding: direct logit attribution, the logit lens
+    patching        activation patching of a clean run into a corrupted one
+    roles           previous-token, induction, duplicate-token and first-token scores on a probe
+    composition_scores Q-, K- and V-composition of heads, from their weights
+    predictions     the next token and step-by-step generation (the Predictions page)
+
+Each takes a LoadedModel (attention.models.forward) and, where it reads a text, its ModelAttention.
+"""
+
+from attention.models.analyses.composition_scores import KINDS, Composition, composition
+from attention.models.analyses.head_effects import (
+    ABLATIONS,
+    HeadEffects,
+    ScanAgreement,
+    agreement,
+    attribution_patching,
+    head_ablation,
+    head_ablation_cosine,
+)
+from attention.models.analyses.patching import SITES, Patching, activation_patching, swap_words
+from attention.models.analyses.predictions import MAX_NEW_TOKENS, Generation, NextTokens, generate, next_tokens
+from attention.models.analyses.readout import LogitAttribution, LogitLens, direct_logit_attribution, logit_lens
+from attention.models.analyses.roles import (
+    PROBE_REPEAT,
+    ROLE_THRESHOLD,
+    ROLES,
+    HeadRoles,
+    head_roles,
+    probe_attention,
+    probe_ids,
+    roles_of,
+)
+from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast
+
+__all__ = [
+    "ABLATIONS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "ROLES", "ROLE_THRESHOLD", "SITES", "Composition",
+    "Contrast", "Generation", "HeadEffects", "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching",
+    "ScanAgreement", "TokenChoice", "activation_patching", "agreement", "attribution_patching", "composition",
+    "contrast", "direct_logit_attribution", "generate", "head_ablation", "head_ablation_cosine", "head_roles",
+    "logit_lens", "next_tokens", "probe_attention", "probe_ids", "roles_of", "swap_words",
+]

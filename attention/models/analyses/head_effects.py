@@ -1,0 +1,162 @@
+"""Which heads matter for what the model does here: every head ablated exactly, and a one-pass estimate.
+
+A head's output z_h (its slice of the output projection's input; TransformerLens's hook_z) is removed:
+set to zero ("zero"), or to its mean over the text's positions ("mean"), at every position. The metric:
+    decoders   logit(target) - logit(foil) at the last position (does the model prefer " Mary" to " John"?)
+    encoders   1 - cos(h, h_ablated) of one token's final vector (how much the head moves "bank")
+effect = metric(ablated) - metric(clean): negative means the head supported the target. For decoders the
+clean metric is the Contrast's baseline (attention.models.analyses.target_foil): target and foil are tokenized once,
+and the scans, the estimate and the page all read the same m.
+
+head_ablation runs every ablation exactly, a batch of prompt copies at a time, each copy with one head
+removed; attribution_patching estimates them all from one forward and one backward pass (Nanda 2023):
+    effect_h ~ sum over positions and dimensions of (z_h ablated - z_h) * d metric / d z_h
+
+Every function takes the clean result `att` (attend() on the text) rather than the text: its token ids,
+modules and head size are what the scans run on, so the text is not read again.
+
+Shapes: L layers, H heads, d head size, n tokens; effects (L, H).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, linear_metric, scan, z_of
+from attention.models.analyses.target_foil import Contrast
+from attention.models.forward.model import LoadedModel
+from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.recompute import LONG_WORK_TOKENS, work_threads
+from attention.models.forward.tokens import find_word
+
+ABLATIONS = {"zero": "set to zero", "mean": "set to its mean over the text's positions"}  # how a head is removed
+
+
+@dataclass(frozen=True)
+class HeadEffects:
+    """Every head's effect on one metric, removed one at a time (or estimated)."""
+
+    baseline: float  # the metric on the unablated model
+    effect: np.ndarray  # (L, H) ablated - baseline
+    ablation: str  # how a head was removed: a key of ABLATIONS
+    metric: str  # what was measured, in words
+    estimated: bool  # True for attribution patching (first-order), False for exact ablation
+    contrast: Contrast | None = None  # target and foil of a decoder's logit difference
+    token: int | None = None  # the token whose vector an encoder metric follows
+
+    def ranked(self, k: int = 15) -> list[tuple[int, int, float]]:
+        """The k (layer, head, effect) with the largest |effect|, 0-based."""
+        order = np.argsort(-np.abs(self.effect), axis=None, kind="stable")[:k]
+        h = self.effect.shape[1]
+        return [(int(i // h), int(i % h), float(self.effect.flat[i])) for i in order]
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rho of two arrays of the same shape (ties broken by order)."""
+    ra = np.argsort(np.argsort(np.ravel(a), kind="stable"), kind="stable").astype(float)
+    rb = np.argsort(np.argsort(np.ravel(b), kind="stable"), kind="stable").astype(float)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+@dataclass(frozen=True)
+class ScanAgreement:
+    """How well attribution patching ranks the heads as the exact scan does."""
+
+    estimate: HeadEffects
+    exact: HeadEffects
+    spearman: float  # rank correlation of the two over all heads: 1 = the same order
+
+
+def agreement(estimate: HeadEffects, exact: HeadEffects) -> ScanAgreement:
+    """The estimate against the exact scan of the same metric; ValueError when they measure different things."""
+    if estimate.metric != exact.metric or estimate.effect.shape != exact.effect.shape:
+        raise ValueError(f"the estimate measures {estimate.metric} and the scan {exact.metric}: nothing to compare")
+    return ScanAgreement(estimate, exact, rank_correlation(estimate.effect, exact.effect))
+
+
+def _check(ablation: str) -> None:
+    if ablation not in ABLATIONS:
+        raise ValueError(f"unknown ablation {ablation!r}; choose one of {', '.join(ABLATIONS)}")
+
+
+def _ablations(loaded: LoadedModel, setup, ablation: str, read, progress, *, base: bool = False) -> np.ndarray:
+    """The metric with each head removed in turn: (L, H)."""
+    L, H = len(setup.projections), setup.n_heads
+    means = [z.mean(0) for z in z_of(loaded, setup)] if ablation == "mean" else None  # (H * d,) per layer
+    sites = [(layer, head) for layer in range(L) for head in range(H)]  # by layer: a batch starts at its first
+    with work_threads(LONG_WORK_TOKENS):  # a batch holds dozens of copies of the text: long work
+        values = scan(loaded, setup, sites, lambda part: hooked_z(setup, head_slices(setup, part, means)), read,
+                      progress, base=base, verb="Ablated heads:")
+    return values.reshape(L, H)
+
+
+def head_ablation(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, *, ablation: str = "zero",
+                  progress: Callable[[float, str], None] | None = None) -> HeadEffects:
+    """Remove each head in turn; effect on the contrast's logit(target) - logit(foil) at the last position.
+    `att` is the clean result the contrast was read from."""
+    _check(ablation)
+    setup = edit_setup(loaded, att)
+    read = linear_metric(loaded, contrast)
+    ablated = _ablations(loaded, setup, ablation, read, progress, base=True)
+    return HeadEffects(baseline=contrast.baseline, effect=ablated - contrast.baseline, ablation=ablation,
+                       estimated=False, metric=contrast.metric, contrast=contrast)
+
+
+def head_ablation_cosine(loaded: LoadedModel, att: ModelAttention, word: str, *, ablation: str = "zero",
+                         progress: Callable[[float, str], None] | None = None) -> HeadEffects:
+    """For encoders (no next token): remove each head in turn; effect on 1 - cos of `word`'s final vector
+    with and without the head (0 on the clean model)."""
+    _check(ablation)
+    i = find_word(att.tokens, word)
+    setup = edit_setup(loaded, att)
+    clean = setup.clean.last_hidden_state[0, i].double()  # (D,)
+
+    def read(out):
+        return 1 - torch.nn.functional.cosine_similarity(out.last_hidden_state[:, i].double(), clean[None], dim=-1)
+
+    ablated = _ablations(loaded, setup, ablation, read, progress)
+    return HeadEffects(baseline=0.0, effect=ablated, ablation=ablation, estimated=False, token=i,
+                       metric=f"1 − cos(“{att.tokens[i]}” with the head, without it)")
+
+
+def attribution_patching(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, *,
+                         ablation: str = "zero") -> HeadEffects:
+    """Every head's ablation effect on the contrast's logit(target) - logit(foil), estimated to first order
+    from one forward and one backward pass: (z_ablated - z) . d metric / d z, summed over the head's slice."""
+    _check(ablation)
+    setup = edit_setup(loaded, att)
+    network, d = loaded.network, setup.head_size
+    seen = {}
+
+    def keep(layer, z):
+        z.retain_grad()  # z is inside the graph: its .grad is the total derivative, through later layers too
+        seen[layer] = z
+        return z
+
+    embeddings = network.get_input_embeddings()
+    with loaded.lock:  # the hooks and flags below change the shared model: only while no other pass runs
+        grad_from_here = embeddings.register_forward_hook(lambda module, args, out: out.requires_grad_(True))
+        flags = [p.requires_grad for p in network.parameters()]
+        try:
+            with hooked_z(setup, keep), torch.enable_grad():
+                for p in network.parameters():
+                    p.requires_grad_(False)  # gradients for the activations only, not the 135M parameters
+                logits = network(input_ids=setup.ids, logits_to_keep=1).logits[0, -1]  # as the model caps them
+                metric = contrast.difference(logits)
+                metric.backward()
+        finally:
+            grad_from_here.remove()
+            for p, flag in zip(network.parameters(), flags, strict=True):
+                p.requires_grad_(flag)
+    L, H = len(setup.projections), setup.n_heads
+    estimate = np.zeros((L, H))
+    for layer in range(L):
+        z, grad = seen[layer][0].detach(), seen[layer].grad[0]  # (n, H * d)
+        delta = -z if ablation == "zero" else z.mean(0, keepdim=True) - z
+        estimate[layer] = (delta * grad).reshape(z.shape[0], H, d).sum((0, 2)).cpu().numpy()
+    return HeadEffects(baseline=contrast.baseline, effect=estimate, ablation=ablation, estimated=True,
+                       metric=contrast.metric, contrast=contrast)

@@ -1,0 +1,143 @@
+"""Activation patching: which positions and heads carry the information the prediction needs.
+
+Two prompts of the same length that differ where it matters: clean ("... John gave a drink to" → " Mary")
+and corrupt (the names swapped, so the model prefers " John"). Run the corrupt prompt with one activation
+taken from the clean run, and see how much of the clean prediction comes back:
+
+    effect = (m_patched − m_corrupt) / (m_clean − m_corrupt)        m = logit(target) − logit(foil)
+
+1 restores the clean prediction, 0 changes nothing. Sites:
+    "residual"  the residual stream at one (layer, position): row l < L enters block l, row L leaves the last
+    "heads"     one head's output z_h at every position
+
+Runs are batched like the ablation scan (attention.models.analyses.edits): about BATCH_SECONDS a batch, the model's
+lock released in between, a progress report after each.
+
+Shapes: L layers, H heads, n tokens (the same for both prompts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention.models.analyses.edits import (
+    EditSetup,
+    copy_edits,
+    edit_setup,
+    head_slices,
+    hooked_blocks,
+    hooked_z,
+    linear_metric,
+    scan,
+    z_of,
+)
+from attention.models.analyses.target_foil import Contrast
+from attention.models.forward.model import LoadedModel
+from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.recompute import LONG_WORK_TOKENS, work_threads
+
+SITES = {"residual": "the residual stream at one layer and position", "heads": "one head's output, every position"}
+
+
+@dataclass(frozen=True)
+class Patching:
+    site: str  # a key of SITES
+    effect: np.ndarray  # residual: (L + 1, n); heads: (L, H)
+    clean: float  # m on the clean prompt (the contrast's baseline)
+    corrupt: float  # m on the corrupt prompt
+    tokens: tuple[str, ...]  # the clean prompt's tokens
+    corrupt_tokens: tuple[str, ...]
+    contrast: Contrast
+
+
+def swap_words(text: str, a: str, b: str) -> str:
+    """`text` with every whole-word `a` and `b` exchanged: a corrupt prompt from a clean one (swap the
+    names in "When Mary and John went to the store, John gave a drink to")."""
+    if not a.strip() or not b.strip() or a.strip() == b.strip():
+        raise ValueError("Name two different words to swap.")
+    words = {a.strip(): b.strip(), b.strip(): a.strip()}
+    pattern = r"\b(" + "|".join(re.escape(w) for w in words) + r")\b"
+    swapped = re.sub(pattern, lambda m: words[m.group(0)], text)
+    if swapped == text:
+        raise ValueError(f"Neither “{a}” nor “{b}” is a word of the prompt.")
+    return swapped
+
+
+def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: ModelAttention, contrast: Contrast, *,
+                        site: str = "residual", progress: Callable[[float, str], None] | None = None) -> Patching:
+    """Patch every site of `site` from the clean run into the corrupt one (module docstring). `contrast` is
+    read from `clean`; ValueError for prompts of different lengths or a metric that does not move."""
+    if site not in SITES:
+        raise ValueError(f"unknown site {site!r}; choose one of {', '.join(SITES)}")
+    if len(clean.tokens) != len(corrupt.tokens):
+        raise ValueError(f"The clean prompt has {len(clean.tokens)} tokens and the corrupt one "
+                         f"{len(corrupt.tokens)}: patching needs the same positions in both. Swap words that are "
+                         "one token each.")
+    m_corrupt = float(contrast.difference(corrupt.next_logits))
+    if abs(contrast.baseline - m_corrupt) < 1e-5:  # effects would be ratios of rounding errors
+        raise ValueError(f"The model's preference is the same on both prompts (m = {m_corrupt:.3f}): there is "
+                         "nothing for patching to restore. Corrupt the prompt where it matters.")
+    source, into = edit_setup(loaded, clean), edit_setup(loaded, corrupt)  # patched from source into `into`
+    read = linear_metric(loaded, contrast)
+    L, n = len(into.blocks), len(clean.tokens)
+    with work_threads(LONG_WORK_TOKENS):
+        if site == "residual":
+            streams = [x[0] for x in source.block_inputs] + [_final_stream(loaded, source)]  # (L + 1) x (n, D)
+            sites = [(layer, pos) for layer in range(L + 1) for pos in range(n)]
+            values = scan(loaded, into, sites, lambda part: _patched_streams(loaded, into, part, streams), read,
+                          progress, base=True, verb="Patched residual sites:", last_block=L - 1)
+            shape = (L + 1, n)
+        else:
+            clean_z = z_of(loaded, source)
+            sites = [(layer, head) for layer in range(L) for head in range(into.n_heads)]
+            values = scan(loaded, into, sites, lambda part: hooked_z(into, head_slices(into, part, clean_z)),
+                          read, progress, base=True, verb="Patched heads:")
+            shape = (L, into.n_heads)
+    effect = (values.reshape(shape) - m_corrupt) / (contrast.baseline - m_corrupt)
+    return Patching(site=site, effect=effect, clean=contrast.baseline, corrupt=m_corrupt, tokens=clean.tokens,
+                    corrupt_tokens=corrupt.tokens, contrast=contrast)
+
+
+def _final_stream(loaded: LoadedModel, setup: EditSetup) -> torch.Tensor:
+    """The residual stream leaving the last block (the final norm's input) on the setup's text, (n, D)."""
+    seen = {}
+    norm = _final_norm(loaded)
+    with loaded.lock, torch.inference_mode():  # a hook on the shared model: only while no other pass runs
+        handle = norm.register_forward_pre_hook(lambda module, args: seen.__setitem__("x", args[0][0].detach().clone()))
+        try:
+            loaded.network(input_ids=setup.ids, logits_to_keep=1)
+        finally:
+            handle.remove()
+    return seen["x"]
+
+
+def _final_norm(loaded: LoadedModel) -> torch.nn.Module:
+    norm = loaded.anatomy.final_norm
+    if norm is None:
+        raise ValueError(f"{loaded.spec.name}'s final norm is not known here: the residual stream cannot be patched.")
+    return norm
+
+
+@contextlib.contextmanager
+def _patched_streams(loaded: LoadedModel, setup: EditSetup, part: list[tuple[int, int]], streams):
+    """Copy b's residual stream at (layer, position) = part[b] set to the clean run's: entering block l for
+    l < L, entering the final norm for l = L."""
+    L = len(setup.blocks)
+
+    def put(x, b, layer, pos):
+        x[b, pos] = streams[layer][pos]
+
+    patch = copy_edits(part, put)
+
+    handle = _final_norm(loaded).register_forward_pre_hook(lambda module, args: (patch(L, args[0]), *args[1:]))
+    try:
+        with hooked_blocks(setup, patch):
+            yield
+    finally:
+        handle.remove()

@@ -1,0 +1,53 @@
+"""The forward pass and what it records: load a model, run it on a text, keep every layer's q, k, v.
+
+    >>> from attention.models.forward import load_model
+    >>> att = load_model("minilm").attend("I sat on the river bank.")   # a ModelAttention
+
+Modules, in the order a forward pass meets them:
+    registry        which models exist (bundled, local folders, hub allowlist, default encoder and decoder)
+    loading         load_model, from_model: files or a notebook's model -> a LoadedModel, checked by the guard
+    model           LoadedModel (network, tokenizer, its ModelCheck, the lock that shares it), has_lm_head
+    anatomy         where each family keeps its layers, W_O, norm, rotary embedding and LM head
+    capture         records Q, K, V inside the network while it runs
+    running         attend(): the one forward pass over a user's text; own_attention(): the model's own weights
+    kernel          SurveyKernel, our attention kernel inside that pass: the layer's output and the survey's sums
+    survey_sums     the sums a survey adds up from each chunk of weights
+    head_survey     HeadSurvey: every head's summaries (the grid, Head atlas statistics, distance, sink mass)
+    stacks          captured calls -> the result's AttentionStacks and hidden states
+    model_attention ModelAttention / AttentionStack: what the pass recorded; head_trace
+    recompute       weights recomputed from q and k, a chunk of rows at a time, on the compute device
+    guard           rebuilt weights held to the model's own before anyone's text is read: ModelCheck
+    tokens          display strings, special and punctuation flags, finding a word
+    sinks           the one rule for a head's attention sinks
+
+Nothing here imports the other two wings (attention.models.recorded, attention.models.analyses): they read
+what this wing records.
+"""
+
+from attention.models.forward.guard import GUARD_GAP, ModelCheck
+from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey, survey
+from attention.models.forward.loading import from_model, load_model
+from attention.models.forward.model import LoadedModel, Progress, has_lm_head, rotary_base
+from attention.models.forward.model_attention import STACKS, AttentionStack, ModelAttention
+from attention.models.forward.registry import (
+    BUNDLED,
+    DEFAULT_DECODER,
+    DEFAULT_ENCODER,
+    DEFAULT_MODEL,
+    ModelSpec,
+    ModelUnavailable,
+    hub_allowlist,
+    local_models,
+    model_label,
+)
+from attention.models.forward.running import MAX_TEXT_CHARS, attend, own_attention
+from attention.models.forward.sinks import SINKS_NOTE
+from attention.models.forward.tokens import default_focus, find_word, last_word
+
+__all__ = [
+    "BROAD_FRACTION", "BUNDLED", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "GUARD_GAP", "MAX_TEXT_CHARS",
+    "METRICS", "SINKS_NOTE", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel",
+    "ModelAttention", "ModelCheck", "ModelSpec", "ModelUnavailable", "attend", "default_focus", "find_word",
+    "Progress", "from_model", "has_lm_head", "hub_allowlist", "last_word", "load_model", "local_models", "model_label",
+    "own_attention", "rotary_base", "survey",
+]

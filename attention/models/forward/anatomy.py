@@ -1,0 +1,138 @@
+"""Where each model family keeps its parts: one entry per family, read by everything that reaches into a
+network (the output projection W_O for the norm view and head ablation, the layers a forward pass can
+restart from, the rotary embedding, the final norm and the language-model head).
+
+Paths are relative to the network's base model (`network.base_model`: LlamaModel inside
+LlamaForCausalLM, BertModel itself), and, for the parts of one block, relative to the block:
+
+    family "llama":  layers "layers"   attention "self_attn"   output "self_attn.o_proj"   final norm "norm"
+
+A family without an entry still shows its attention (capture needs no anatomy); what needs the anatomy
+says which family is missing instead of guessing module names.
+
+Shapes: L layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+
+@dataclass(frozen=True)
+class Family:
+    """Where one family keeps its parts (paths from the base model; block parts from a block)."""
+
+    layers: str  # the ModuleList of blocks
+    attention: str  # the self-attention module in a block (what transformers' attention interface is called from)
+    output: str  # the linear layer in a block that reads every head's output side by side: W_O
+    final_norm: str | None  # the norm after the last block (None: the family has none)
+    rotary: str | None = None  # the rotary position embedding, for RoPE families
+    rotate_half: bool = False  # its rotary embedding turns the two halves of each head as LLaMA's rotate_half
+    # does (pair i = dimensions i and i + d/2): what attention.models.recorded.rotary undoes (others interleave pairs)
+    restartable: bool = False  # a forward pass can start at any block, given the residual stream there as
+    # inputs_embeds (nothing is added to the embeddings on the way in: no positions, no scaling)
+    shared_layers: bool = False  # one block serves every layer (ALBERT): a layer cannot be edited alone
+    linear_heads: bool = False  # pre-norm residual blocks: x_out = x_in + W_O(z) + mlp, nothing normalises W_O(z)
+    # on its way in, so each head's write to the residual stream is its own (direct logit attribution)
+    qkv: tuple[str, str, str] | None = None  # separate q, k, v projections in a block (composition scores)
+
+
+QKV = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
+LLAMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                    restartable=True, linear_heads=True, qkv=QKV)
+POST_NORM = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                   restartable=True, qkv=QKV)  # OLMo-2 normalises what attention writes before adding it
+GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                    linear_heads=True, qkv=QKV)  # embeddings scaled by √D on the way in: no restart
+GEMMA2_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
+                     qkv=QKV)  # attention's output is normalised before the residual: not linear per head
+BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None,
+                   qkv=("attention.self.query", "attention.self.key", "attention.self.value"))
+DEBERTA_LIKE = replace(BERT_LIKE, qkv=("attention.self.query_proj", "attention.self.key_proj",
+                                       "attention.self.value_proj"))
+BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None, qkv=QKV)  # the encoder's self-attention
+
+FAMILIES = {  # config.model_type -> Family
+    "llama": LLAMA_LIKE, "mistral": LLAMA_LIKE, "mixtral": LLAMA_LIKE, "qwen2": LLAMA_LIKE, "qwen3": LLAMA_LIKE,
+    "phi3": replace(LLAMA_LIKE, qkv=None), "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,  # Phi-3 fuses q, k, v
+    "gemma": GEMMA_LIKE, "gemma2": GEMMA2_LIKE, "gemma3_text": GEMMA2_LIKE,
+    "phi": Family("layers", "self_attn", "self_attn.dense", "final_layernorm", "rotary_emb", linear_heads=True,
+                  qkv=QKV),
+    "gpt2": Family("h", "attn", "attn.c_proj", "ln_f", linear_heads=True),
+    "gptj": Family("h", "attn", "attn.out_proj", "ln_f", linear_heads=True,
+                   qkv=("attn.q_proj", "attn.k_proj", "attn.v_proj")),
+    "gpt_neox": Family("layers", "attention", "attention.dense", "final_layer_norm", "rotary_emb", linear_heads=True),
+    "opt": Family("decoder.layers", "self_attn", "self_attn.out_proj", "decoder.final_layer_norm", linear_heads=True,
+                  qkv=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
+    "falcon": Family("h", "self_attention", "self_attention.dense", "ln_f", "rotary_emb", linear_heads=True),
+    "bloom": Family("h", "self_attention", "self_attention.dense", "ln_f", linear_heads=True),
+    "bert": BERT_LIKE, "roberta": BERT_LIKE, "electra": BERT_LIKE, "deberta-v2": DEBERTA_LIKE,
+    "distilbert": Family("transformer.layer", "attention", "attention.out_lin", None,
+                         qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin")),
+    "albert": Family("encoder.albert_layer_groups.0.albert_layers", "attention", "attention.dense", None,
+                     shared_layers=True, qkv=("attention.query", "attention.key", "attention.value")),
+    "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb", rotate_half=True),
+    "t5": Family("encoder.block", "layer.0.SelfAttention", "layer.0.SelfAttention.o", "encoder.final_layer_norm",
+                 qkv=("layer.0.SelfAttention.q", "layer.0.SelfAttention.k", "layer.0.SelfAttention.v")),
+    "bart": BART_LIKE, "marian": BART_LIKE,
+}
+
+
+@dataclass(frozen=True)
+class Anatomy:
+    """A network's parts, found through its family's entry. Modules are the network's own (no copies)."""
+
+    model_type: str
+    family: Family
+    base: torch.nn.Module  # network.base_model
+    blocks: tuple[torch.nn.Module, ...]  # L, in order
+    outputs: tuple[torch.nn.Module, ...]  # L: each block's W_O (its input is z, every head's output side by side)
+    final_norm: torch.nn.Module | None
+    rotary: torch.nn.Module | None
+    unembed: torch.nn.Module | None  # the language-model head (get_output_embeddings), None for encoders
+
+    def output_weight(self, layer: int):
+        """W_O of one layer in x @ W_O form, (H * d, D), a float32 view of the parameter (no copy)."""
+        linear = self.outputs[layer]
+        w = linear.weight.detach().to(torch.float32).cpu().numpy()
+        return w if type(linear).__name__ == "Conv1D" else w.T  # Conv1D (GPT-2) already stores (in, out)
+
+
+class MissingAnatomy(ValueError):
+    """A feature needs a part of the network that this family's entry does not name; the message says which."""
+
+
+def model_type(network) -> str:
+    return str(getattr(getattr(network, "config", None), "model_type", "") or "unknown")
+
+
+def anatomy(network) -> Anatomy:
+    """The parts of `network` (a transformers PreTrainedModel); MissingAnatomy when its family has no entry
+    or a part is not where the entry says."""
+    kind = model_type(network)
+    family = FAMILIES.get(kind)
+    if family is None:
+        raise MissingAnatomy(f"the model family “{kind}” has no entry in attention/models/forward/anatomy.py, so its "
+                             "output projections, layers and norms are not known here (its attention weights are "
+                             "still shown exactly)")
+    base = getattr(network, "base_model", network)
+
+    def part(root: torch.nn.Module, path: str | None, what: str):
+        if path is None:
+            return None
+        try:
+            return root.get_submodule(path)
+        except AttributeError:
+            raise MissingAnatomy(f"{kind}: its {what} is not at “{path}” as attention/models/forward/anatomy.py "
+                                 "says") from None
+
+    blocks = tuple(part(base, family.layers, "list of layers"))
+    if family.shared_layers:  # ALBERT: its few blocks are run in turn, num_hidden_layers times in all
+        blocks = blocks * (int(getattr(network.config, "num_hidden_layers", len(blocks))) // max(1, len(blocks)))
+    outputs = tuple(part(block, family.output, "output projection") for block in blocks)
+    unembed = network.get_output_embeddings() if hasattr(network, "get_output_embeddings") else None
+    return Anatomy(model_type=kind, family=family, base=base, blocks=blocks, outputs=outputs,
+                   final_norm=part(base, family.final_norm, "final norm"),
+                   rotary=part(base, family.rotary, "rotary embedding"), unembed=unembed)

@@ -1,0 +1,172 @@
+"""Capture Q, K, V inside a Hugging Face model while it runs, after rotary embeddings, for every layer.
+
+transformers 5 routes every attention layer through one function chosen by `attn_implementation`, and
+calls it with the tensors the kernel sees: query (B, H, n, d) and key/value (B, H_kv, m, d) after
+rotary position embeddings (llama) and before KV heads are repeated (grouped-query attention), plus
+the additive mask and the scaling. Models load with `attn_implementation=CAPTURE`: our function
+records those inputs when a `recording()` block is open on this thread, then runs the architecture's
+own eager kernel (outputs and `output_attentions` exactly the eager ones), the fused SDPA kernel, which
+never materialises the (heads, n, m) weights, or a kernel of ours (`OwnKernel`): the head survey's, which
+makes the layer's output from the same weights it sums (attention.models.forward.kernel.SurveyKernel).
+
+This does what forward hooks on q_proj/k_proj/v_proj would, without re-implementing each model's
+rotary embedding: the captured q, k are the ones the model multiplies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+from transformers import AttentionInterface, AttentionMaskInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import eager_mask
+
+CAPTURE = "explorer_capture"
+# What a call may carry for our own kernel to stand in for the model's: settings the captured mask already
+# holds (a sliding window), the soft cap it applies, and flags that do not touch attention's math. Anything
+# else (T5's position_bias, gpt-oss's sinks, a head mask) leaves the call to the model's kernels.
+PLAIN_KWARGS = frozenset({"sliding_window", "softcap", "position_ids", "cache_position", "use_cache", "is_causal",
+                          "output_attentions", "output_hidden_states", "output_router_logits", "deterministic",
+                          "encoder_hidden_states", "past_key_values"})
+
+
+@dataclass(frozen=True)
+class CapturedCall:
+    """One attention call. Shapes: q (H, n, d), k and v (H_kv, m, d), mask (n, m) bool or None,
+    weights (H, n, m) or None."""
+
+    module: str  # the attention module's qualified name, e.g. "encoder.layer.3.attention.self"
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    mask: np.ndarray | None  # True = may attend (from the additive mask: 0 kept, very negative masked); calls
+    # given the same mask tensor share one array (a sliding-window layer gets its own)
+    bias: bool  # the additive mask held finite non-zero values (a position bias, as in T5)
+    scale: float
+    causal: bool = False  # the mask is exactly causal (query i sees keys 0..i)
+    softcap: float | None = None  # scores went through cap * tanh(scores / cap) before the mask (Gemma-2)
+    weights: np.ndarray | None = None  # the eager kernel's own weights, for the modules asked for
+
+
+OwnKernel = Callable[[CapturedCall], "torch.Tensor | None"]
+"""Our own attention for one captured call: its output (n, H, d), or None to leave the call to the fused kernel."""
+
+
+@dataclass
+class _Recording:
+    names: dict[int, str]  # id(attention module) -> qualified name
+    kernel: str | OwnKernel  # "eager", "sdpa", or a kernel of ours
+    eager_for: frozenset[str]  # modules run (and their weights kept) with the eager kernel anyway
+    on_call: Callable[[int], None] | None  # told how many calls were recorded so far
+    calls: list[CapturedCall] = field(default_factory=list)
+    masks: dict = field(default_factory=dict)  # one bool mask per mask tensor: every layer shares it
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def recording(names: dict[int, str], *, kernel: str | OwnKernel = "eager", eager_for=frozenset(),
+              on_call: Callable[[int], None] | None = None):
+    """Collect the CapturedCalls of the forward passes run inside the block, on this thread.
+
+    kernel "eager" runs transformers' eager attention (it returns weights: output_attentions works);
+    "sdpa" runs the fused kernel, which never builds the (H, n, m) weights, so long inputs fit in memory:
+    weights are recomputed later from the captured q and k. An OwnKernel makes each plain call's output
+    itself from the captured q, k, v and mask (one text, no dropout, nothing on the scores that q and k
+    do not hold, see PLAIN_KWARGS); other calls run the fused kernel. Modules named in `eager_for` run
+    eagerly whatever the kernel, and their weights are kept (a check of one layer against the model itself).
+    Yields the list being filled.
+    """
+    if kernel not in ("eager", "sdpa") and not callable(kernel):
+        raise ValueError(f"kernel must be 'eager', 'sdpa' or a kernel of ours, got {kernel!r}")
+    active = _Recording(names, kernel, frozenset(eager_for), on_call)
+    _local.active = active
+    try:
+        yield active.calls
+    finally:
+        _local.active = None
+
+
+def _capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    active: _Recording | None = getattr(_local, "active", None)
+    if active is None:  # outside a recording (e.g. generate()): the model's own eager attention
+        return _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    name = active.names.get(id(module), type(module).__name__)
+    mask, bias, causal = _bool_mask(active.masks, attention_mask, query.shape[-2], key.shape[-2])
+    extra = kwargs.get("position_bias")  # T5 passes its learned relative bias separately
+    bias = bias or (isinstance(extra, torch.Tensor) and bool(torch.any(extra != 0)))
+    scale = float(scaling) if scaling is not None else float(query.shape[-1]) ** -0.5
+    softcap = kwargs.get("softcap")
+    call = CapturedCall(module=name, q=_np(query[0]), k=_np(key[0]), v=_np(value[0]), mask=mask, bias=bias,
+                        scale=scale, causal=causal, softcap=None if softcap is None else float(softcap))
+    own = None
+    if callable(active.kernel) and name not in active.eager_for and _plain(query, bias, dropout, kwargs):
+        own = active.kernel(call)  # (n, H, d), or None when the kernel leaves this call to the model's
+    if own is not None:
+        out, weights = own[None].to(query.dtype), None
+    # The fused kernel cannot soft-cap scores: those layers run the model's own eager kernel (one layer's
+    # (H, n, m) weights at a time), and the cap is recorded so recomputed weights apply it too.
+    elif active.kernel == "eager" or name in active.eager_for or softcap is not None:
+        out, weights = _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                      **kwargs)
+    else:
+        # A plain causal mask goes as is_causal (the fused kernel's fast path); any other mask as given.
+        out, weights = sdpa_attention_forward(module, query, key, value, None if causal else attention_mask,
+                                              dropout=dropout, scaling=scaling, is_causal=causal or None, **kwargs)
+    if weights is not None and name in active.eager_for:
+        call = replace(call, weights=_np(weights[0]))
+    active.calls.append(call)
+    if active.on_call is not None:
+        active.on_call(len(active.calls))
+    return out, weights
+
+
+def _plain(query: torch.Tensor, bias: bool, dropout: float, kwargs: dict) -> bool:
+    """Our kernel can stand in for the model's on this call: one text in float32 (a half-precision model
+    keeps its own arithmetic), no dropout, no bias on the scores, and nothing else passed that could change
+    the math (PLAIN_KWARGS, or an unset value)."""
+    return (query.shape[0] == 1 and query.dtype == torch.float32 and not bias and not dropout
+            and all(k in PLAIN_KWARGS or v is None or v is False for k, v in kwargs.items()))
+
+
+def _eager(module):
+    return importlib.import_module(type(module).__module__).eager_attention_forward
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    """A float32 numpy array in row-major order: the model's q, k and v arrive as transposed views
+    ((n, H, d) memory read as (H, n, d)), and a matmul over such a view copies it on every chunk."""
+    return t.detach().to(torch.float32).cpu().contiguous().numpy()
+
+
+def _bool_mask(seen: dict, mask, n: int, m: int) -> tuple[np.ndarray | None, bool, bool]:
+    """(B, 1, n, m) additive float mask -> ((n, m) bool with True = may attend, it holds a finite bias,
+    it is exactly causal: query i sees keys 0..i).
+
+    Every layer gets the same mask tensor: it is converted once per forward pass (`seen`).
+    """
+    if mask is None:
+        return None, False, False
+    key = (mask.data_ptr(), tuple(mask.shape), n, m)
+    if key not in seen:
+        a = mask[0, 0, -n:, -m:].detach()
+        if a.dtype == torch.bool:
+            visible, bias = a.cpu().numpy(), False
+        else:
+            a = a.to(torch.float32)
+            blocked = a <= torch.finfo(torch.float32).min / 2
+            visible, bias = (~blocked).cpu().numpy(), bool(torch.any((a != 0) & ~blocked))
+        causal = n == m and np.array_equal(visible, np.tri(n, dtype=bool))
+        seen[key] = (visible, bias, causal)
+    return seen[key]
+
+
+AttentionInterface.register(CAPTURE, _capture_attention)
+AttentionMaskInterface.register(CAPTURE, eager_mask)  # the same explicit masks eager attention gets

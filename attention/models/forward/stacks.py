@@ -1,0 +1,88 @@
+"""The captured calls of one forward pass, turned into the result's AttentionStacks and hidden states.
+
+attention.models.forward.capture records each attention call (q, k, v, mask, scale); attend() hands them
+here, where they are sorted into stacks (self-attention; an encoder-decoder's decoder and cross attention)
+and copied into arrays made once, each call's own copy dropped as soon as it is taken.
+
+Shapes: L layers, H heads, H_kv KV heads, n queries, m keys, d head size, D model size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from attention.models.forward.capture import CapturedCall
+from attention.models.forward.model_attention import AttentionStack
+
+
+def calls_of(calls: list[CapturedCall], stack: str, encoder_decoder: bool) -> list[CapturedCall]:
+    """The captured calls of one attention stack: every call is "self" in an encoder-only or decoder-only
+    model (OPT's layers are "model.decoder.layers"); an encoder-decoder model's are told apart by name."""
+    def stack_of(module_name: str) -> str:
+        if not encoder_decoder:
+            return "self"
+        lower = module_name.lower()
+        if "encoder_attn" in lower or "crossattention" in lower or "enc_dec" in lower or "encdec" in lower:
+            return "cross"
+        return "decoder" if "decoder" in lower else "self"
+
+    return [c for c in calls if stack_of(c.module) == stack]
+
+
+def attention_stack(calls: list[CapturedCall], w_o, own_weights=None, *, causal: bool) -> AttentionStack:
+    """One stack from its captured calls; `own_weights` (the model's output_attentions) when the scores carry
+    a bias that q and k cannot reproduce, or when nothing was captured (then `causal` says whether the
+    model's own mask hides later keys).
+
+    q, k, v are copied layer by layer into arrays made once, and each call's own copy is dropped as soon
+    as it is taken: at 4,096 tokens they are ~0.5 GB, and stacking them at the end would hold it twice.
+    """
+    own = None if own_weights is None else as_numpy(torch.stack([a[0] for a in own_weights]))
+    if not calls:  # the model's own weights only
+        L, _, n, m = own.shape
+        mask = np.tri(n, m, dtype=bool) if causal else None
+        if mask is not None:
+            mask.flags.writeable = False
+        return AttentionStack(q=None, k=None, v=None, masks=(mask,) * L, exactly_causal=(causal,) * L,
+                              causal=causal, scale=float("nan"), bias=False,
+                              modules=tuple(f"layer {i + 1}" for i in range(L)), w_o=None, own_weights=own)
+    first = calls[0]
+    modules_of = tuple(c.module for c in calls)
+    q = np.empty((len(calls), *first.q.shape), np.float32)
+    k = np.empty((len(calls), *first.k.shape), np.float32)
+    v = np.empty((len(calls), *first.v.shape), np.float32)
+    for i, call in enumerate(calls):
+        q[i], k[i], v[i] = call.q, call.k, call.v
+        calls[i] = replace(call, q=None, k=None, v=None)
+    full = {id(c.mask): c.mask is None or bool(c.mask.all()) for c in calls}  # once per distinct mask
+    masks = tuple(None if full[id(c.mask)] else c.mask for c in calls)
+    return AttentionStack(
+        q=q, k=k, v=v, masks=masks, exactly_causal=tuple(c.causal for c in calls),
+        causal=all(m is not None and _no_later_keys(m) for m in {id(m): m for m in masks}.values()),
+        scale=first.scale, bias=any(c.bias for c in calls), modules=modules_of,
+        w_o=w_o if w_o is not None and len(w_o) == len(calls) else None, own_weights=own,
+        softcap=first.softcap,
+    )
+
+
+def _no_later_keys(mask: np.ndarray) -> bool:
+    """No query sees a key after it (causal, or a causal sliding window). Shapes: mask (n, m), n == m."""
+    return mask.shape[0] == mask.shape[1] and not np.triu(mask, 1).any()
+
+
+def hidden_states_of(states: list) -> np.ndarray:
+    """(L + 1, n, D) float32 from the model's per-layer hidden states, each dropped from `states` once
+    copied: at 4,096 tokens they are ~0.3 GB, and the model's copy and ours need not coexist."""
+    out = np.empty((len(states), *states[0].shape[1:]), np.float32)
+    for i in range(len(states)):
+        out[i] = as_numpy(states[i][0])
+        states[i] = None
+    return out
+
+
+def as_numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().to(torch.float32).cpu().numpy()
+

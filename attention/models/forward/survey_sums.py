@@ -1,0 +1,162 @@
+"""The sums a survey adds up, a chunk of query rows at a time, from each chunk's weights (SurveySums).
+
+Both the survey's own pass (attention.models.forward.head_survey) and our attention kernel inside the forward pass
+(attention.models.forward.kernel) feed each chunk's scores to SurveySums.add, which takes the softmax into its
+own buffer and adds: each row's entropy, the block maxima of the all-heads grid, each key's column mass and
+majority count (sinks), and the summed weight at every offset query - key (attention by distance).
+
+Shapes: L layers, H heads, n queries, m keys, r rows in a chunk, c tile size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from attention.models.forward.recompute import block_max, chunk_rows, compute_device, row_chunks
+
+GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
+SURVEY_CHUNK_FLOATS = 2_000_000  # scores per chunk (8 MB, 54 rows of 9 heads at 4,096 tokens). Chunks need
+# not be whole rows of tiles (at 4,096 tokens those are 205 rows: 30 MB). Measured at 4,096 tokens on 2 threads,
+# one layer's scores took 181 ms in 1 M-float chunks (the matmuls too thin), 108 ms in 2 M and 127 ms in 4 M.
+
+
+def tile_size(n: int, n_heads_total: int, max_cells: int = GRID_CELLS) -> int:
+    """Cells per side of one head's tile, so that the whole grid holds at most max_cells values."""
+    return int(max(1, min(32, n, max(4, math.sqrt(max_cells / n_heads_total) - 1))))
+
+
+
+class SurveySums:
+    """The sums the pass adds up, chunk by chunk (see HeadSurvey for what each becomes), and the three
+    buffers every chunk is computed in: allocated once per survey, not once per chunk (a fresh 16 MB
+    tensor per chunk is a fresh mmap, and its page faults doubled the survey's time in the server)."""
+
+    def __init__(self, L: int, H: int, n: int, m: int):
+        self.n, self.m = n, m
+        self.block = -(-max(n, m) // tile_size(n, L * H))
+        self.rows_per_chunk = chunk_rows(H, m, SURVEY_CHUNK_FLOATS)
+        self.tiles = np.zeros((L, H, -(-n // self.block), -(-m // self.block)), np.float32)
+        self.entropy = np.zeros((L, H))
+        self.column_mass, self.column_majority = np.zeros((L, H, m)), np.zeros((L, H, m))
+        self.offset_mass = np.zeros((L, H, n + m - 1))
+        r = min(self.rows_per_chunk, n)
+        device = compute_device()
+        self.scores = torch.empty(H * r * m, device=device)
+        self.weights = torch.empty(H * r * m, device=device)
+        self.skew = torch.empty(H * r * (m + r + 1), device=device)
+
+    def add(self, layer: int, rows: slice, scores: torch.Tensor, causal: bool) -> torch.Tensor:
+        """One chunk of query rows of one layer, from its masked scores (H, r, keys) (`causal`: no row sees a
+        key after the chunk's last row, and the scores stop there). Returns the weights, (H, r, keys) in
+        this object's buffer: valid until the next chunk."""
+        h, r, keys = scores.shape
+        w = self.weights[:h * r * keys].view(h, r, keys)
+        torch._softmax(scores, -1, False, out=w)  # torch.softmax, as the eager kernel runs it, into our buffer
+        row_max = scores.amax(-1)  # (H, r)
+        top = w.amax(-1)  # (H, r) the top key's weight: exp(0) / Z = 1 / Z
+        # Entropy without a log over every weight: H = log Z + max - sum_j w_j s_j (the scores are not needed
+        # after this, so the product is taken in their buffer; a masked score times its weight 0 is 0).
+        entropy = row_max - torch.log(top) - scores.mul_(w).sum(-1)
+        self.entropy[layer] += entropy.sum(-1).cpu().numpy()
+        self.column_majority[layer, :, :keys] += _majority_counts(w, top).cpu().numpy()
+        _pool_into(self.tiles[layer], w, rows.start, self.block)
+        self.column_mass[layer, :, :keys] += w.sum(1).cpu().numpy()
+        lowest, sums = _diagonal_sums(w, rows.start, causal, self.skew)
+        at = lowest + self.m - 1
+        self.offset_mass[layer, :, at:at + sums.shape[1]] += sums.cpu().numpy()
+        return w
+
+
+def _pool_into(tiles: np.ndarray, w: torch.Tensor, first_row: int, block: int) -> None:
+    """Raise the tiles (block maxima of one layer's weights) to the maxima of one chunk of its rows, which
+    need not start or end at a tile's edge: over the keys first, then over the chunk's rows tile by tile.
+    Shapes: tiles (H, ceil(n / b), ceil(m / b)), w (H, r, keys) for rows first_row...first_row + r - 1."""
+    by_keys = block_max(w, block, rows=False)  # (H, r, ceil(keys / b))
+    r, width = by_keys.shape[1], by_keys.shape[2]
+    start = 0
+    while start < r:
+        tile = (first_row + start) // block
+        stop = min(r, (tile + 1) * block - first_row)
+        part = by_keys[:, start:stop].amax(1).cpu().numpy()  # (H, ceil(keys / b))
+        np.maximum(tiles[:, tile, :width], part, out=tiles[:, tile, :width])
+        start = stop
+
+
+def _majority_counts(w: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+    """In how many rows each key holds over half the weight (at most one key per row can).
+
+    Most such rows put it on the first token (a sink): those are counted from one column; the key of any
+    other row is found by argmax over that row alone (an argmax over every row costs more than the softmax).
+    Shapes: w (H, r, keys), top (H, r) each row's largest weight -> (H, keys) float32.
+    """
+    h, _, keys = w.shape
+    counts = torch.zeros(h, keys, device=w.device)
+    on_first = w[..., 0] > 0.5
+    counts[:, 0] = on_first.sum(-1)
+    heads, rows = ((top > 0.5) & ~on_first).nonzero(as_tuple=True)
+    if len(heads):
+        counts.index_put_((heads, w[heads, rows].argmax(-1)), torch.ones(len(heads), device=w.device), accumulate=True)
+    return counts
+
+
+def visible_pairs(s, mask: np.ndarray | None, rows_per_chunk: int) -> tuple[np.ndarray, float]:
+    """For one mask: the visible (query, key) pairs at each offset, (n + m - 1,) from the most negative up,
+    and the mean over rows of log(visible keys), the entropy of uniform attention."""
+    n, m = s.n_queries, s.n_keys
+    visible = np.ones((n, m), bool) if mask is None else mask
+    out = np.zeros(n + m - 1)
+    for rows in row_chunks(n, rows_per_chunk):
+        chunk = torch.from_numpy(np.ascontiguousarray(visible[rows, :s.keys_seen(rows)], np.float32))
+        lowest, pairs = _diagonal_sums(chunk[None], rows.start, s.causal)
+        at = lowest + m - 1
+        out[at:at + pairs.shape[1]] += pairs[0].numpy()
+    return out, float(np.mean(np.log(np.maximum(visible.sum(-1), 1))))
+
+
+def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
+                   buffer: torch.Tensor | None = None) -> tuple[int, torch.Tensor]:
+    """Sums of a chunk of rows along its diagonals (constant offset query - key), without a loop.
+
+    For rows i = first_row + r and keys j < K: lay each row out after R zeros, in rows one longer than
+    that (R + K + 1), so that reading them R + K + 1 apart moves row r right by r places and column c
+    holds offset first_row + R - c in every row; summing the columns gives the diagonal sums. A causal
+    chunk has no key after its rows: columns 1..K suffice (offsets >= 0). `buffer` (at least
+    H * R * (K + R + 1) floats) is reused between calls. A causal chunk whose keys stop at its last row
+    needs no copy at all (_causal_diagonal_sums).
+    Shapes: w (H, R, K) -> (the smallest offset, (H, count) sums from the smallest offset up).
+    """
+    h, r, k = w.shape
+    if causal and k == first_row + r and r > 1 and w.is_contiguous():
+        return 0, _causal_diagonal_sums(w, first_row)
+    size = h * r * (k + r + 1)
+    flat = torch.empty(size) if buffer is None else buffer[:size]
+    rows = flat.view(h, r * (k + r + 1))[:, :r * (k + r)].view(h, r, k + r)  # row i: R zeros, then w[i]
+    rows[..., :r] = 0
+    rows[..., r:] = w
+    flat.view(h, r * (k + r + 1))[:, r * (k + r):] = 0  # R more zeros after the last row
+    if causal:  # offsets first_row + R - 1 down to first_row + R - K, all >= 0
+        skewed = flat.as_strided((h, r, k + 1), (r * (k + r + 1), k + r + 1, 1))
+        return first_row + r - k, skewed.sum(1)[:, 1:].flip(-1)
+    skewed = flat.view(h, r, k + r + 1)
+    return first_row - (k - 1), skewed.sum(1)[:, 1:k + r].flip(-1)
+
+
+def _causal_diagonal_sums(w: torch.Tensor, first_row: int) -> torch.Tensor:
+    """_diagonal_sums of a causal chunk whose keys stop at its last row (K = first_row + R), read in place.
+
+    Row t's key j sits at t * K + j of each head's block: stepping K + 1 along it keeps j - t, so a view
+    with strides (K + 1, 1) over rows t >= 1 and u = j - t from -(R - 1) to first_row holds, in column u,
+    offset first_row - u in every row. Where j would be negative the view reads the end of row t - 1,
+    keys after that row's own position: weights 0 in a causal chunk. Row 0 (offsets 0..first_row) is
+    added on its own. Shapes: w (H, R, K) contiguous, zero after each row's position -> (H, K) sums for
+    offsets 0..K - 1.
+    """
+    h, r, k = w.shape
+    span = k  # u from -(R - 1) up to first_row: K values
+    rest = w.as_strided((h, r - 1, span), (r * k, k + 1, 1), w.storage_offset() + k + 1 - (r - 1)).sum(1)
+    rest[:, r - 1:] += w[:, 0, :first_row + 1]  # row 0: u = j from 0 to first_row
+    return rest.flip(-1)  # column u holds offset first_row - u: from offset 0 up
+

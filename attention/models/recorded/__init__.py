@@ -1,0 +1,47 @@
+"""Reads of a recorded result: what a ModelAttention shows, with or without the model (a saved .npz too).
+
+    >>> from attention.models.recorded import Reading, zoom
+    >>> view = zoom(att, layer=2, head=5, reading=Reading(words=True, without_sinks=True))
+
+Modules:
+    aggregations    the table of ways to show a layer as one matrix (one head, mean, max, rollout, norm)
+    words           pieces merged into the tokenizer's words: word_level(att) -> WordAttention
+    views           what pages draw, re-read as Reading(words, without_sinks, log) says: zoom, query_row,
+                    token_focus, line_view
+    export          the matrix on screen as CSV, a sentence as .npz, safe file names
+    imported        a result from a file (.npz) or from any model's output_attentions
+    rotary          one head's q and k through its rotary positions (the Positions page)
+    ambiguous_words one word in two sentences (the Ambiguous words page)
+    questions       the model pages' predict-then-see questions, answered from the result
+
+Everything here takes a result and returns numbers; nothing runs the network (attention.models.analyses
+does), so every read works on a result opened from a file.
+"""
+
+from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row
+from attention.models.recorded.ambiguous_words import WordComparison, compare_word, difference_by_token
+from attention.models.recorded.export import file_stem, matrix_csv, sentence_npz
+from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, from_attentions, load_npz
+from attention.models.recorded.questions import ModelQuestion, questions_for
+from attention.models.recorded.rotary import RotaryView, rotary_view
+from attention.models.recorded.views import (
+    AS_IS,
+    LINE_VIEW_MAX_UNITS,
+    LINE_VIEW_TOKENS,
+    LineView,
+    MatrixView,
+    Reading,
+    line_view,
+    query_row,
+    token_focus,
+    zoom,
+)
+from attention.models.recorded.words import WordAttention, WordGroups, word_groups, word_level
+
+__all__ = [
+    "AGGREGATIONS", "AS_IS", "LINE_VIEW_MAX_UNITS", "LINE_VIEW_TOKENS", "NPZ_MAX_BYTES", "LineView", "MatrixView",
+    "ModelQuestion", "Reading", "RotaryView", "WordAttention", "WordComparison", "WordGroups", "aggregate",
+    "attention_row", "compare_word", "difference_by_token", "export_npz", "file_stem", "from_attentions",
+    "line_view", "load_npz", "matrix_csv", "query_row", "questions_for", "rotary_view", "sentence_npz",
+    "token_focus", "word_groups", "word_level", "zoom",
+]

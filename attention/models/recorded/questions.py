@@ -1,0 +1,82 @@
+"""Predict, then see, on real models: questions whose answers come from the model's own result.
+
+The page sets itself to the question's state (widget key -> value), runs the model as it always does, and
+hands its results to `solve`; see attention.toy.lessons for the toy pages' questions and the Reveal they give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER
+from attention.models.recorded.views import Reading, query_row
+from attention.toy import examples as ex
+from attention.toy.lessons import Reveal
+
+
+@dataclass(frozen=True)
+class ModelQuestion:
+    key: str
+    page: str  # the page's file stem
+    ask: str
+    choices: tuple[str, ...]
+    state: tuple[tuple[str, object], ...]  # (widget key, value) pairs the page is set to when the answer shows
+    solve: Callable[[dict], Reveal]  # from the page's results, {"a": ModelAttention, ...} (the page says which)
+
+    def reveal(self, results: dict) -> Reveal:
+        return self.solve(results)
+
+
+def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
+    def solve(results: dict) -> Reveal:
+        att = results["a"]
+        if "it" not in att.tokens:
+            raise ValueError("sentence A has no token “it” now")
+        i = att.tokens.index("it")
+        row = query_row(att, i, layer=layer, reading=reading).matrix[0]
+        order = np.argsort(-row)[:3]
+        top = ", ".join(f"{att.tokens[j]} {row[j]:.2f}" for j in order)
+        why = ("most heads park their weight on a sink, here [CLS]: the first token, which every query can see"
+               if not reading.without_sinks else "with the sinks removed, what is left of each row goes to the "
+               "words that carry the meaning, and the noun “it” stands for comes first")
+        return Reveal(att.tokens[int(order[0])], f"layer {layer + 1}, mean of the heads: {top}", why)
+    return solve
+
+
+def _next_token(results: dict) -> Reveal:
+    att, tokenizer = results["att"], results["tokenizer"]
+    if att.next_logits is None:
+        raise ValueError(f"{att.model_name} predicts no next token")
+    z = np.asarray(att.next_logits, dtype=np.float64)
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    best = int(p.argmax())
+    choice = tokenizer.decode([best])
+    return Reveal(choice, f"p({choice!r}) = {p[best]:.2f}", "the model's last position, read through its "
+                  "unembedding: the capital is the continuation it has seen most often after such a sentence.")
+
+
+QUESTIONS = (
+    ModelQuestion("amb.it_sink", "ambiguous_words", "In “…because it was too tired”, which token will “it” look "
+                  "at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
+                  (("model", DEFAULT_ENCODER), ("pair", "it"), ("layer", 5), ("head", "mean of heads"),
+                   ("no_sinks", False)),
+                  _it_looks_at(Reading(), 4)),
+    ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks: which token does “it” look at most in "
+                  "layer 5?", ("animal", "street", "tired", "because"),
+                  (("model", DEFAULT_ENCODER), ("pair", "it"), ("layer", 5), ("head", "mean of heads"),
+                   ("no_sinks", True)),
+                  _it_looks_at(Reading(without_sinks=True), 4)),
+    ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
+                  "predict next?", (" Paris", " London", " a", " the"),
+                  (("model", DEFAULT_DECODER), ("pred.example", "capital of France"),
+                   ("text", ex.PREDICTION_EXAMPLES["capital of France"][0])),
+                  _next_token),
+)
+
+
+def questions_for(page: str) -> tuple[ModelQuestion, ...]:
+    return tuple(q for q in QUESTIONS if q.page == page)

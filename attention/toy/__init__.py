@@ -1,0 +1,18 @@
+"""The toy side: attention on small hand-made vectors, every step kept (numpy and Plotly only, never torch).
+
+Modules (each is public: the toy pages and notebooks import them by name; `import attention` re-exports
+the math):
+    trace          AttentionTrace / MultiHeadTrace: q, k, v, scores, scaled, weights, output, every step named
+    core           scaled dot-product attention, softmax, entropy, projections
+    scoring        other ways to score a query against a key (additive, general, ...): METHODS, FORMULAS
+    masks          causal and padding masks
+    multihead      several heads side by side, and the toy translation's cross-attention
+    positions      sinusoidal and rotary positions
+    lookup         hard and soft lookup (the apple / banana / chair table)
+    scaling        why scores are divided by sqrt(d)
+    ambiguity      the toy "bank" and "it": context pulling a word's vector
+    live           the frames a live slider looks up (the browser does no attention math)
+    examples       the hand-built vectors from the seeds, and how they were chosen
+    lessons        predict-then-see questions of the toy pages, answered from the state they reveal
+    plotting       the heatmaps and bar charts every page draws, and esc() for text shown in them
+"""

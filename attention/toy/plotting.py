@@ -1,0 +1,292 @@
+"""Pure Plotly figure builders: arrays and labels in, `go.Figure` out. No Streamlit here.
+
+Every heatmap has labelled axes, a colour bar with units, the value in each cell (small matrices) and
+on hover. Token labels are HTML-escaped: Plotly renders a subset of HTML in ticks and hover text, and
+labels come from users. Axes are numeric with tick labels, so repeated tokens ("the", "them") keep
+their own rows and columns instead of being merged by Plotly's category axes.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, replace
+
+import numpy as np
+import plotly.graph_objects as go
+
+WEIGHT_SCALE = "Blues"
+SIGNED_SCALE = "RdBu"
+MASKED_TEXT = "masked"
+BIG_CELLS = 600  # above this, hover comes from a template, not one string per cell (payload, render time)
+
+
+def esc(label) -> str:
+    """A label made safe for Plotly's pseudo-HTML (ticks, hover, annotations).
+
+    Only & < > are escaped: without "<" no tag can start, and Plotly decodes &lt; &gt; &amp; but shows
+    &quot; literally (a token `"` appeared as "&quot;" on the axes).
+    """
+    return html.escape(str(label), quote=False)
+
+
+def _fmt(x: float, digits: int) -> str:
+    if np.isneginf(x):
+        return "-∞"
+    if np.isnan(x):
+        return MASKED_TEXT
+    return f"{x:.{digits}f}"
+
+
+def _ticks(labels, max_labels: int = 40) -> dict:
+    """Every label as a tick when they fit; otherwise Plotly's automatic numeric ticks."""
+    if len(labels) <= max_labels:
+        return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels)
+    return dict(tickmode="auto")
+
+
+LOG_FLOOR = 1e-4  # the log colour scale starts here: weights below read as this
+CLICKABLE_CELLS = 4096  # cells up to which a heatmap can carry a clickable point per cell (64 x 64 tokens)
+
+
+@dataclass(frozen=True)
+class Colours:
+    """How a heatmap turns values into colours."""
+
+    zmin: float | None = None  # bottom of the scale (None: the smallest value)
+    zmax: float | None = None  # top of the scale (None: the largest value)
+    scale: str = WEIGHT_SCALE  # a Plotly colour scale
+    centred: bool = False  # a diverging scale with 0 in its middle (signed values)
+    log: bool = False  # colour by log10 of the value, LOG_FLOOR to 1 (numbers and hover keep the values)
+    bar: bool = True  # draw the colour bar
+
+    def logged(self, log: bool) -> Colours:
+        """The same colours, by log10 when `log`."""
+        return replace(self, log=log)
+
+
+WEIGHTS = Colours(0.0, 1.0)  # attention weights: 0 to 1 in blues
+SIGNED = Colours(scale=SIGNED_SCALE, centred=True)  # scores, vectors, effects: red below 0, blue above
+
+
+@dataclass(frozen=True)
+class Ticks:
+    """Which rows and columns of a heatmap are labelled."""
+
+    x: int = 40  # every column label when there are at most this many, else Plotly's automatic ticks
+    y: int | None = None  # the same for rows (None: as x)
+    row_groups: int | None = None  # label only every g-th row, by its label's first word ("L3 H1" -> "L3")
+
+
+AUTO_TICKS = Ticks()  # every label while up to 40 fit, then Plotly's own
+
+
+def heatmap(z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
+            value_name: str = "weight", colours: Colours = Colours(), ticks: Ticks = AUTO_TICKS, mask=None,
+            digits: int = 2, show_values: bool | None = None, height: int | None = None,
+            clickable: bool = False) -> go.Figure:
+    """A labelled matrix: `colours` say how values are coloured (WEIGHTS, SIGNED, or your own), `ticks`
+    which rows and columns are labelled. Cells where `mask` is False are greyed and read "masked".
+    `show_values` writes each cell's number (default: when the matrix is small enough to read them).
+    `clickable` (up to CLICKABLE_CELLS cells) lays an invisible point on every cell: Plotly heatmaps
+    report no selection on a click, points do, so a Streamlit selection (on_select) gets the cell's
+    column as x and row as y.
+
+    Shapes: z (n, m), x_labels m, y_labels n, mask (n, m) bool or None.
+    """
+    z = np.asarray(z, dtype=float)
+    n, m = z.shape
+    visible = np.ones(z.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), z.shape)
+    shown = np.where(visible & np.isfinite(z), z, np.nan)  # masked cells: gaps on the grey background
+    if colours.log:
+        shown = np.log10(np.clip(shown, LOG_FLOOR, None))
+        colours = replace(colours, zmin=np.log10(LOG_FLOOR), zmax=0.0, centred=False)
+    xl, yl = [esc(s) for s in x_labels], [esc(s) for s in y_labels]
+    clickable = clickable and n * m <= CLICKABLE_CELLS
+    if n * m > BIG_CELLS and not clickable:
+        fig = _big_heatmap(shown, xl, yl, title=title, x_title=x_title, y_title=y_title, value_name=value_name,
+                           colours=colours, height=height, row_groups=ticks.row_groups,
+                           values=z if colours.log else None)
+    else:
+        fig = _small_heatmap(z, shown, visible, xl, yl, title=title, x_title=x_title, y_title=y_title,
+                             value_name=value_name, colours=colours, ticks=ticks, digits=digits,
+                             show_values=show_values, height=height, clickable=clickable)
+    return _log_colorbar(fig) if colours.log else fig
+
+
+def _colour_args(colours: Colours, value_name: str) -> dict:
+    """go.Heatmap's colour arguments."""
+    return dict(zmin=colours.zmin, zmax=colours.zmax, colorscale=colours.scale, zmid=0 if colours.centred else None,
+                showscale=colours.bar, colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4))
+
+
+def _small_heatmap(z, shown, visible, xl, yl, *, title, x_title, y_title, value_name, colours, ticks, digits,
+                   show_values, height, clickable) -> go.Figure:
+    """A matrix small enough for a hover string (and maybe a number) per cell."""
+    n, m = z.shape
+    text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
+    yt, xt, vn = esc(y_title), esc(x_title), esc(value_name)
+    hover = [[f"{yt}: {yl[i]}<br>{xt}: {xl[j]}<br>{vn}: {text[i][j]}" for j in range(m)] for i in range(n)]
+    if show_values is None:
+        show_values = m <= 16 and n * m <= 400  # numbers stay legible only in small matrices
+    gap = 1 if max(n, m) <= 60 else 0  # cell borders would swallow thin cells
+    fig = go.Figure(go.Heatmap(
+        z=shown, x=list(range(m)), y=list(range(n)), text=text if show_values else None,
+        texttemplate="%{text}" if show_values else None, hovertext=hover, hoverinfo="text", xgap=gap, ygap=gap,
+        **_colour_args(colours, value_name),
+    ))
+    fig.update_layout(
+        title=dict(text=esc(title)), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        height=height or max(260, 80 + 34 * n),
+    )
+    fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, ticks.x))
+    y_ticks = _ticks(yl, ticks.y or ticks.x)
+    if ticks.row_groups:
+        y_ticks = dict(tickmode="array", tickvals=list(range(0, n, ticks.row_groups)),
+                       ticktext=[yl[i].split(" ")[0] for i in range(0, n, ticks.row_groups)])
+    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, **y_ticks)
+    if clickable:
+        rows, cols = np.divmod(np.arange(n * m), m)
+        fig.data[0].hoverinfo = "none"  # the points on top carry the same text, and are what the pointer meets
+        fig.add_trace(go.Scatter(
+            x=cols, y=rows, mode="markers", showlegend=False, name="cells", hoverinfo="text",
+            marker=dict(size=max(6, min(30, 640 // max(n, m))), opacity=0, symbol="square"),
+            hovertext=[hover[i][j] for i, j in zip(rows, cols, strict=True)],
+        ))
+    return fig
+
+
+def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, colours, height, row_groups=None,
+                 values=None) -> go.Figure:
+    """A large matrix sent as one float32 array; labels are "position·token" categories so hover can name
+    both tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
+    n, m = z.shape
+    x = [f"{j}·{t}" for j, t in enumerate(xl)]
+    y = [f"{i}·{t}" for i, t in enumerate(yl)]
+    fig = go.Figure(go.Heatmap(
+        z=z.astype(np.float32), x=x, y=y, customdata=None if values is None else values.astype(np.float32),
+        hovertemplate=f"{esc(y_title)}: %{{y}}<br>{esc(x_title)}: %{{x}}<br>{esc(value_name)}: "
+                      + ("%{z:.4f}" if values is None else "%{customdata:.4f}") + "<extra></extra>",
+        **_colour_args(colours, value_name),
+    ))
+    fig.update_layout(title=dict(text=esc(title)), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+                      height=height or min(900, max(400, 120 + 6 * n)))
+    fig.update_xaxes(title_text=x_title, type="category", showgrid=False, showticklabels=m <= 80)
+    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False,
+                     showticklabels=n <= 80 or bool(row_groups))
+    if row_groups:
+        fig.update_yaxes(tickmode="array", tickvals=y[::row_groups],
+                         ticktext=[t.split(" ")[0] for t in yl[::row_groups]])
+    return fig
+
+
+def _log_colorbar(fig: go.Figure) -> go.Figure:
+    """Label a log10 colour bar in the values it stands for: 0.0001, 0.001 ... 1."""
+    exponents = list(range(int(np.log10(LOG_FLOOR)), 1))
+    fig.update_traces(colorbar=dict(tickvals=exponents, ticktext=[f"{10.0 ** e:g}" for e in exponents]),
+                      selector=dict(type="heatmap"))
+    return fig
+
+
+def image_config(file_name: str, image_format: str = "png") -> dict:
+    """st.plotly_chart's `config`: the toolbar's camera button saves `file_name`.png (or .svg) at twice
+    the size on screen. file_name should come from attention.models.recorded.export.file_stem (safe characters)."""
+    return {"toImageButtonOptions": {"format": image_format, "filename": file_name, "scale": 2},
+            "displaylogo": False}
+
+
+def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight", y_max: float | None = 1.0,
+                highlight: int | str | None = "max") -> go.Figure:
+    """One bar per key; the highlighted bar is darker: "max" (the default) the largest, an int that bar,
+    None none. Shapes: weights (m,)."""
+    w = np.asarray(weights, dtype=float)
+    if highlight == "max":
+        highlight = int(np.argmax(w)) if len(w) else None
+    colors = ["#1f4e9c" if i == highlight else "#7fa7e0" for i in range(len(w))]
+    fig = go.Figure(go.Bar(
+        x=list(range(len(w))), y=w, marker_color=colors, text=[f"{v:.3f}" for v in w], textposition="outside",
+        hovertext=[f"{esc(lab)}<br>{value_name}: {v:.4f}" for lab, v in zip(labels, w, strict=True)], hoverinfo="text",
+    ))
+    fig.update_layout(title=dict(text=esc(title)), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels])
+    fig.update_yaxes(title_text=value_name, range=[0, y_max * 1.15] if y_max else None)
+    return fig
+
+
+def lines(x, series: dict, *, title: str = "", x_title: str = "", y_title: str = "", log_x: bool = False,
+          log_y: bool = False, marker_x=None, categorical_x: bool = False, x_hover=None) -> go.Figure:
+    """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d);
+    `categorical_x` spaces labelled x values (such as offset ranges) evenly, and `x_hover` says what
+    each one covers on hover. A log y axis is labelled once per decade (0.001, 0.01, 0.1, 1)."""
+    fig = go.Figure()
+    xs = [esc(v) for v in x] if categorical_x else np.asarray(x)
+    shown_x = "%{customdata}" if x_hover is not None else "%{x}"
+    for name, y in series.items():
+        fig.add_trace(go.Scatter(x=xs, y=np.asarray(y), mode="lines+markers", name=esc(name),
+                                 customdata=None if x_hover is None else [esc(h) for h in x_hover],
+                                 hovertemplate=f"{esc(x_title)}: {shown_x}<br>{esc(y_title)}: %{{y:.4g}}"
+                                               f"<extra>{esc(name)}</extra>"))
+    if marker_x is not None:
+        fig.add_vline(x=marker_x, line_dash="dot", line_color="grey")
+    fig.update_layout(title=dict(text=esc(title)), height=320, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title_text=x_title, type="category" if categorical_x else "log" if log_x else "linear",
+                     tickangle=0 if categorical_x else None)
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear",
+                     **(dict(dtick=1, tickformat="~g") if log_y else {}))
+    return fig
+
+
+def vector_plane(points: dict, *, axes=("dimension 1", "dimension 2"), title: str = "", faded=()) -> go.Figure:
+    """2-D arrows from 0 for named vectors, on equal axes around 0 (rotations look like rotations);
+    names in `faded` are drawn dotted and pale (e.g. a vector before it was rotated). Shapes: each (2,)."""
+    fig = go.Figure()
+    reach = max([1.0] + [float(np.hypot(*v)) for v in points.values()]) * 1.15
+    for name, (a, b) in points.items():
+        pale = name in faded
+        fig.add_trace(go.Scatter(x=[0, a], y=[0, b], mode="lines+markers+text", name=esc(name),
+                                 text=["", esc(name)], textposition="top center", opacity=0.45 if pale else 1,
+                                 line=dict(dash="dot" if pale else "solid", width=2 if pale else 3),
+                                 hovertemplate=f"{esc(axes[0])}: %{{x:.3f}}<br>{esc(axes[1])}: %{{y:.3f}}"
+                                               f"<extra>{esc(name)}</extra>"))
+    fig.update_layout(title=dict(text=esc(title)), height=380, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title_text=esc(axes[0]), range=[-reach, reach], zeroline=True)
+    fig.update_yaxes(title_text=esc(axes[1]), range=[-reach, reach], zeroline=True, scaleanchor="x")
+    return fig
+
+
+def sense_plane(points: dict, *, axes=("nature", "finance"), title: str = "") -> go.Figure:
+    """2-D scatter of named vectors (e.g. the output of "bank" in each sentence) with arrows from 0."""
+    fig = go.Figure()
+    for name, (a, b) in points.items():
+        fig.add_trace(go.Scatter(x=[0, a], y=[0, b], mode="lines+markers+text", name=esc(name),
+                                 text=["", esc(name)], textposition="top center",
+                                 hovertemplate=f"{esc(axes[0])}: %{{x:.3f}}<br>{esc(axes[1])}: %{{y:.3f}}"
+                                               f"<extra>{esc(name)}</extra>"))
+    fig.update_layout(title=dict(text=esc(title)), height=360, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title_text=esc(axes[0]), range=[-0.05, 1.05])
+    fig.update_yaxes(title_text=esc(axes[1]), range=[-0.05, 1.05])
+    return fig
+
+
+def trace_steps(trace, query_labels=None, key_labels=None, *, title: str = "") -> go.Figure:
+    """A toy AttentionTrace (attention.toy.trace) step by step: the scaled scores beside the softmax weights,
+    one row per query. Shapes: trace.scaled and trace.weights (n, m)."""
+    from plotly.subplots import make_subplots
+
+    n, m = trace.weights.shape[-2:]
+    rows = [esc(x) for x in (query_labels or [f"q{i}" for i in range(n)])]
+    cols = [esc(x) for x in (key_labels or [f"k{j}" for j in range(m)])]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("scaled scores q·k / √d_k", "softmax weights"),
+                        horizontal_spacing=0.12)
+    scaled = np.where(np.isfinite(trace.scaled), trace.scaled, np.nan)
+    for col, (z, scale, colours) in enumerate(((scaled, "score", SIGNED), (trace.weights, "weight", WEIGHTS)), 1):
+        fig.add_trace(go.Heatmap(z=z, x=cols, y=rows, colorscale=colours.scale, zmin=colours.zmin, zmax=colours.zmax,
+                                 zmid=0 if colours.centred else None, text=np.round(z, 3), texttemplate="%{text}",
+                                 hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{scale}: %{{z:.4f}}<extra></extra>",
+                                 colorbar=dict(x=0.44 if col == 1 else 1.0, thickness=10, title=dict(text=scale))),
+                      row=1, col=col)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=dict(text=esc(title)), height=max(260, 90 + 40 * n), margin=dict(l=10, r=10, t=60, b=10))
+    return fig
