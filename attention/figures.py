@@ -13,6 +13,9 @@ or `load_npz(...)`), one call each:
     trace_steps(trace)                a toy trace step by step: scaled scores beside the weights
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
 
+A corpus survey (attention.models.corpus_survey) has its own four (attention.corpus_figures): corpus_map,
+example_rows, qk_scatter, corpus_statistic.
+
 The builders below them (view_heatmap, head_grid, attention_lines, layer_head_heatmap, lens_heatmap)
 take arrays and views. Figures are Plotly's: in JupyterLab and VS Code they render offline (plotly.js
 ships with the plotly package, no CDN); `html_action="return"` gives self-contained HTML. Labels are
@@ -26,12 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from attention.corpus_figures import corpus_map, corpus_statistic, example_rows, head_name, qk_scatter
 from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view, survey, token_focus, zoom
 from attention.toy.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
 from attention.toy.plotting import lines as line_chart
 
-__all__ = ["attention_lines", "distance", "effects", "grid", "head", "head_grid", "head_view", "layer_head_heatmap",
-           "lens_heatmap", "lines", "model_view", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML"]
+__all__ = ["attention_lines", "corpus_map", "corpus_statistic", "distance", "effects", "example_rows", "grid", "head",
+           "head_grid", "head_name", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view",
+           "qk_scatter", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML"]
 
 
 def view_heatmap(view, *, x_title: str = "key", y_title: str = "query", height: int | None = None,

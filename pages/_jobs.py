@@ -25,10 +25,12 @@ import streamlit as st
 
 from attention.models import (
     BUNDLED,
+    Corpus,
     LoadedModel,
     ModelAttention,
     ModelUnavailable,
     Progress,
+    corpus_survey,
     load_model,
     load_npz,
     model_label,
@@ -138,6 +140,14 @@ def result_of(analysis: Callable, key: tuple, message: str, *args, **kwargs):
     (shared()), with a progress bar while it runs; a ValueError (the input cannot be read) ends the page
     with its message."""
     return follow_or_stop(shared(analysis, key, message, *args, **kwargs))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False, validate=Job.usable)
+def corpus_job(name: str, corpus_key: str, include_sinks: bool, _loaded: LoadedModel, _corpus: Corpus) -> Job:
+    """A corpus survey, one per (model, corpus, setting), shared by the sessions asking for it. Two are kept:
+    each holds a sample of queries and keys (about 15 MB for MiniLM, 70 MB for SmolLM2)."""
+    return Job(lambda progress: corpus_survey(_loaded, _corpus, include_sinks=include_sinks, progress=progress),
+               f"Surveying {len(_corpus.texts):,} texts…")
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

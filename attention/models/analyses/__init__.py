@@ -12,12 +12,30 @@ Modules:
     patching        activation patching of a clean run into a corrupted one
     roles           previous-token, induction, duplicate-token and first-token scores on a probe
     composition_scores Q-, K- and V-composition of heads, from their weights
+    corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
+    corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
+                    to one .safetensors file
+    qk_projection   one head's sampled queries and keys in one 2-D projection (AttentionViz's normalisation)
     predictions     the next token and step-by-step generation (the Predictions page)
 
 Each takes a LoadedModel (attention.models.forward) and, where it reads a text, its ModelAttention.
 """
 
 from attention.models.analyses.composition_scores import KINDS, Composition, composition
+from attention.models.analyses.corpus import (
+    CORPUS_FORMATS,
+    Corpus,
+    corpus_limits,
+    default_corpus,
+    read_corpus,
+)
+from attention.models.analyses.corpus_survey import (
+    CorpusSurvey,
+    TopExample,
+    corpus_survey,
+    load_corpus_survey,
+    survey_bytes,
+)
 from attention.models.analyses.head_effects import (
     ABLATIONS,
     HeadEffects,
@@ -29,6 +47,7 @@ from attention.models.analyses.head_effects import (
 )
 from attention.models.analyses.patching import SITES, Patching, activation_patching, swap_words
 from attention.models.analyses.predictions import MAX_NEW_TOKENS, Generation, NextTokens, generate, next_tokens
+from attention.models.analyses.qk_projection import QKProjection, qk_projection
 from attention.models.analyses.readout import LogitAttribution, LogitLens, direct_logit_attribution, logit_lens
 from attention.models.analyses.roles import (
     PROBE_REPEAT,
@@ -44,8 +63,10 @@ from attention.models.analyses.target_foil import Contrast, TokenChoice, contras
 
 __all__ = [
     "ABLATIONS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "ROLES", "ROLE_THRESHOLD", "SITES", "Composition",
-    "Contrast", "Generation", "HeadEffects", "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching",
-    "ScanAgreement", "TokenChoice", "activation_patching", "agreement", "attribution_patching", "composition",
-    "contrast", "direct_logit_attribution", "generate", "head_ablation", "head_ablation_cosine", "head_roles",
-    "logit_lens", "next_tokens", "probe_attention", "probe_ids", "roles_of", "swap_words",
+    "CORPUS_FORMATS", "Contrast", "Corpus", "CorpusSurvey", "Generation", "HeadEffects", "HeadRoles",
+    "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKProjection", "ScanAgreement", "TokenChoice",
+    "TopExample", "activation_patching", "agreement", "attribution_patching", "composition", "contrast",
+    "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution", "generate", "head_ablation",
+    "head_ablation_cosine", "head_roles", "load_corpus_survey", "logit_lens", "next_tokens", "probe_attention",
+    "probe_ids", "qk_projection", "read_corpus", "roles_of", "survey_bytes", "swap_words",
 ]

@@ -1,0 +1,282 @@
+"""A head across a corpus: one pass over many texts, and what each head does over all of them.
+
+`corpus_survey(loaded, texts)` runs the model on each text (attend(): our kernel, the survey summed in the
+pass; each text cut at MAX_TOKENS tokens) and keeps, per head, with memory bounded by the largest text:
+    top examples    the k largest weights (text, query position, key position) over the corpus: a running
+                    top-k per head, merged text by text, never every weight. Keys that are special tokens
+                    or the first token (where attention sinks) are skipped unless include_sinks.
+    statistics      each text's survey numbers (attention.models.forward.head_survey): entropy, sink mass,
+                    previous-token share, mean distance, so each has a distribution over texts, (T, L, H)
+    a sample        the queries and keys of up to SAMPLE_POINTS token positions (reservoir-sampled over the
+                    corpus, special tokens left out), the same positions for every head, for the joint
+                    projection of a head's queries and keys (attention.models.analyses.qk_projection)
+
+The result saves to one .safetensors file (CorpusSurvey.save; load_corpus_survey): arrays any numpy or
+torch reads with the safetensors package, and a JSON header (texts, tokens, model, settings) under the
+"corpus_survey" key of its metadata; no pickle.
+
+Shapes: T texts, L layers, H heads, H_kv KV heads, k examples per head, P sampled positions, d head size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attention.models.analyses.corpus import MAX_TOKENS
+from attention.models.forward.head_survey import survey
+from attention.models.forward.model import LoadedModel
+from attention.models.forward.running import attend
+from attention.models.forward.tokens import display_tokens
+
+TOP_K = 20  # top examples kept per head
+SAMPLE_POINTS = 1_500  # token positions whose queries and keys are kept for the projection
+CONTEXT = 6  # tokens shown on each side of a top example's query and key
+STATISTICS = ("entropy", "mean_distance", "previous", "sink_mass")  # HeadSurvey fields kept per text (their
+# labels and meanings: attention.models.forward.head_survey.METRICS)
+FORMAT = "attention-explorer corpus survey 1"  # the header's "format": what load_corpus_survey reads
+MAX_FILE_BYTES = 2_000_000_000  # a saved survey larger than this is refused before it is read
+
+
+@dataclass(frozen=True)
+class TopExample:
+    """One of a head's largest weights over the corpus: `query` attends to `key` (token positions in text
+    `text_index`, from 0) with `weight`."""
+
+    text_index: int
+    query: int
+    key: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class CorpusSurvey:
+    """What every head of one model does over a corpus (module docstring)."""
+
+    model_name: str
+    texts: tuple[str, ...]  # (T,) as read
+    tokens: tuple[tuple[str, ...], ...]  # (T,) each text's tokens as shown, after the cut at max_tokens
+    truncated: int  # texts longer than max_tokens tokens (read up to it)
+    max_tokens: int
+    include_sinks: bool  # top examples may land on special tokens and the first token
+    top_text: np.ndarray  # (L, H, k) int32, largest weight first; -1 where the corpus had fewer candidates
+    top_query: np.ndarray  # (L, H, k) int32
+    top_key: np.ndarray  # (L, H, k) int32
+    top_weight: np.ndarray  # (L, H, k) float32
+    statistics: dict[str, np.ndarray]  # name (a STATISTICS field) -> (T, L, H) float32, one value per text
+    sample_text: np.ndarray  # (P,) int32: the text of each sampled position
+    sample_position: np.ndarray  # (P,) int32: its token position there
+    q_sample: np.ndarray | None  # (L, H, P, d) float16 queries there (after rotary); None: not captured
+    k_sample: np.ndarray | None  # (L, H_kv, P, d) float16 keys there
+    projection_cache: dict = field(default_factory=dict, repr=False, compare=False)  # (layer, head) -> QKProjection
+
+    @property
+    def n_layers(self) -> int:
+        return self.top_weight.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.top_weight.shape[1]
+
+    def top_examples(self, layer: int, head: int, k: int | None = None) -> list[TopExample]:
+        """The head's k largest weights over the corpus, largest first (0-based layer and head)."""
+        if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
+            raise ValueError(f"layer {layer + 1}, head {head + 1} is outside {self.n_layers} x {self.n_heads}")
+        found = [TopExample(int(t), int(q), int(j), float(w)) for t, q, j, w in
+                 zip(self.top_text[layer, head], self.top_query[layer, head], self.top_key[layer, head],
+                     self.top_weight[layer, head], strict=True) if t >= 0]
+        return found[:k]
+
+    def median(self, name: str) -> np.ndarray:
+        """(L, H) each head's median of a statistic over the texts: the point it takes on the map."""
+        return np.median(self.statistics[name], axis=0)
+
+    def context(self, example: TopExample, width: int = CONTEXT) -> tuple[tuple[str, ...], int, int]:
+        """The tokens around an example's query and key (`width` each side, the span between kept whole up to
+        4 * width), and where the query and the key are in them."""
+        tokens = self.tokens[example.text_index]
+        lo, hi = min(example.query, example.key), max(example.query, example.key)
+        start, stop = max(0, lo - width), min(len(tokens), hi + width + 1)
+        if stop - start > 4 * width + 1:  # far apart: the two ends, joined by an ellipsis token
+            left = tokens[start:lo + width + 1]
+            right = tokens[hi - width:stop]
+            shown = (*left, "…", *right)
+            at = {lo: lo - start, hi: len(left) + 1 + hi - (hi - width)}
+        else:
+            shown = tokens[start:stop]
+            at = {lo: lo - start, hi: hi - start}
+        return shown, at[example.query], at[example.key]
+
+    def save(self, path: str | Path) -> None:
+        """Write the survey to one .safetensors file (module docstring)."""
+        Path(path).write_bytes(survey_bytes(self))
+
+
+def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: bool = False,
+                  sample: int = SAMPLE_POINTS, max_tokens: int = MAX_TOKENS, seed: int = 0,
+                  progress: Callable[[float, str], None] | None = None) -> CorpusSurvey:
+    """Survey every head over `texts` (a sequence of strings, or a Corpus); `progress(fraction, message)` after
+    each text. ValueError for an encoder-decoder model (its decoder reads no text of the corpus)."""
+    texts = tuple(getattr(texts, "texts", texts))
+    if not texts:
+        raise ValueError("the corpus holds no text")
+    if loaded.spec.architecture == "encoder-decoder":
+        raise ValueError(f"{loaded.spec.name} is an encoder-decoder model: the corpus survey reads encoders and "
+                         "decoders, whose heads read the text itself.")
+    pass_ = _Pass(k=k, include_sinks=include_sinks, sample=sample, seed=seed)
+    tokens, truncated = [], 0
+    for i, text in enumerate(texts):
+        ids = loaded.tokenizer(text, truncation=True, max_length=max_tokens)["input_ids"]
+        if len(ids) >= max_tokens and len(loaded.tokenizer(text)["input_ids"]) > max_tokens:
+            truncated += 1
+        att = attend(loaded, text, ids=np.asarray(ids))
+        pass_.add(i, att)
+        tokens.append(tuple(display_tokens(loaded.tokenizer, att.token_ids)[0]))
+        if progress:
+            progress((i + 1) / len(texts), f"Surveyed {i + 1:,} of {len(texts):,} texts")
+    return pass_.finish(model_name=loaded.spec.name, texts=texts, tokens=tuple(tokens), truncated=truncated,
+                        max_tokens=max_tokens)
+
+
+class _Pass:
+    """What the pass keeps between texts: running top-k per head, per-text statistics, the reservoir."""
+
+    def __init__(self, *, k: int, include_sinks: bool, sample: int, seed: int):
+        self.k, self.include_sinks, self.sample = k, include_sinks, sample
+        self.rng = np.random.default_rng(seed)
+        self.top: tuple[torch.Tensor, ...] | None = None  # weight, text, query, key: each (L, H, k)
+        self.stats: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
+        self.seen = 0  # candidate positions offered to the reservoir so far
+        self.where: list[tuple[int, int]] = []  # (text, position) of each reservoir slot
+        self.q: np.ndarray | None = None
+        self.k_vectors: np.ndarray | None = None
+        self.captured = True
+
+    def add(self, index: int, att) -> None:
+        s = att.self_attn
+        head_survey = survey(att)  # made in the forward pass by our kernel; a pass of its own otherwise
+        for name in STATISTICS:
+            self.stats[name].append(np.asarray(getattr(head_survey, name), np.float32))
+        self._add_top(index, s, att.special)
+        self._add_sample(index, s, att.special)
+
+    def _add_top(self, index: int, s, special: np.ndarray) -> None:
+        """Merge this text's k largest weights per head into the running top-k."""
+        L, H, n, m = s.n_layers, s.n_heads, s.n_queries, s.n_keys
+        skip = torch.zeros(m, dtype=torch.bool)
+        if not self.include_sinks:
+            skip[torch.from_numpy(np.asarray(special[:m], bool))] = True
+            skip[0] = True
+        take = min(self.k, n * m)
+        found = []
+        for layer in range(L):
+            w = s.layer_weights(layer).float().cpu()  # (H, n, m)
+            w = w.masked_fill(skip, -1.0).reshape(H, n * m)
+            found.append(torch.topk(w, take, dim=-1))
+        weight = torch.stack([f.values for f in found])  # (L, H, take)
+        flat = torch.stack([f.indices for f in found])
+        text = torch.full_like(flat, index)
+        new = (weight, text, flat // m, flat % m)
+        if self.top is None:
+            merged = new
+        else:
+            merged = tuple(torch.cat([old, add], -1) for old, add in zip(self.top, new, strict=True))
+        order = torch.topk(merged[0], min(self.k, merged[0].shape[-1]), dim=-1).indices
+        self.top = tuple(torch.gather(x, -1, order) for x in merged)
+
+    def _add_sample(self, index: int, s, special: np.ndarray) -> None:
+        """Reservoir sampling (Algorithm R) of non-special token positions, keeping their q and k."""
+        if not s.captured or s.q.shape[2] != s.k.shape[2]:  # no q and k, or queries and keys of other texts
+            self.captured = False
+            return
+        if self.q is None:
+            L, H, _, d = s.q.shape
+            self.q = np.zeros((L, H, self.sample, d), np.float16)
+            self.k_vectors = np.zeros((L, s.k.shape[1], self.sample, d), np.float16)
+        for position in np.flatnonzero(~np.asarray(special, bool)):
+            slot = self.seen if self.seen < self.sample else int(self.rng.integers(0, self.seen + 1))
+            self.seen += 1
+            if slot >= self.sample:
+                continue
+            if slot == len(self.where):
+                self.where.append((index, int(position)))
+            else:
+                self.where[slot] = (index, int(position))
+            self.q[:, :, slot] = s.q[:, :, position]
+            self.k_vectors[:, :, slot] = s.k[:, :, position]
+
+    def finish(self, **header) -> CorpusSurvey:
+        weight, text, query, key = (x.numpy() for x in self.top)
+        empty = weight < 0  # fewer candidates than k (or only skipped keys): no example
+        text, query, key = (np.where(empty, -1, x).astype(np.int32) for x in (text, query, key))
+        P = len(self.where)
+        where = np.array(self.where, np.int32).reshape(P, 2)
+        keep = self.captured and self.q is not None
+        return CorpusSurvey(
+            **header, include_sinks=self.include_sinks, top_text=text, top_query=query, top_key=key,
+            top_weight=np.where(empty, 0, weight).astype(np.float32),
+            statistics={name: np.stack(values) for name, values in self.stats.items()},
+            sample_text=where[:, 0], sample_position=where[:, 1],
+            q_sample=self.q[:, :, :P] if keep else None, k_sample=self.k_vectors[:, :, :P] if keep else None)
+
+
+# --- One file --------------------------------------------------------------------------------------------
+_ARRAYS = ("top_text", "top_query", "top_key", "top_weight", "sample_text", "sample_position", "q_sample",
+           "k_sample")
+_HEADER = ("model_name", "texts", "tokens", "truncated", "max_tokens", "include_sinks")
+
+
+def survey_bytes(found: CorpusSurvey) -> bytes:
+    """The survey as .safetensors bytes: arrays, and the JSON header under the metadata key "corpus_survey"."""
+    from safetensors.numpy import save
+
+    arrays = {name: np.ascontiguousarray(getattr(found, name)) for name in _ARRAYS if getattr(found, name) is not None}
+    arrays.update({f"statistic.{name}": np.ascontiguousarray(v) for name, v in found.statistics.items()})
+    header = {name: getattr(found, name) for name in _HEADER} | {"format": FORMAT}
+    return save(arrays, metadata={"corpus_survey": json.dumps(header)})
+
+
+def load_corpus_survey(source: str | Path | bytes) -> CorpusSurvey:
+    """A survey saved by CorpusSurvey.save, from a path or the file's bytes; ValueError, in words for the user,
+    for a file that is not one (another format, a truncated file, missing arrays). Never unpickles."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"the file has {len(data):,} bytes; a saved survey may have at most {MAX_FILE_BYTES:,}")
+    try:
+        header = json.loads(_metadata(data).get("corpus_survey", "null"))
+        arrays = load(data)
+    except (SafetensorError, ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"this is not a saved corpus survey (a .safetensors file): {err}") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError("this .safetensors file holds no corpus survey (its metadata has no \"corpus_survey\" "
+                         f"header of format “{FORMAT}”)")
+    missing = [n for n in (*_ARRAYS[:6], *(f"statistic.{s}" for s in STATISTICS)) if n not in arrays]
+    if missing or any(name not in header for name in _HEADER):
+        raise ValueError(f"the saved survey is incomplete (missing: {', '.join(missing) or 'header fields'})")
+    try:
+        return CorpusSurvey(
+            model_name=str(header["model_name"]), texts=tuple(map(str, header["texts"])),
+            tokens=tuple(tuple(map(str, t)) for t in header["tokens"]), truncated=int(header["truncated"]),
+            max_tokens=int(header["max_tokens"]), include_sinks=bool(header["include_sinks"]),
+            **{name: arrays.get(name) for name in _ARRAYS},
+            statistics={name: arrays[f"statistic.{name}"] for name in STATISTICS})
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"the saved survey's header cannot be read: {err}") from None
+
+
+def _metadata(data: bytes) -> dict:
+    """The metadata of .safetensors bytes: an 8-byte little-endian length, then that much JSON."""
+    if len(data) < 8:
+        raise ValueError("the file is too short to be a .safetensors file")
+    size = int.from_bytes(data[:8], "little")
+    if size > len(data) - 8:
+        raise ValueError("the file is cut short: its header claims more bytes than it has")
+    return json.loads(data[8:8 + size].decode("utf-8")).get("__metadata__") or {}

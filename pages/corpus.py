@@ -1,0 +1,122 @@
+"""A head across a corpus: every head on one map, a head's top examples over many texts, and its queries and
+keys in one picture (HeadVis, AttentionViz), from one pass of the model over the corpus."""
+
+import functools
+
+import streamlit as st
+
+from attention import figures
+from attention.models import DEFAULT_ENCODER, METRICS, model_label, survey, survey_bytes
+from pages._carried import carried, fill, remember, switch_to
+from pages._corpora import corpus_or_stop, saved_survey_or_stop
+from pages._frame import ensure_app_frame
+from pages._jobs import attention_or_stop, corpus_job, follow_or_stop, model_or_stop, result_of
+from pages._labels import label_of
+from pages._lessons import path_links
+from pages._text import md
+from pages._widgets import layer_and_head, pick_model
+
+ensure_app_frame()
+SOURCES = {"default": "the default corpus", "file": "a file of yours", "saved": "a saved survey"}
+STATISTICS = {name: METRICS[name] for name in ("entropy", "mean_distance", "previous", "sink_mass")}
+
+
+def open_head(chart_key: str) -> None:
+    """on_select of the map: the clicked head becomes the layer and head below."""
+    points = st.session_state[chart_key]["selection"]["points"]
+    if points:
+        layer, head = points[0]["customdata"][:2]
+        fill({"layer": int(layer) + 1, "head": int(head) + 1})
+
+
+st.title("A head across a corpus")
+st.markdown("What does a head do, over many texts rather than one sentence? The model reads every text of a "
+            "corpus once; each head gets a point on the **map** (the median of two statistics over the texts), its "
+            "**top examples** (the largest weights anywhere in the corpus) and its **queries and keys** in one "
+            "picture, where heads that match by position, by token or by content look different.")
+source = st.segmented_control("Texts", list(SOURCES), format_func=label_of(SOURCES), default="default",
+                              key="corpus.source") or "default"
+current = None  # the page's sentence through the same model, for "your sentence" on the distributions
+if source == "saved":
+    found = saved_survey_or_stop()
+    st.caption(f"{md(model_label(found.model_name))} over {len(found.texts):,} texts, opened from a file: no model "
+               "needed.")
+else:
+    c1, c2 = st.columns([5, 2])
+    corpus, corpus_key = corpus_or_stop(source == "file", c1)
+    name = pick_model(c2, DEFAULT_ENCODER)
+    include = st.toggle("Top examples may land on sinks", key="corpus.sinks",
+                        help="By default keys that are special tokens or the first token are skipped: most heads park "
+                             "weight there, and the top examples would all be [CLS] or the first word.")
+    loaded = model_or_stop(name)
+    found = follow_or_stop(corpus_job(name, corpus_key, include, loaded, corpus))
+    st.caption(f"{md(model_label(name))} read {len(found.texts):,} texts of {md(corpus.name)}, each up to "
+               f"{found.max_tokens} tokens: {found.truncated:,} were cut there"
+               + (f", {corpus.cut:,} were cut to their first characters when read" if corpus.cut else "") + ".")
+    st.download_button("Save this survey (.safetensors)", data=functools.partial(survey_bytes, found),
+                       file_name=f"corpus-survey-{name.replace('/', '_')}.safetensors", on_click="ignore",
+                       icon=":material/download:", key="corpus.save",
+                       help="Arrays any numpy or torch reads with the safetensors package, and a JSON header (texts, "
+                            "tokens, model) in its metadata. Open it here without the model, or in Python with "
+                            "attention.models.load_corpus_survey.")
+    text = carried("text", "I sat on the river bank and watched the water.")
+    current = result_of(survey, (name, text), "Surveying every head…",
+                        attention_or_stop(name, text, say_check=False))
+    st.caption(f"Heads are named L3H7, counting from 1. “Your sentence” below is the sentence of the model pages: "
+               f"“{md(text[:80])}”.")
+
+# --- Every head on one map ---------------------------------------------------------------------------------
+st.header("Every head on one map")
+c1, c2, c3 = st.columns(3)
+x = c1.selectbox("Across", list(STATISTICS), index=1, format_func=lambda k: STATISTICS[k][0], key="corpus.x")
+y = c2.selectbox("Up", list(STATISTICS), index=0, format_func=lambda k: STATISTICS[k][0], key="corpus.y")
+colour = c3.segmented_control("Colour by", ["layer", "type"], default="layer", key="corpus.colour") or "layer"
+c1, c2 = st.columns(2)
+layer, head = layer_and_head(c1, c2, found.n_layers, found.n_heads)
+st.plotly_chart(figures.corpus_map(found, x=x, y=y, colour=colour, selected=(layer, head)), width="stretch",
+                key="corpus.map", on_select=functools.partial(open_head, "corpus.map"), selection_mode="points")
+st.caption(f"{md(STATISTICS[x][1])} {md(STATISTICS[y][1])} Each point is one head's median over the texts; click "
+           "one to open it below. Type: previous-token or sink when the median share there is over one half.")
+
+# --- One head ---------------------------------------------------------------------------------------------
+shown = figures.head_name(layer, head)
+st.header(f"{shown}: its top examples")
+rows = figures.example_rows(found, layer, head)
+if not rows:
+    st.info("No weight of this head lands outside the skipped keys: switch on “may land on sinks” above.")
+else:
+    picked = st.dataframe(rows, hide_index=True, key="corpus.examples", on_select="rerun",
+                          selection_mode="single-row", column_config={"weight": st.column_config.NumberColumn(
+                              format="%.3f")})
+    st.caption("The largest weights of this head anywhere in the corpus: the query token in «», the key it attends "
+               "to in [ ]. Select a row to open that text in Model heads at this head, its query followed.")
+    chosen = picked.selection.rows if picked else []
+    if chosen and source != "saved":
+        example = found.top_examples(layer, head)[chosen[0]]
+        remember("text", found.texts[example.text_index])
+        fill({"focus": example.query, "agg": "head"})
+        switch_to("pages/model_heads.py")
+    elif chosen:
+        st.info("This survey was opened from a file: open its model on Model heads to see the text there.")
+
+st.header(f"{shown}: its queries and keys together")
+paint = st.segmented_control("Colour", ["kind", "position"], default="kind", key="corpus.qk_colour",
+                             format_func={"kind": "queries / keys", "position": "token position"}.get) or "kind"
+try:
+    st.plotly_chart(figures.qk_scatter(found, layer, head, colour=paint), width="stretch", key="corpus.qk")
+    st.caption("Keys are moved so that their mean is the queries' mean, and both are scaled to the same mean length: "
+               "neither changes a single attention weight (softmax ignores a constant per row; q·k is unchanged when "
+               "q is scaled by a and k by 1/a), and afterwards a query lies near the keys it attends to. One PCA of "
+               "both (AttentionViz, Yeh et al. 2023). Hover a point for its token in context.")
+except ValueError as err:
+    st.info(md(err))
+
+st.header(f"{shown}: over the texts")
+name_of = st.selectbox("Statistic", list(STATISTICS), format_func=lambda k: STATISTICS[k][0], key="corpus.stat")
+value = None if current is None else float(getattr(current, name_of)[layer, head])
+st.plotly_chart(figures.corpus_statistic(found, layer, head, name_of, current=value), width="stretch",
+                key="corpus.distribution")
+st.caption(f"{md(STATISTICS[name_of][1])} One point per text (hover: the text)"
+           + (", the dashed line on the model pages' sentence." if value is not None else "."))
+
+path_links("pages/corpus.py")

@@ -1,0 +1,168 @@
+"""A head across a corpus: the survey held to the model's own eager attention text by text, its file, the
+corpus files users bring, the projection, and the page."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from attention.models import (
+    corpus_survey,
+    default_corpus,
+    load_corpus_survey,
+    qk_projection,
+    read_corpus,
+    survey,
+    survey_bytes,
+)
+from benchmarks.families import build, own_attentions
+
+TEXTS = [  # 20 texts: short and long, repeats, names, numbers, code
+    "I sat on the river bank.", "I paid money into the bank.", "The animal didn't cross the street because it "
+    "was too tired.", "When Mary and John went to the store, John gave a drink to Mary.", "1, 2, 3, 4, 5, 6, 7",
+    "red green blue red green blue", "def f(x):\n    return x + 1", "The cat sat on the mat.", "Paris is in France.",
+    "a b c d e f g a b c d e f g", "She went home.", "It rained.", "The trophy didn't fit in the suitcase because "
+    "it was too big.", "apples, pears and plums", "Hello!", "one two three one two three one two three",
+    "The quick brown fox jumps over the lazy dog.", "2 + 2 = 4", "Bob gave Alice a book.", "Water boils at 100 C.",
+]
+
+
+@pytest.fixture(scope="module", params=["bert", "llama"])
+def surveyed(request, tok):
+    """(loaded, reference, survey) for a tiny encoder and a tiny decoder (grouped-query heads) over TEXTS."""
+    loaded, reference = build(request.param, tok)
+    return loaded, reference, corpus_survey(loaded, TEXTS, k=7, sample=60)
+
+
+def _brute_force_top(loaded, reference, k: int) -> tuple[np.ndarray, list]:
+    """Every (weight, text, query, key) from each text's own eager output_attentions, the same keys skipped
+    (special tokens and the first token), the k largest per head: (L, H, k) weights and the candidates."""
+    per_head = {}
+    for i, text in enumerate(TEXTS):
+        att = loaded.attend(text)
+        own = own_attentions(reference, att)  # per layer (H, n, n), the model's own eager kernel
+        skip = np.asarray(att.special, bool).copy()
+        skip[0] = True
+        for layer, w in enumerate(own):
+            for head in range(w.shape[0]):
+                q, j = np.nonzero(np.ones_like(w[head], bool) & ~skip[None, :])
+                per_head.setdefault((layer, head), []).extend(zip(w[head, q, j], [i] * len(q), q, j, strict=True))
+    L = len(own)
+    H = own[0].shape[0]
+    top = np.zeros((L, H, k))
+    for (layer, head), found in per_head.items():
+        top[layer, head] = sorted((float(x[0]) for x in found), reverse=True)[:k]
+    return top, per_head
+
+
+def test_top_examples_are_the_largest_eager_weights_of_the_corpus(surveyed):
+    loaded, reference, found = surveyed
+    top, candidates = _brute_force_top(loaded, reference, 7)
+    np.testing.assert_allclose(found.top_weight, top, atol=1e-5)
+    for layer in range(found.n_layers):
+        for head in range(found.n_heads):
+            weights = {(t, int(q), int(j)): w for w, t, q, j in candidates[layer, head]}
+            for example in found.top_examples(layer, head):
+                assert example.key != 0 and not found.tokens[example.text_index][example.key].startswith("[")
+                assert weights[example.text_index, example.query, example.key] == pytest.approx(example.weight,
+                                                                                                abs=1e-5)
+
+
+def test_the_distributions_are_each_texts_own_survey(surveyed):
+    loaded, _, found = surveyed
+    for i in (0, 6, 19):
+        alone = survey(loaded.attend(TEXTS[i]))
+        for name, values in found.statistics.items():
+            np.testing.assert_allclose(values[i], getattr(alone, name), atol=1e-6, err_msg=name)
+
+
+def test_the_sample_holds_the_queries_and_keys_at_its_positions(surveyed):
+    loaded, _, found = surveyed
+    assert len(found.sample_text) == 60 and found.q_sample.shape[2] == 60
+    for slot in (0, 31, 59):
+        att = loaded.attend(TEXTS[found.sample_text[slot]])
+        position = found.sample_position[slot]
+        assert not att.special[position]
+        np.testing.assert_allclose(found.q_sample[:, :, slot], att.self_attn.q[:, :, position], atol=2e-3, rtol=2e-3)
+        np.testing.assert_allclose(found.k_sample[:, :, slot], att.self_attn.k[:, :, position], atol=2e-3, rtol=2e-3)
+
+
+def test_the_projection_keeps_every_softmax_row(surveyed):
+    """The keys' translation and the scaling change each query's scores by one constant per query: the weights
+    over the sampled keys are the same before and after; and the queries and keys share one PCA."""
+    _, _, found = surveyed
+    p = qk_projection(found, 1, 1)
+    group = found.q_sample.shape[1] // found.k_sample.shape[1]
+    q = found.q_sample[1, 1].astype(np.float64)
+    k = found.k_sample[1, 1 // group].astype(np.float64)
+    moved = k - k.mean(0) + q.mean(0)
+    before = torch.softmax(torch.from_numpy(q @ k.T), -1)
+    after = torch.softmax(torch.from_numpy((q * p.scale) @ (moved / p.scale).T), -1)
+    torch.testing.assert_close(after, before)
+    assert p.queries.shape == p.keys.shape == (60, 2) and 0 < p.explained[1] <= p.explained[0] <= 1
+    assert qk_projection(found, 1, 1) is p  # kept: a hover never recomputes it
+
+
+def test_a_saved_survey_reopens_equal_and_a_bad_file_gets_a_message(surveyed, tmp_path):
+    from safetensors.numpy import save
+
+    _, _, found = surveyed
+    path = tmp_path / "survey.safetensors"
+    found.save(path)
+    back = load_corpus_survey(path)
+    assert back.texts == found.texts and back.tokens == found.tokens and back.model_name == found.model_name
+    for name in ("top_text", "top_query", "top_key", "top_weight", "sample_text", "q_sample", "k_sample"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(found, name), err_msg=name)
+    for name, values in found.statistics.items():
+        np.testing.assert_array_equal(back.statistics[name], values)
+    data = survey_bytes(found)
+    for bad, says in ((data[:len(data) // 2], "not a saved corpus survey"), (data[:5], "too short"),
+                      (pickle.dumps({"top_weight": found.top_weight}), "not a saved corpus survey"),
+                      (save({"top_weight": found.top_weight}), "holds no corpus survey")):
+        with pytest.raises(ValueError, match=says):
+            load_corpus_survey(bad)
+
+
+def test_corpus_files_of_three_kinds_and_their_messages():
+    assert read_corpus("a.txt", b"one text\n\nanother\r\n\r\nthird\n").texts == ("one text", "another", "third")
+    assert read_corpus("a.jsonl", b'{"text": "x y"}\n\n{"text": "z", "id": 2}\n').texts == ("x y", "z")
+    assert read_corpus("a.csv", b"id,text\n1,hello\n2,\"a, b\"\n").texts == ("hello", "a, b")
+    long = read_corpus("a.txt", ("w " * 5_000).encode())
+    assert long.cut == 1 and len(long.texts[0]) == 2_000
+    for name, data, says in (("a.pdf", b"x", "not “.pdf”"), ("a.txt", b"\xff\xfe\x00bad", "not UTF-8"),
+                             ("a.txt", b"\n\n  \n", "no text"), ("a.jsonl", b"{oops", "line 1 is not JSON"),
+                             ("a.jsonl", b'{"body": "x"}', "no \"text\" field"), ("a.csv", b"a,b\n1,2", "no \"text\""),
+                             ("a.txt", b"x\n\n" * 6_000, "at most 5,000")):
+        with pytest.raises(ValueError, match=says):
+            read_corpus(name, data)
+    assert len(default_corpus().texts) >= 250
+
+
+@pytest.mark.slow
+def test_the_corpus_page_shows_the_map_examples_and_projection_and_opens_an_example():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file("../app.py", default_timeout=600)
+    at.run()
+    at.switch_page("pages/corpus.py").run()
+    assert not at.exception and not at.error
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(specs) == 3  # the map, the queries and keys, the distribution
+    assert len(specs[0]["data"][0]["customdata"]["shape"].split(",")) == 2 or specs[0]["data"][0]["customdata"]
+    at.number_input(key="layer").set_value(3).run()
+    at.number_input(key="head").set_value(4).run()
+    assert not at.exception
+    frame = at.dataframe(key="corpus.examples")
+    assert len(frame.value) == 20
+    first = frame.value.iloc[0]
+    assert "«" in first["in context («query», [key])"] and "[" in first["in context («query», [key])"]
+    # A click on a row opens Model heads on that text, at this layer and head, its query followed.
+    state = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.session_state["corpus.examples"] = state
+    at.run()
+    assert not at.exception
+    assert at.session_state["carried.layer"] == 3 and at.session_state["carried.head"] == 4
+    text = at.session_state["carried.text"]
+    assert text in default_corpus().texts
