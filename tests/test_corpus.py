@@ -140,6 +140,42 @@ def test_corpus_files_of_three_kinds_and_their_messages():
     assert len(default_corpus().texts) >= 250
 
 
+def test_a_job_stopped_half_way_resumes_to_the_survey_of_one_run(tok, tmp_path):
+    from attention.models import survey_file
+
+    loaded, _ = build("llama", tok)
+    corpus = tmp_path / "texts.txt"
+    corpus.write_text("\n\n".join(TEXTS))
+    whole = corpus_survey(loaded, TEXTS, k=5, sample=40)
+    out = tmp_path / "job.safetensors"
+    half = survey_file(loaded, corpus, out, k=5, sample=40, part_texts=4, stop_after=10)
+    assert len(half.texts) == 10 and len(load_corpus_survey(out).texts) == 10  # saved as it went
+    seen = []
+    resumed = survey_file(loaded, corpus, out, resume=True, k=5, sample=40, part_texts=4,
+                          progress=lambda done, total, tokens: seen.append(done))
+    assert seen == [14, 18, 20]  # only the texts after the first ten were read
+    for found in (resumed, load_corpus_survey(out)):
+        assert found.texts == whole.texts and found.tokens == whole.tokens
+        np.testing.assert_allclose(found.top_weight, whole.top_weight, atol=1e-6)
+        np.testing.assert_array_equal(found.top_text >= 0, whole.top_text >= 0)
+        for name in ("sample_text", "sample_position", "q_sample", "k_sample"):
+            np.testing.assert_array_equal(getattr(found, name), getattr(whole, name), err_msg=name)
+        for name, values in whole.statistics.items():
+            np.testing.assert_allclose(found.statistics[name], values, atol=1e-6)
+    other, _ = build("bert", tok)
+    with pytest.raises(ValueError, match="cannot be resumed"):
+        survey_file(other, corpus, out, resume=True, k=5, sample=40)
+
+
+def test_the_corpus_command_says_what_is_wrong_without_a_traceback(tmp_path, capsys):
+    from serving import main
+
+    bad = tmp_path / "texts.pdf"
+    bad.write_bytes(b"%PDF")
+    assert main(["corpus", str(bad), "--out", str(tmp_path / "x.safetensors")]) == 2
+    assert "a corpus is a .txt, .jsonl, .csv file" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_the_corpus_page_shows_the_map_examples_and_projection_and_opens_an_example():
     from streamlit.testing.v1 import AppTest

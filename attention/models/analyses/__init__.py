@@ -15,6 +15,7 @@ Modules:
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
                     to one .safetensors file
+    corpus_job      the survey as a batch job over a file: parts merged and saved as it goes, resumable
     qk_projection   one head's sampled queries and keys in one 2-D projection (AttentionViz's normalisation)
     predictions     the next token and step-by-step generation (the Predictions page)
 
@@ -29,6 +30,7 @@ from attention.models.analyses.corpus import (
     default_corpus,
     read_corpus,
 )
+from attention.models.analyses.corpus_job import merge_surveys, survey_file
 from attention.models.analyses.corpus_survey import (
     CorpusSurvey,
     TopExample,
@@ -62,11 +64,12 @@ from attention.models.analyses.roles import (
 from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast
 
 __all__ = [
-    "ABLATIONS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "ROLES", "ROLE_THRESHOLD", "SITES", "Composition",
-    "CORPUS_FORMATS", "Contrast", "Corpus", "CorpusSurvey", "Generation", "HeadEffects", "HeadRoles",
-    "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKProjection", "ScanAgreement", "TokenChoice",
-    "TopExample", "activation_patching", "agreement", "attribution_patching", "composition", "contrast",
-    "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution", "generate", "head_ablation",
-    "head_ablation_cosine", "head_roles", "load_corpus_survey", "logit_lens", "next_tokens", "probe_attention",
-    "probe_ids", "qk_projection", "read_corpus", "roles_of", "survey_bytes", "swap_words",
+    "ABLATIONS", "CORPUS_FORMATS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "ROLES", "ROLE_THRESHOLD", "SITES",
+    "Composition", "Contrast", "Corpus", "CorpusSurvey", "Generation", "HeadEffects", "HeadRoles", "LogitAttribution",
+    "LogitLens", "NextTokens", "Patching", "QKProjection", "ScanAgreement", "TokenChoice", "TopExample",
+    "activation_patching", "agreement", "attribution_patching", "composition", "contrast", "corpus_limits",
+    "corpus_survey", "default_corpus", "direct_logit_attribution", "generate", "head_ablation",
+    "head_ablation_cosine", "head_roles", "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens",
+    "probe_attention", "probe_ids", "qk_projection", "read_corpus", "roles_of", "survey_bytes", "survey_file",
+    "swap_words",
 ]

@@ -7,9 +7,15 @@ pass; each text cut at MAX_TOKENS tokens) and keeps, per head, with memory bound
                     or the first token (where attention sinks) are skipped unless include_sinks.
     statistics      each text's survey numbers (attention.models.forward.head_survey): entropy, sink mass,
                     previous-token share, mean distance, so each has a distribution over texts, (T, L, H)
-    a sample        the queries and keys of up to SAMPLE_POINTS token positions (reservoir-sampled over the
-                    corpus, special tokens left out), the same positions for every head, for the joint
-                    projection of a head's queries and keys (attention.models.analyses.qk_projection)
+    a sample        the queries and keys of up to SAMPLE_POINTS token positions, the same positions for every
+                    head, for the joint projection of a head's queries and keys (attention.models.analyses.
+                    qk_projection): each position that is not a special token draws a priority from a
+                    generator seeded by (seed, text), and the SAMPLE_POINTS lowest are kept, a uniform sample
+                    that does not depend on how the corpus was cut into parts
+
+Surveys of two parts of a corpus merge into the survey of the whole (merge_surveys: top-k of the union, the
+statistics one after the other, the lowest priorities): a long job saves its part every few texts and a
+job that stopped resumes where it was (survey_file).
 
 The result saves to one .safetensors file (CorpusSurvey.save; load_corpus_survey): arrays any numpy or
 torch reads with the safetensors package, and a JSON header (texts, tokens, model, settings) under the
@@ -71,6 +77,7 @@ class CorpusSurvey:
     statistics: dict[str, np.ndarray]  # name (a STATISTICS field) -> (T, L, H) float32, one value per text
     sample_text: np.ndarray  # (P,) int32: the text of each sampled position
     sample_position: np.ndarray  # (P,) int32: its token position there
+    sample_priority: np.ndarray  # (P,) float64: the priority it drew (the lowest are kept), for merging
     q_sample: np.ndarray | None  # (L, H, P, d) float16 queries there (after rotary); None: not captured
     k_sample: np.ndarray | None  # (L, H_kv, P, d) float16 keys there
     projection_cache: dict = field(default_factory=dict, repr=False, compare=False)  # (layer, head) -> QKProjection
@@ -118,19 +125,21 @@ class CorpusSurvey:
 
 
 def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: bool = False,
-                  sample: int = SAMPLE_POINTS, max_tokens: int = MAX_TOKENS, seed: int = 0,
+                  sample: int = SAMPLE_POINTS, max_tokens: int = MAX_TOKENS, seed: int = 0, first: int = 0,
                   progress: Callable[[float, str], None] | None = None) -> CorpusSurvey:
     """Survey every head over `texts` (a sequence of strings, or a Corpus); `progress(fraction, message)` after
-    each text. ValueError for an encoder-decoder model (its decoder reads no text of the corpus)."""
+    each text. `first`: the index of texts[0] in a larger corpus this is a part of (its examples and sample
+    name texts from there on; merge_surveys joins the parts). ValueError for an encoder-decoder model (its
+    decoder reads no text of the corpus)."""
     texts = tuple(getattr(texts, "texts", texts))
     if not texts:
         raise ValueError("the corpus holds no text")
     if loaded.spec.architecture == "encoder-decoder":
         raise ValueError(f"{loaded.spec.name} is an encoder-decoder model: the corpus survey reads encoders and "
                          "decoders, whose heads read the text itself.")
-    pass_ = _Pass(k=k, include_sinks=include_sinks, sample=sample, seed=seed)
+    pass_ = _Pass(k=k, include_sinks=include_sinks, sample=sample, seed=seed, first=first)
     tokens, truncated = [], 0
-    for i, text in enumerate(texts):
+    for i, text in enumerate(texts, start=first):
         ids = loaded.tokenizer(text, truncation=True, max_length=max_tokens)["input_ids"]
         if len(ids) >= max_tokens and len(loaded.tokenizer(text)["input_ids"]) > max_tokens:
             truncated += 1
@@ -138,7 +147,7 @@ def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: 
         pass_.add(i, att)
         tokens.append(tuple(display_tokens(loaded.tokenizer, att.token_ids)[0]))
         if progress:
-            progress((i + 1) / len(texts), f"Surveyed {i + 1:,} of {len(texts):,} texts")
+            progress((i + 1 - first) / len(texts), f"Surveyed {i + 1 - first:,} of {len(texts):,} texts")
     return pass_.finish(model_name=loaded.spec.name, texts=texts, tokens=tuple(tokens), truncated=truncated,
                         max_tokens=max_tokens)
 
@@ -146,13 +155,12 @@ def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: 
 class _Pass:
     """What the pass keeps between texts: running top-k per head, per-text statistics, the reservoir."""
 
-    def __init__(self, *, k: int, include_sinks: bool, sample: int, seed: int):
-        self.k, self.include_sinks, self.sample = k, include_sinks, sample
-        self.rng = np.random.default_rng(seed)
+    def __init__(self, *, k: int, include_sinks: bool, sample: int, seed: int, first: int = 0):
+        self.k, self.include_sinks, self.sample, self.seed = k, include_sinks, sample, seed
         self.top: tuple[torch.Tensor, ...] | None = None  # weight, text, query, key: each (L, H, k)
         self.stats: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
-        self.seen = 0  # candidate positions offered to the reservoir so far
-        self.where: list[tuple[int, int]] = []  # (text, position) of each reservoir slot
+        self.priority = np.zeros(0)  # (P',) of the positions kept so far, with their (text, position) and q, k
+        self.where = np.zeros((0, 2), np.int32)
         self.q: np.ndarray | None = None
         self.k_vectors: np.ndarray | None = None
         self.captured = True
@@ -190,44 +198,49 @@ class _Pass:
         self.top = tuple(torch.gather(x, -1, order) for x in merged)
 
     def _add_sample(self, index: int, s, special: np.ndarray) -> None:
-        """Reservoir sampling (Algorithm R) of non-special token positions, keeping their q and k."""
+        """This text's non-special positions, with their priorities, q and k, into the lowest `sample`."""
         if not s.captured or s.q.shape[2] != s.k.shape[2]:  # no q and k, or queries and keys of other texts
             self.captured = False
             return
+        positions = np.flatnonzero(~np.asarray(special, bool))
+        drawn = np.random.default_rng([self.seed, index]).random(len(special))[positions]
+        q = s.q[:, :, positions].astype(np.float16)
+        k = s.k[:, :, positions].astype(np.float16)
+        where = np.stack([np.full(len(positions), index), positions], 1).astype(np.int32)
         if self.q is None:
-            L, H, _, d = s.q.shape
-            self.q = np.zeros((L, H, self.sample, d), np.float16)
-            self.k_vectors = np.zeros((L, s.k.shape[1], self.sample, d), np.float16)
-        for position in np.flatnonzero(~np.asarray(special, bool)):
-            slot = self.seen if self.seen < self.sample else int(self.rng.integers(0, self.seen + 1))
-            self.seen += 1
-            if slot >= self.sample:
-                continue
-            if slot == len(self.where):
-                self.where.append((index, int(position)))
-            else:
-                self.where[slot] = (index, int(position))
-            self.q[:, :, slot] = s.q[:, :, position]
-            self.k_vectors[:, :, slot] = s.k[:, :, position]
+            self.q, self.k_vectors = q[:, :, :0], k[:, :, :0]
+        self.priority, self.where, self.q, self.k_vectors = lowest(
+            self.sample, (self.priority, drawn), (self.where, where), (self.q, q), (self.k_vectors, k))
 
     def finish(self, **header) -> CorpusSurvey:
         weight, text, query, key = (x.numpy() for x in self.top)
         empty = weight < 0  # fewer candidates than k (or only skipped keys): no example
         text, query, key = (np.where(empty, -1, x).astype(np.int32) for x in (text, query, key))
-        P = len(self.where)
-        where = np.array(self.where, np.int32).reshape(P, 2)
         keep = self.captured and self.q is not None
         return CorpusSurvey(
             **header, include_sinks=self.include_sinks, top_text=text, top_query=query, top_key=key,
             top_weight=np.where(empty, 0, weight).astype(np.float32),
             statistics={name: np.stack(values) for name, values in self.stats.items()},
-            sample_text=where[:, 0], sample_position=where[:, 1],
-            q_sample=self.q[:, :, :P] if keep else None, k_sample=self.k_vectors[:, :, :P] if keep else None)
+            sample_text=self.where[:, 0], sample_position=self.where[:, 1], sample_priority=self.priority,
+            q_sample=self.q if keep else None, k_sample=self.k_vectors if keep else None)
+
+
+def lowest(size: int, priority: tuple[np.ndarray, np.ndarray], *others) -> tuple[np.ndarray, ...]:
+    """Of two sets of sampled positions, the `size` with the lowest priorities, and the same rows of each of
+    `others` (pairs of arrays, the sampled axis first for (P, 2) positions, third for (L, H, P, d) vectors).
+    Kept in priority order, so the result does not depend on which set came first."""
+    both = np.concatenate(priority)
+    keep = np.argsort(both, kind="stable")[:size]
+    out = [both[keep]]
+    for a, b in others:
+        axis = 0 if a.ndim == 2 else 2
+        out.append(np.take(np.concatenate([a, b], axis=axis), keep, axis=axis))
+    return tuple(out)
 
 
 # --- One file --------------------------------------------------------------------------------------------
-_ARRAYS = ("top_text", "top_query", "top_key", "top_weight", "sample_text", "sample_position", "q_sample",
-           "k_sample")
+_ARRAYS = ("top_text", "top_query", "top_key", "top_weight", "sample_text", "sample_position", "sample_priority",
+           "q_sample", "k_sample")
 _HEADER = ("model_name", "texts", "tokens", "truncated", "max_tokens", "include_sinks")
 
 
@@ -258,7 +271,7 @@ def load_corpus_survey(source: str | Path | bytes) -> CorpusSurvey:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError("this .safetensors file holds no corpus survey (its metadata has no \"corpus_survey\" "
                          f"header of format “{FORMAT}”)")
-    missing = [n for n in (*_ARRAYS[:6], *(f"statistic.{s}" for s in STATISTICS)) if n not in arrays]
+    missing = [n for n in (*_ARRAYS[:7], *(f"statistic.{s}" for s in STATISTICS)) if n not in arrays]
     if missing or any(name not in header for name in _HEADER):
         raise ValueError(f"the saved survey is incomplete (missing: {', '.join(missing) or 'header fields'})")
     try:

@@ -1,0 +1,96 @@
+"""A corpus survey as a batch job: parts that merge into the whole, saved as it goes, resumed after a stop.
+
+    attention-explorer corpus FILE --model NAME --out PATH [--resume]
+
+`survey_file` reads the corpus (attention.models.analyses.corpus), surveys it PART_TEXTS texts at a time
+(corpus_survey with `first` set, so each part names its texts by their place in the whole), merges each part
+into what is done (merge_surveys) and saves that to PATH after every part. With `resume`, a survey already
+at PATH of the same model and settings whose texts are the corpus's first texts is kept: only the texts
+after them are read. A job stopped after half the texts and resumed ends equal to one that ran through: the
+top examples are the largest weights of the union, the statistics follow the texts, and the sample keeps the
+lowest priorities, which each position drew from its text's own generator.
+
+It runs in this process; a corpus too large for one machine is split into files, each surveyed where it
+fits, and the saved parts merged with merge_surveys (no distributed engine is needed for that here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from attention.models.analyses.corpus import read_corpus
+from attention.models.analyses.corpus_survey import (
+    SAMPLE_POINTS,
+    TOP_K,
+    CorpusSurvey,
+    corpus_survey,
+    load_corpus_survey,
+    lowest,
+)
+from attention.models.forward.model import LoadedModel
+
+PART_TEXTS = 25  # texts surveyed between two saves of a job
+
+
+def merge_surveys(done: CorpusSurvey, part: CorpusSurvey, *, sample: int = SAMPLE_POINTS) -> CorpusSurvey:
+    """The survey of done's texts followed by part's (part surveyed with first=len(done.texts)), keeping
+    `sample` positions; ValueError when they are not of the same model and settings."""
+    same = ("model_name", "max_tokens", "include_sinks")
+    if any(getattr(done, f) != getattr(part, f) for f in same) or done.top_weight.shape != part.top_weight.shape:
+        raise ValueError("the two surveys are of different models or settings: they cannot be merged")
+    k = done.top_weight.shape[-1]
+    weight = np.concatenate([done.top_weight, part.top_weight], -1)
+    weight = np.where(np.concatenate([done.top_text, part.top_text], -1) < 0, -1.0, weight)
+    order = np.argsort(-weight, axis=-1, kind="stable")[..., :k]
+
+    def top(name: str) -> np.ndarray:
+        return np.take_along_axis(np.concatenate([getattr(done, name), getattr(part, name)], -1), order, -1)
+
+    vectors = done.q_sample is not None and part.q_sample is not None
+    where_done = np.stack([done.sample_text, done.sample_position], 1)
+    where_part = np.stack([part.sample_text, part.sample_position], 1)
+    sampled = lowest(sample, (done.sample_priority, part.sample_priority), (where_done, where_part),
+                     *(((done.q_sample, part.q_sample), (done.k_sample, part.k_sample)) if vectors else ()))
+    return replace(
+        done, texts=done.texts + part.texts, tokens=done.tokens + part.tokens,
+        truncated=done.truncated + part.truncated, top_text=top("top_text"), top_query=top("top_query"),
+        top_key=top("top_key"), top_weight=np.maximum(top("top_weight"), 0).astype(np.float32),
+        statistics={name: np.concatenate([v, part.statistics[name]]) for name, v in done.statistics.items()},
+        sample_priority=sampled[0], sample_text=sampled[1][:, 0], sample_position=sampled[1][:, 1],
+        q_sample=sampled[2] if vectors else None, k_sample=sampled[3] if vectors else None, projection_cache={})
+
+
+def survey_file(loaded: LoadedModel, corpus_path: str | Path, out: str | Path, *, resume: bool = False,
+                k: int = TOP_K, include_sinks: bool = False, sample: int = SAMPLE_POINTS,
+                part_texts: int = PART_TEXTS, progress: Callable[[int, int, int], None] | None = None,
+                stop_after: int | None = None) -> CorpusSurvey:
+    """Survey the corpus in `corpus_path` and save it to `out` after every part (module docstring).
+    `progress(texts done, texts in all, tokens read so far)`. `stop_after` stops after that many texts (a
+    test of resuming). ValueError for a corpus file or a saved part that cannot be used."""
+    corpus_path, out = Path(corpus_path), Path(out)
+    texts = read_corpus(corpus_path.name, corpus_path.read_bytes()).texts
+    done = None
+    if resume and out.exists():
+        done = load_corpus_survey(out)
+        if done.model_name != loaded.spec.name or done.include_sinks != include_sinks or \
+                done.texts != texts[:len(done.texts)] or done.top_weight.shape[-1] != k:
+            raise ValueError(f"{out} holds a survey of other texts, another model or other settings: it cannot be "
+                             "resumed here (remove it, or name another --out)")
+    start = 0 if done is None else len(done.texts)
+    tokens = 0 if done is None else sum(len(t) for t in done.tokens)
+    last = len(texts) if stop_after is None else min(len(texts), stop_after)
+    for first in range(start, last, part_texts):
+        part = corpus_survey(loaded, texts[first:min(first + part_texts, last)], k=k, include_sinks=include_sinks,
+                             sample=sample, first=first)
+        done = part if done is None else merge_surveys(done, part, sample=sample)
+        done.save(out)
+        tokens += sum(len(t) for t in part.tokens)
+        if progress:
+            progress(len(done.texts), len(texts), tokens)
+    if done is None:
+        raise ValueError(f"{corpus_path} holds no text to survey")
+    return done
