@@ -113,6 +113,12 @@ def effects(smoke: bool) -> dict:
     return _child("effects", "1" if smoke else "0", env=env)
 
 
+def corpus(smoke: bool) -> dict:
+    """The corpus survey over the default corpus against the model's plain forward passes over the same
+    texts, and the corpus page's views once the survey is loaded (a child process, server malloc settings)."""
+    return _child("corpus", "1" if smoke else "0", env=malloc_environment())
+
+
 def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
     """JSON bytes of the all-heads grid figure vs BertViz model_view HTML, same model and sentence."""
     from attention import figures
@@ -291,10 +297,61 @@ def _job_bertviz(n: str) -> dict:
             "bertviz_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rss_before_mb": rss0}
 
 
+def _job_corpus(smoke: str) -> dict:
+    """Per model: the default corpus (30 texts in a smoke run) surveyed, against a plain sdpa forward pass over
+    each of the same token ids (the same threads: work_threads of each text's length), and the four views."""
+    from attention.models import default_corpus
+
+    texts = default_corpus().texts[:30] if smoke == "1" else default_corpus().texts
+    return {name: _corpus_row(name, texts) for name in (("minilm",) if smoke == "1" else ("minilm", "smollm2"))}
+
+
+def _corpus_row(name: str, texts) -> dict:
+    import resource
+
+    import torch
+
+    from attention import figures
+    from attention.models import corpus_survey, has_lm_head, load_model
+    from attention.models.forward.capture import CAPTURE
+    from attention.models.forward.recompute import work_threads
+
+    loaded = load_model(name)
+    network = loaded.network
+    extra = {"logits_to_keep": 1} if has_lm_head(network) else {}
+    ids = [torch.tensor(loaded.tokenizer(t, truncation=True, max_length=128)["input_ids"])[None] for t in texts]
+
+    def plain():
+        with torch.inference_mode():
+            for x in ids:
+                with work_threads(x.shape[1]):
+                    network(input_ids=x, **extra)
+    network.set_attn_implementation("sdpa")
+    try:
+        forward = timed(plain, 3)
+    finally:
+        network.set_attn_implementation(CAPTURE)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kept = {}
+    survey_ = timed(lambda: kept.__setitem__("found", corpus_survey(loaded, texts)), 2)
+    found = kept["found"]
+    views = {
+        "map": timed(lambda: figures.corpus_map(found), 5),
+        "top examples": timed(lambda: figures.example_rows(found, 1, 2), 5),
+        "queries and keys, first (the projection)": timed(lambda: (found.projection_cache.clear(),
+                                                                   figures.qk_scatter(found, 1, 2)), 3),
+        "queries and keys, again (cached)": timed(lambda: figures.qk_scatter(found, 1, 2), 5),
+        "a statistic over the texts": timed(lambda: figures.corpus_statistic(found, 1, 2), 5),
+    }
+    return {"texts": len(texts), "tokens": int(sum(x.shape[1] for x in ids)), "forward": forward, "survey": survey_,
+            "views": views, "points": int(2 * len(found.sample_text)),
+            "peak_rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024}
+
+
 if __name__ == "__main__":
     job, *job_args = sys.argv[1:]
     jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz, "long": _job_long,
-            "effects": _job_effects}
+            "effects": _job_effects, "corpus": _job_corpus}
     print(json.dumps(jobs[job](*job_args)))
 
 

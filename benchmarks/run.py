@@ -165,6 +165,27 @@ def class_lines(b: dict) -> list[str]:
     return lines
 
 
+def corpus_lines(c: dict) -> list[str]:
+    """Section 7: the corpus survey against the model's own forward passes over the same texts, and its views."""
+    lines = ["", "## 7. A head across a corpus (the default corpus, a child process with the server's malloc settings)",
+             "", "The survey (our kernel, the per-text survey, the running top-20 per head, the sample of q and k) "
+             "against the model's plain forward passes (sdpa, nothing captured) over the same token ids, each text "
+             "with the threads the server gives its length; medians (min–max, n) of the same run.", "",
+             "| model | texts | tokens | forward passes | corpus survey | ratio | peak RSS growth |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, x in c.items():
+        f, s = x["forward"], x["survey"]
+        lines.append(f"| {name} | {x['texts']:,} | {x['tokens']:,} | {s_(f['median'])} ({s_(f['min'])}–"
+                     f"{s_(f['max'])}, {f['n']}) | {s_(s['median'])} ({s_(s['min'])}–{s_(s['max'])}, {s['n']}) | "
+                     f"{s['median'] / f['median']:.2f} x | {x['peak_rss_growth_mb']:.0f} MB |")
+    lines += ["", "Views once the survey is loaded (SmolLM2 where measured, else MiniLM; the projection holds "
+              f"{list(c.values())[-1]['points']:,} points):", "", "| view | median (min–max, n) |", "| --- | --- |"]
+    views = list(c.values())[-1]["views"]
+    lines += [f"| {name} | {ms(1e3 * v['median'])} ({ms(1e3 * v['min'])}–{ms(1e3 * v['max'])}, {v['n']}) |"
+              for name, v in views.items()]
+    return lines
+
+
 def report(r: dict, smoke: bool) -> str:
     core = "\n".join(
         f"| {row['n']} | {us(row['ours'])} | {us(row['torch'])} | "
@@ -363,6 +384,7 @@ def report(r: dict, smoke: bool) -> str:
                      f"draws: running.ModelLock): {fig(g['during'])}; the same "
                      f"page's grid with no scan running: {fig(g['alone'])}; {_during_scan(r):.2f} x. The scan, from "
                      f"its click to its page idle, took {g['scan_s']:.1f} s meanwhile.")
+    lines += corpus_lines(r["corpus"])
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -389,6 +411,8 @@ def main() -> int:
     r["effects"] = compute.effects(args.smoke)
     r["live_payload"] = compute.live_payload()
     print("effects done", file=sys.stderr)
+    r["corpus"] = compute.corpus(args.smoke)
+    print("corpus done", file=sys.stderr)
     texts16 = [compute.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
     texts512 = [compute.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
     payload_texts = {n: compute.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}

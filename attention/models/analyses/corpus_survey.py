@@ -204,6 +204,11 @@ class _Pass:
             return
         positions = np.flatnonzero(~np.asarray(special, bool))
         drawn = np.random.default_rng([self.seed, index]).random(len(special))[positions]
+        if len(self.priority) == self.sample:  # full: only a priority below the highest kept gets in
+            below = drawn < self.priority[-1]  # (kept in priority order: the last is the highest)
+            positions, drawn = positions[below], drawn[below]
+            if not len(positions):
+                return
         q = s.q[:, :, positions].astype(np.float16)
         k = s.k[:, :, positions].astype(np.float16)
         where = np.stack([np.full(len(positions), index), positions], 1).astype(np.int32)
