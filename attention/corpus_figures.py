@@ -91,8 +91,8 @@ def example_rows(found: CorpusSurvey, layer: int, head: int, k: int | None = Non
                 token = f"[{token}]"
             marked.append(token)
         text_tokens = found.tokens[example.text_index]
-        rows.append({"rank": rank, "weight": round(example.weight, 4), "query": text_tokens[example.query],
-                     "key": text_tokens[example.key], "in context («query», [key])": " ".join(marked),
+        rows.append({"rank": rank, "weight": round(example.weight, 4), "in context («query», [key])": " ".join(marked),
+                     "query": text_tokens[example.query], "key": text_tokens[example.key],
                      "text": example.text_index + 1})
     return rows
 
@@ -130,7 +130,7 @@ def corpus_statistic(found: CorpusSurvey, layer: int, head: int, name: str = "en
                            hovertemplate="%{y:.3f}: %{text}<extra></extra>"))
     if current is not None:
         fig.add_hline(y=current, line=dict(color="#d62728", dash="dash"),
-                      annotation_text=esc(f"{current_label}: {current:.3f}"), annotation_position="top right")
+                      annotation_text=esc(f"{current_label}: {current:.3f}"), annotation_position="top left")
     fig.update_layout(title=dict(text=f"{esc(METRICS[name][0])} of {head_name(layer, head)} over "
                                       f"{len(values):,} texts"),
                       height=380, margin=dict(l=10, r=10, t=50, b=10), showlegend=False)

@@ -41,7 +41,10 @@ def corpus_or_stop(from_file: bool, col=st) -> tuple[Corpus, str]:
     """The default corpus, or the one in the file the user uploads (the page stops until there is one, or
     with the file's message). Returns (the corpus, a key naming it for caches)."""
     if not from_file:
-        return _default(), "default"
+        corpus = _default()
+        col.caption(f"The default corpus: {len(corpus.texts)} short texts written for this app (the seeds' sentences, "
+                    "ambiguous words, coreference, names, repeated sequences, lists, numbers, dates, a little code).")
+        return corpus, "default"
     file = col.file_uploader("Corpus file", type=[f[1:] for f in CORPUS_FORMATS], key="corpus.file",
                              max_upload_size=30, help=".txt: texts separated by a blank line; .jsonl: a \"text\" "
                                                       "field per line; .csv: a \"text\" column. " + corpus_limits())

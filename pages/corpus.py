@@ -67,12 +67,12 @@ else:
 
 # --- Every head on one map ---------------------------------------------------------------------------------
 st.header("Every head on one map")
-c1, c2, c3 = st.columns(3)
+c1, c2 = st.columns(2)
 x = c1.selectbox("Across", list(STATISTICS), index=1, format_func=lambda k: STATISTICS[k][0], key="corpus.x")
 y = c2.selectbox("Up", list(STATISTICS), index=0, format_func=lambda k: STATISTICS[k][0], key="corpus.y")
-colour = c3.segmented_control("Colour by", ["layer", "type"], default="layer", key="corpus.colour") or "layer"
-c1, c2 = st.columns(2)
-layer, head = layer_and_head(c1, c2, found.n_layers, found.n_heads)
+c1, c2, c3 = st.columns(3)
+colour = c1.segmented_control("Colour by", ["layer", "type"], default="layer", key="corpus.colour") or "layer"
+layer, head = layer_and_head(c2, c3, found.n_layers, found.n_heads)
 st.plotly_chart(figures.corpus_map(found, x=x, y=y, colour=colour, selected=(layer, head)), width="stretch",
                 key="corpus.map", on_select=functools.partial(open_head, "corpus.map"), selection_mode="points")
 st.caption(f"{md(STATISTICS[x][1])} {md(STATISTICS[y][1])} Each point is one head's median over the texts; click "

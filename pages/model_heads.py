@@ -80,13 +80,13 @@ if notes:
 export_row(att, view, name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
 
 st.subheader("Where does one token look, in every head?")
-words = reading.groups(att)
-units = att.tokens if words is None else words.words
-focus = st.selectbox("Word" if words is not None else "Token", range(len(units)), format_func=token_labels(units),
-                     key="focus", bind="query-params",
-                     index=default_focus(att.tokens) if words is None else words.word_of(default_focus(att.tokens)))
+grouping = reading.groups(att)
+units = att.tokens if grouping is None else grouping.words
+first = default_focus(att.tokens)
+focus = st.selectbox("Word" if grouping is not None else "Token", range(len(units)), format_func=token_labels(units),
+                     key="focus", bind="query-params", index=first if grouping is None else grouping.word_of(first))
 focus_view = token_focus(att, min(focus, len(units) - 1), reading=reading)
-st.plotly_chart(figures.view_heatmap(focus_view, x_title="key word" if words else "key token",
+st.plotly_chart(figures.view_heatmap(focus_view, x_title="key word" if grouping else "key token",
                                      y_title="layer · head", height=min(1400, max(320, 120 + 12 * L * H)),
                                      ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
                 width="stretch", key="heads.focus", config=chart_config(name, "token", focus))
@@ -96,7 +96,7 @@ if st.toggle("Show the line view", value=False, key="show_lines", bind="query-pa
              help=f"BertViz's picture: queries left, keys right, a line per pair whose opacity is the weight. Up to "
                   f"{LINE_VIEW_MAX_UNITS} tokens (or words)."):
     if len(units) > LINE_VIEW_MAX_UNITS:
-        st.info(f"The line view draws up to {LINE_VIEW_MAX_UNITS} {'words' if words else 'tokens'}; this text has "
+        st.info(f"The line view draws up to {LINE_VIEW_MAX_UNITS} {'words' if grouping else 'tokens'}; this text has "
                 f"{len(units):,}. The zoom and the token focus above show every one.")
     else:
         c1, c2 = st.columns([2, 1])
@@ -109,8 +109,9 @@ if st.toggle("Show the line view", value=False, key="show_lines", bind="query-pa
             st.plotly_chart(figures.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
                             width="stretch", key="heads.lines",
                             config=chart_config(name, f"layer-{layer + 1}", "lines"))
-            st.caption((f"Over {LINE_VIEW_TOKENS} {'words' if words else 'tokens'}: each query keeps its {lines.top} "
-                        "strongest lines. " if lines.top else "") + "Hover a line's middle for its weight.")
+            unit = "words" if grouping else "tokens"
+            st.caption((f"Over {LINE_VIEW_TOKENS} {unit}: each query keeps its {lines.top} strongest lines. "
+                        if lines.top else "") + "Hover a line's middle for its weight.")
 
 if att.architecture == "encoder-decoder":
     st.subheader("Cross-attention: each target token reads the source")

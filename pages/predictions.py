@@ -177,11 +177,11 @@ st.header("5 · What a head that matters looks at")
 c1, c2 = st.columns(2)
 layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
 pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=reading)
-words = pattern.reading.words
-last = pattern.row_labels[0] if words else token_labels(att.tokens)(len(att.tokens) - 1)
+by_word = pattern.reading.words
+last = pattern.row_labels[0] if by_word else token_labels(att.tokens)(len(att.tokens) - 1)
 st.plotly_chart(plotting.weights_bar(pattern.col_labels, pattern.matrix[0],
                                      title=f"Layer {layer + 1}, head {head + 1}: where the last "
-                                     f"{'word' if words else 'token'} ({last}) looks"
+                                     f"{'word' if by_word else 'token'} ({last}) looks"
                                      + (", without sinks" if pattern.reading.without_sinks else "")),
                 width="stretch", key="pred.pattern",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))

@@ -123,9 +123,9 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     rows, cols = att.query_tokens(stack), att.key_tokens(stack)
     mask = att.attention_stack(stack).mask_of(layer)
     title = f"Layer {layer + 1}, " + (f"head {head + 1}" if how == "head" else agg.label)
-    words = reading.groups(att) if stack == "self" else None
+    grouping = reading.groups(att) if stack == "self" else None
     gone = None
-    if stack == "self" and (hide_special or reading.without_sinks or words is not None):
+    if stack == "self" and (hide_special or reading.without_sinks or grouping is not None):
         matrix = aggregate(att, how, layer=layer, head=head, stack=stack)
         n = len(rows)
         keep = ~att.special if hide_special and (~att.special).any() else np.ones(n, bool)
@@ -138,11 +138,11 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
         mask = None if mask is None else mask[np.ix_(keep, keep)]
         rows = cols = tuple(t for t, k in zip(rows, keep, strict=True) if k)
         row_ids = tuple(int(i) for i in np.nonzero(keep)[0])
-        if words is not None:
-            groups = words.restricted(keep)
+        if grouping is not None:
+            groups = grouping.restricted(keep)
             matrix, mask, rows = groups.merge(matrix), groups.merge_mask(mask), groups.words
             cols = rows
-            row_ids = tuple(a for a, group in enumerate(words.pieces) if any(keep[i] for i in group))
+            row_ids = tuple(a for a, group in enumerate(grouping.pieces) if any(keep[i] for i in group))
             title += ", words"
         matrix, b = pool_max(matrix, max_shown)
     else:  # block maxima straight from the chunks: a 4,096-token head never sits in memory whole
@@ -155,7 +155,7 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     return MatrixView(matrix=matrix, row_labels=_block_labels(rows, b), col_labels=_block_labels(cols, b), mask=mask,
                       title=title, value_name=agg.value_name, zmax=1.0 if agg.value_name == "weight" else None,
                       row_ids=row_ids if b == 1 else None, block=b,
-                      reading=Reading(words is not None, gone is not None, reading.log), sinks=_named(att, gone))
+                      reading=Reading(grouping is not None, gone is not None, reading.log), sinks=_named(att, gone))
 
 
 def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None = None,
@@ -167,22 +167,23 @@ def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None =
     n = len(att.tokens)
     if not 0 <= token < n:
         raise ValueError(f"token {token} is outside the {n} tokens")
-    words = reading.groups(att)
-    word = None if words is None else words.word_of(token)
-    pieces = [token] if word is None else list(words.pieces[word])
+    grouping = reading.groups(att)
+    word = None if grouping is None else grouping.word_of(token)
+    pieces = [token] if word is None else list(grouping.pieces[word])
     rows = np.stack([attention_row(att, i, layer=layer, head=head) for i in pieces]).astype(np.float64)  # (p, n)
     gone = head_sinks(att, layer, head) if reading.without_sinks else None
     if gone is not None:
         rows = without_keys(rows, gone)
     row = rows.mean(0)
-    labels = att.tokens if words is None else words.words
-    if words is not None:
-        row = words.merge_columns(row[None])[0]
+    labels = att.tokens if grouping is None else grouping.words
+    if grouping is not None:
+        row = grouping.merge_columns(row[None])[0]
     who = f"head {head + 1}" if head is not None else "mean over heads"
-    query = att.tokens[token] if word is None else words.words[word]
+    query = att.tokens[token] if word is None else grouping.words[word]
     title = f"Layer {layer + 1}, {who}: “{query}” as the query" + (", without sinks" if gone is not None else "")
     return MatrixView(matrix=row[None], row_labels=(query,), col_labels=tuple(labels), mask=None, title=title,
-                      value_name="weight", zmax=1.0, reading=Reading(words is not None, gone is not None, reading.log),
+                      value_name="weight", zmax=1.0,
+                      reading=Reading(grouping is not None, gone is not None, reading.log),
                       sinks=_named(att, gone))
 
 
@@ -195,34 +196,35 @@ def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading
     Recomputes one row per head. Shapes: -> matrix (L * H, m), keys pooled to max_shown blocks if longer.
     """
     s = att.attention_stack(stack)
-    words = reading.groups(att) if stack == "self" else None
-    queries = att.query_tokens(stack) if words is None else words.words
+    grouping = reading.groups(att) if stack == "self" else None
+    queries = att.query_tokens(stack) if grouping is None else grouping.words
     if not 0 <= token < len(queries):
-        raise ValueError(f"token {token} is outside the {len(queries)} {'tokens' if words is None else 'words'}")
+        raise ValueError(f"token {token} is outside the {len(queries)} {'tokens' if grouping is None else 'words'}")
     gone = None
     if reading.without_sinks and stack == "self":  # (L * H, n): each head's own sinks
         gone = np.concatenate([layer_sinks(att, layer) for layer in range(s.n_layers)])
-    pieces = [token] if words is None else words.pieces[token]
+    pieces = [token] if grouping is None else grouping.pieces[token]
     rows = np.mean([_removed(s.query_rows(i).reshape(s.n_layers * s.n_heads, -1), gone) for i in pieces], axis=0)
-    if words is not None:
-        rows = words.merge_columns(rows).astype(np.float32)
+    if grouping is not None:
+        rows = grouping.merge_columns(rows).astype(np.float32)
     b = -(-rows.shape[-1] // max_shown)
     if b > 1:  # block maxima along the keys only
         rows = torch.nn.functional.max_pool1d(torch.from_numpy(rows)[:, None], b, b, ceil_mode=True)[:, 0].numpy()
     labels = tuple(f"L{layer + 1} H{head + 1}" for layer in range(s.n_layers) for head in range(s.n_heads))
-    keys = att.key_tokens(stack) if words is None else words.words
+    keys = att.key_tokens(stack) if grouping is None else grouping.words
     mask = None
-    if b == 1 and (any(m is not None for m in s.masks) or (gone is not None and words is None)):
+    if b == 1 and (any(m is not None for m in s.masks) or (gone is not None and grouping is None)):
         mask = np.ones(rows.shape, bool)  # (L * H, keys): each row what its layer lets the query see
         for layer in range(s.n_layers):
-            visible = s.mask_of(layer) if words is None else words.merge_mask(s.mask_of(layer))
+            visible = s.mask_of(layer) if grouping is None else grouping.merge_mask(s.mask_of(layer))
             if visible is not None:
                 mask[layer * s.n_heads:(layer + 1) * s.n_heads] = visible[token]
-        if gone is not None and words is None:
+        if gone is not None and grouping is None:
             mask &= ~gone
     title = f"“{queries[token]}” as the query" + (", each head without its sinks" if gone is not None else "")
     return MatrixView(matrix=rows, row_labels=labels, col_labels=_block_labels(keys, b), mask=mask, title=title,
-                      value_name="weight", zmax=1.0, reading=Reading(words is not None, gone is not None, reading.log))
+                      value_name="weight", zmax=1.0,
+                      reading=Reading(grouping is not None, gone is not None, reading.log))
 
 
 def _removed(rows: np.ndarray, gone: np.ndarray | None) -> np.ndarray:
@@ -254,13 +256,13 @@ def line_view(att: ModelAttention, layer: int, heads, *, query: int | None = Non
     each query's LINE_VIEW_TOP strongest keys unless `top` says otherwise; `query` keeps one query's lines;
     the reading removes each head's sinks and merges pieces into words, in that order."""
     heads = [int(h) for h in heads]
-    words = reading.groups(att)
-    labels = att.tokens if words is None else words.words
+    grouping = reading.groups(att)
+    labels = att.tokens if grouping is None else grouping.words
     n = len(labels)
     if n > LINE_VIEW_MAX_UNITS:
         raise ValueError(f"the line view draws up to {LINE_VIEW_MAX_UNITS} tokens or words; this text has {n:,}")
     if query is not None and not 0 <= query < n:
-        raise ValueError(f"query {query} is outside the {n} {'tokens' if words is None else 'words'}")
+        raise ValueError(f"query {query} is outside the {n} {'tokens' if grouping is None else 'words'}")
     if top is None and n > LINE_VIEW_TOKENS:
         top = LINE_VIEW_TOP
     lines = []
@@ -269,8 +271,8 @@ def line_view(att: ModelAttention, layer: int, heads, *, query: int | None = Non
         w = att.head_weights(layer, head).astype(np.float64)  # (n_tokens, n_tokens)
         if reading.without_sinks:
             w = without_keys(w, head_sinks(att, layer, head))
-        if words is not None:
-            w = words.merge(w)
+        if grouping is not None:
+            w = grouping.merge(w)
         if query is not None:
             w = np.where(np.arange(n)[:, None] == query, w, 0.0)
         if top is not None and top < n:
@@ -279,4 +281,4 @@ def line_view(att: ModelAttention, layer: int, heads, *, query: int | None = Non
         i, j = np.nonzero(w >= LINE_VIEW_MIN)
         lines.append(np.stack([i, j, w[i, j]], axis=1))
     return LineView(labels=tuple(labels), heads=tuple(f"L{layer + 1} H{h + 1}" for h in heads), lines=tuple(lines),
-                    query=query, top=top, reading=Reading(words is not None, reading.without_sinks, reading.log))
+                    query=query, top=top, reading=Reading(grouping is not None, reading.without_sinks, reading.log))
