@@ -44,7 +44,7 @@ def merge_surveys(done: CorpusSurvey, part: CorpusSurvey, *, sample: int = SAMPL
         raise ValueError("the two surveys are of different models or settings: they cannot be merged")
     k = done.top_weight.shape[-1]
     weight = np.concatenate([done.top_weight, part.top_weight], -1)
-    weight = np.where(np.concatenate([done.top_text, part.top_text], -1) < 0, -1.0, weight)
+    weight = np.where(np.concatenate([done.top_text, part.top_text], -1) < 0, -1.0, weight)  # no example: last
     order = np.argsort(-weight, axis=-1, kind="stable")[..., :k]
 
     def top(name: str) -> np.ndarray:

@@ -137,7 +137,7 @@ def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: 
     if loaded.spec.architecture == "encoder-decoder":
         raise ValueError(f"{loaded.spec.name} is an encoder-decoder model: the corpus survey reads encoders and "
                          "decoders, whose heads read the text itself.")
-    pass_ = _Pass(k=k, include_sinks=include_sinks, sample=sample, seed=seed, first=first)
+    pass_ = _Pass(k=k, include_sinks=include_sinks, sample=sample, seed=seed)
     tokens, truncated = [], 0
     for i, text in enumerate(texts, start=first):
         ids = loaded.tokenizer(text, truncation=True, max_length=max_tokens)["input_ids"]
@@ -153,9 +153,9 @@ def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: 
 
 
 class _Pass:
-    """What the pass keeps between texts: running top-k per head, per-text statistics, the reservoir."""
+    """What the pass keeps between texts: running top-k per head, per-text statistics, the sample."""
 
-    def __init__(self, *, k: int, include_sinks: bool, sample: int, seed: int, first: int = 0):
+    def __init__(self, *, k: int, include_sinks: bool, sample: int, seed: int):
         self.k, self.include_sinks, self.sample, self.seed = k, include_sinks, sample, seed
         self.top: tuple[torch.Tensor, ...] | None = None  # weight, text, query, key: each (L, H, k)
         self.stats: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
@@ -219,7 +219,7 @@ class _Pass:
 
     def finish(self, **header) -> CorpusSurvey:
         weight, text, query, key = (x.numpy() for x in self.top)
-        empty = weight < 0  # fewer candidates than k (or only skipped keys): no example
+        empty = weight <= 0  # fewer candidates than k (skipped keys, or a causal text's later keys): no example
         text, query, key = (np.where(empty, -1, x).astype(np.int32) for x in (text, query, key))
         keep = self.captured and self.q is not None
         return CorpusSurvey(
