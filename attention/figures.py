@@ -10,6 +10,7 @@ or `load_npz(...)`), one call each:
     statistic(att, "entropy")         one Head atlas statistic per head
     distance(att, layer, head)        attention by distance
     effects(head_effects)             one number per head (ablation, patching, direct shares)
+    qk_attribution_heatmap(found)     why this key: a score's (query part x key part) pairs
     trace_steps(trace)                a toy trace step by step: scaled scores beside the weights
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
 
@@ -31,7 +32,7 @@ import plotly.graph_objects as go
 
 from attention.corpus_figures import corpus_map, corpus_statistic, example_rows, head_name, qk_scatter
 from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view, survey, token_focus, zoom
-from attention.toy.plotting import AUTO_TICKS, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
+from attention.toy.plotting import AUTO_TICKS, SIGNED, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
 from attention.toy.plotting import lines as line_chart
 
 __all__ = ["attention_lines", "corpus_map", "corpus_statistic", "distance", "effects", "example_rows", "grid", "head",
@@ -227,6 +228,23 @@ def distance(att, layer: int, head: int | None = None) -> go.Figure:
     return line_chart(profile.labels, curves, title="Mean weight of a (query, key) pair by distance",
                       x_title="query − key (tokens)", y_title="mean weight", log_y=True, categorical_x=True,
                       x_hover=profile.spans)
+
+
+def qk_attribution_heatmap(found, tokens=None, *, parts: int = 12, height: int | None = None) -> go.Figure:
+    """Why this key (attention.models.qk_attribution): query parts (rows) x key parts (columns), the `parts`
+    largest of each side, the rest summed into "other parts"; hover gives both parts and the value. `tokens`
+    (the result's tokens) name the query and the key in the title; positions count from 0."""
+    def named(position: int) -> str:
+        return f"{position}" if tokens is None else f"{position} “{tokens[position]}”"
+
+    shown = found.top_parts(parts)
+    versus = {None: "", "mean": ", minus the mean over the keys it sees"}.get(
+        found.against, f", minus key {named(found.against) if isinstance(found.against, int) else ''}")
+    title = (f"L{found.layer + 1}H{found.head + 1}, query {named(found.query)} × key {named(found.key)}{versus}: "
+             f"sum {found.total:+.3f}, model's score {found.score:+.3f}")
+    return heatmap(shown.matrix, shown.key_parts, shown.query_parts, title=title, x_title="key part (what wrote "
+                   "the key)", y_title="query part (what wrote the query)", value_name="share of the score",
+                   colours=SIGNED, ticks=Ticks(x=parts + 1, y=parts + 1), height=height or 520)
 
 
 def effects(result, *, title: str | None = None) -> go.Figure:

@@ -147,6 +147,8 @@ REASONS = {  # a phrase of the message a page shows -> what the table says
     "encoder-decoder": "encoder-decoder", "no entry": "no anatomy entry", "normalises what attention writes":
     "attention output normalised", "fused projection": "fused q, k, v", "predicts no next token": "no LM head",
     "same on both prompts": "no difference to restore", "head roles are measured": "encoder-decoder",
+    "ALiBi": "ALiBi position bias", "disentangled": "disentangled positions", "interleaved": "interleaved rotary",
+    "fuses q, k and v": "fused q, k, v", "not rebuilt exactly": "not exact", "not split here": "not split",
 }
 
 
@@ -179,6 +181,7 @@ def feature_row(name: str, tok) -> dict:
         head_roles,
         line_view,
         logit_lens,
+        qk_attribution,
         query_row,
         rotary_base,
         survey,
@@ -204,6 +207,8 @@ def feature_row(name: str, tok) -> dict:
     }
     row["roles"] = _works(lambda: head_roles(loaded, repeat=5))
     row["composition"] = _works(lambda: composition(loaded, att.n_layers - 1, 0))
+    n = len(att.tokens)
+    row["why this key"] = _works(lambda: qk_attribution(loaded, att, att.n_layers - 1, 0, n - 1, n - 2))
     if decoder:
         pair = contrast(att, tok, " dog", " cat")
         corrupt = loaded.attend(swap_words(TEXT, "fox", "dog"))
@@ -225,7 +230,7 @@ def feature_row(name: str, tok) -> dict:
 def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "models.md") -> None:
     columns = ["views", "head step by step", "norm view", "rotary view", "generation", "head effects",
                "attribution patching", "roles", "direct attribution", "logit lens", "activation patching",
-               "composition"]
+               "composition", "why this key"]
     lines = [
         "# Model families: what is exact, what is shown",
         "",
@@ -240,6 +245,10 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         "  `output_attentions` for families whose scores carry a position bias (T5) or whose attention does not go",
         "  through transformers' attention interface (kept to 512 tokens, since all L × H × n² weights are held).",
         "- a feature marked **no** shows its reason on the page instead of a chart.",
+        "- **why this key** (attention.models.qk_attribution) splits a score into (query part, key part) pairs; it is",
+        "  shown only where the pairs add up to the model's own score: position biases (T5's, ALiBi), disentangled",
+        "  attention (DeBERTa), one shared block (ALBERT), rotary applied inside the attention with interleaved pairs",
+        "  (GPT-J), q, k, v fused per head (GPT-NeoX, ModernBERT) and encoder-decoders are refused with the reason.",
         "",
         "| family | architecture | weights | gap | guard | tokens | " + " | ".join(columns) + " |",
         "| --- " * (6 + len(columns)) + "|",

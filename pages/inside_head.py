@@ -3,13 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from attention.models import default_focus, query_row
+from attention.figures import qk_attribution_heatmap
+from attention.models import default_focus, part_in_words, qk_attribution, query_row
 from attention.toy import plotting
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
 from attention.toy.plotting import SIGNED, Ticks
 from pages._export import chart_config, export_row
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop
+from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop, result_of
 from pages._labels import token_labels
 from pages._lessons import path_links
 from pages._live import live_sliders
@@ -91,8 +92,18 @@ columns = {"key": keys, "q·k": t.scores[0, shown], "scaled": t.scaled[0, shown]
 if own is not None:
     columns["model's own weight"] = own[head, i, shown]
 st.dataframe(pd.DataFrame(columns).style.format(precision=4), hide_index=True, key="inside.table")
-st.plotly_chart(plotting.weights_bar(keys, t.weights[0, shown], title=f"What “{word}” attends to"), width="stretch",
-                key="inside.bar")
+
+
+def pick_key() -> None:
+    """on_select of the weights: the clicked key becomes section 6's key."""
+    points = st.session_state["inside.bar"]["selection"]["points"]
+    if points:
+        st.session_state["inside.key"] = int(shown[points[0]["point_index"]])
+
+
+st.plotly_chart(plotting.weights_bar(keys, t.weights[0, shown], title=f"What “{word}” attends to (click a key: "
+                                     "section 6 says why)"), width="stretch", key="inside.bar", on_select=pick_key,
+                selection_mode="points")
 
 st.subheader("Softmax temperature, live")
 st.latex(r"\alpha_j(T) = \operatorname{softmax}(\tilde s / T)_j")
@@ -130,5 +141,50 @@ if row.reading.words or row.reading.without_sinks:
     st.plotly_chart(plotting.weights_bar(row.col_labels, row.matrix[0], title=row.title), width="stretch",
                     key="inside.reread", config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
+
+st.header("6 · why this key: where q and k come from")
+st.caption("The residual stream is a sum of parts: the embeddings, what each earlier head wrote, each earlier "
+           "MLP. With every norm's scale frozen at its value on this text, the query and the key are sums over "
+           "those parts, and the score is a sum over (query part, key part) pairs plus bias terms "
+           "(attention.models.qk_attribution). Rows: what wrote the query; columns: what wrote the key.")
+if is_saved(name):
+    st.info("Splitting a score needs the model itself; a saved result holds only Q, K and V.")
+else:
+    visible = [j for j in range(n) if t.weights[0, j] > 0 or t.mask is None]
+    strongest = max(visible, key=lambda j: (j != 0, float(t.weights[0, j])))  # the first token (a sink) last
+    if st.session_state.get("inside.key") not in visible:
+        st.session_state["inside.key"] = strongest
+    c1, c2, c3 = st.columns([2, 2, 1])
+    key = c1.selectbox("Key token", visible, format_func=label, key="inside.key")
+    versus = c2.radio("Against", ["nothing: the score itself", "the mean over the keys it sees", "another key"],
+                      key="inside.against", help="Why this key and not the others: the same pairs for this key "
+                      "minus those of the mean key, or of a second key.")
+    per_head = c3.toggle("One part per head", True, key="inside.per_head",
+                         help="Off: each layer's heads summed into one part.")
+    against = {"the mean over the keys it sees": "mean"}.get(versus)
+    if versus == "another key":
+        against = st.selectbox("Second key", visible, format_func=label, key="inside.second",
+                               index=visible.index(0) if 0 in visible else 0)
+    loaded = model_or_stop(name)
+    found = result_of(qk_attribution, (name, text, layer, head, i, key, against), "Splitting the score into parts…",
+                      loaded, att, layer, head, i, key, against=against)
+    found = found if per_head else found.by_layer()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Sum of every pair and bias term", f"{found.total:+.4f}")
+    c2.metric("The model's own scaled score" if against is None else "The model's own score difference",
+              f"{found.score:+.4f}")
+    c3.metric("Bias terms (query's and key's)", f"{sum(found.rest.values()):+.4f}",
+              help="; ".join(f"{what}: {value:+.4f}" for what, value in found.rest.items()))
+    if found.softcap:
+        st.caption(f"This model soft-caps its scores after the sum: softmax reads {found.softcap:g} · "
+                   f"tanh(score / {found.softcap:g}).")
+    st.plotly_chart(qk_attribution_heatmap(found, att.tokens), width="stretch", key="inside.qk")
+    st.markdown("**The largest pairs**")
+    st.markdown("\n".join(f"- the query from {md(part_in_words(a))} × the key from {md(part_in_words(b))}: "
+                           f"**{value:+.2f}**" for a, b, value in found.largest(5)))
+    st.caption("On SmolLM2's induction probe (Head atlas), the induction heads (L19H7, L18H6, L18H5, L18H4) all "
+               "win on one pair: the query from layer 1's MLP (which token this is) × the key from L17H1, the "
+               "model's strongest previous-token head (which token came before the key): the circuit of "
+               "Olsson et al. (2022), read off one score. tests/test_qk_attribution.py checks it.")
 
 path_links("pages/inside_head.py")

@@ -43,6 +43,25 @@ def test_inside_head_matches_the_models_weights():
     table2 = table_with(at, "softmax weight")
     assert not np.allclose(table["softmax weight"], table2["softmax weight"])
     np.testing.assert_allclose(table2["softmax weight"], table2["model's own weight"], atol=1e-4)
+    _why_this_key_shows_the_sum_beside_the_score(at)
+    at.selectbox(key="model").set_value("smollm2").run()
+    _why_this_key_shows_the_sum_beside_the_score(at)
+    at.radio(key="inside.against").set_value("the mean over the keys it sees").run()
+    _why_this_key_shows_the_sum_beside_the_score(at)
+    at.toggle(key="inside.per_head").set_value(False).run()
+    assert any("heads" in y for y in chart(at, "inside.qk")["layout"]["yaxis"]["ticktext"])  # a layer's heads, one part
+
+
+def _why_this_key_shows_the_sum_beside_the_score(at):
+    """Section 6: the sum of the pairs and the model's own score side by side, and equal; a heatmap of pairs."""
+    assert not at.exception, at.exception
+    shown = {m.label: float(m.value) for m in at.metric}
+    total = shown["Sum of every pair and bias term"]
+    score = next(v for k, v in shown.items() if k.startswith("The model's own"))
+    assert total == pytest.approx(score, abs=2e-4)
+    pairs = array(chart(at, "inside.qk")["data"][0]["z"])
+    assert pairs.ndim == 2 and np.nansum(pairs) + shown["Bias terms (query's and key's)"] == pytest.approx(total,
+                                                                                                        abs=1e-3)
 
 
 def test_ambiguous_words_pairs():

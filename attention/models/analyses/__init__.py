@@ -17,6 +17,7 @@ Modules:
                     to one .safetensors file
     corpus_job      the survey as a batch job over a file: parts merged and saved as it goes, resumable
     corpus_ray      the same job on Ray (an extra): one model replica per worker
+    qk_attribution  why this key: one head's score split into (query part, key part) pairs
     qk_projection   one head's sampled queries and keys in one 2-D projection (AttentionViz's normalisation)
     predictions     the next token and step-by-step generation (the Predictions page)
 
@@ -53,6 +54,7 @@ from attention.models.analyses.head_effects import (
 )
 from attention.models.analyses.patching import SITES, Patching, activation_patching, swap_words
 from attention.models.analyses.predictions import MAX_NEW_TOKENS, Generation, NextTokens, generate, next_tokens
+from attention.models.analyses.qk_attribution import QK_FAMILIES, QKAttribution, part_in_words, qk_attribution
 from attention.models.analyses.qk_projection import QKProjection, qk_projection
 from attention.models.analyses.readout import LogitAttribution, LogitLens, direct_logit_attribution, logit_lens
 from attention.models.analyses.roles import (
@@ -68,12 +70,13 @@ from attention.models.analyses.roles import (
 from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast
 
 __all__ = [
-    "ABLATIONS", "CORPUS_FORMATS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "ROLES", "ROLE_THRESHOLD", "SITES",
-    "Composition", "Contrast", "Corpus", "CorpusSurvey", "Generation", "HeadEffects", "HeadRoles", "LogitAttribution",
-    "LogitLens", "NextTokens", "Patching", "QKProjection", "ScanAgreement", "TokenChoice", "TopExample",
-    "activation_patching", "agreement", "attribution_patching", "composition", "contrast", "corpus_limits",
-    "corpus_survey", "default_corpus", "direct_logit_attribution", "generate", "head_ablation",
-    "head_ablation_cosine", "head_roles", "listed_corpora", "load_corpus_survey", "logit_lens", "merge_surveys",
-    "next_tokens", "open_listed", "probe_attention", "probe_ids", "qk_projection", "read_corpus", "roles_of",
-    "survey_bytes", "survey_file", "survey_file_on_ray", "swap_words",
+    "ABLATIONS", "CORPUS_FORMATS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "QK_FAMILIES", "ROLES",
+    "ROLE_THRESHOLD", "SITES", "Composition", "Contrast", "Corpus", "CorpusSurvey", "Generation", "HeadEffects",
+    "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKAttribution", "QKProjection",
+    "ScanAgreement", "TokenChoice", "TopExample", "activation_patching", "agreement", "attribution_patching",
+    "composition", "contrast", "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution",
+    "generate", "head_ablation", "head_ablation_cosine", "head_roles", "listed_corpora", "load_corpus_survey",
+    "logit_lens", "merge_surveys", "next_tokens", "open_listed", "part_in_words", "probe_attention", "probe_ids",
+    "qk_attribution", "qk_projection", "read_corpus", "roles_of", "survey_bytes", "survey_file", "survey_file_on_ray",
+    "swap_words",
 ]
