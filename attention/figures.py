@@ -230,7 +230,7 @@ def distance(att, layer: int, head: int | None = None) -> go.Figure:
                       x_hover=profile.spans)
 
 
-def qk_attribution_heatmap(found, tokens=None, *, parts: int = 12, height: int | None = None) -> go.Figure:
+def qk_attribution_heatmap(found, tokens=None, *, parts: int = 10, height: int | None = None) -> go.Figure:
     """Why this key (attention.models.qk_attribution): query parts (rows) x key parts (columns), the `parts`
     largest of each side, the rest summed into "other parts"; hover gives both parts and the value. `tokens`
     (the result's tokens) name the query and the key in the title; positions count from 0."""
@@ -240,11 +240,12 @@ def qk_attribution_heatmap(found, tokens=None, *, parts: int = 12, height: int |
     shown = found.top_parts(parts)
     versus = {None: "", "mean": ", minus the mean over the keys it sees"}.get(
         found.against, f", minus key {named(found.against) if isinstance(found.against, int) else ''}")
-    title = (f"L{found.layer + 1}H{found.head + 1}, query {named(found.query)} × key {named(found.key)}{versus}: "
-             f"sum {found.total:+.3f}, model's score {found.score:+.3f}")
-    return heatmap(shown.matrix, shown.key_parts, shown.query_parts, title=title, x_title="key part (what wrote "
-                   "the key)", y_title="query part (what wrote the query)", value_name="share of the score",
-                   colours=SIGNED, ticks=Ticks(x=parts + 1, y=parts + 1), height=height or 520)
+    lines = (f"L{found.layer + 1}H{found.head + 1}: query {named(found.query)} × key {named(found.key)}{versus}",
+             f"sum of the parts {found.total:+.3f}, the model's score {found.score:+.3f}")
+    fig = heatmap(shown.matrix, shown.key_parts, shown.query_parts, title=lines[0], x_title="key part",
+                  y_title="query part", value_name="share",
+                  colours=SIGNED, ticks=Ticks(x=parts + 1, y=parts + 1), height=height or 560)
+    return fig.update_layout(title=dict(text="<br>".join(esc(line) for line in lines)), margin=dict(t=70))
 
 
 def effects(result, *, title: str | None = None) -> go.Figure:

@@ -154,13 +154,13 @@ else:
     strongest = max(visible, key=lambda j: (j != 0, float(t.weights[0, j])))  # the first token (a sink) last
     if st.session_state.get("inside.key") not in visible:
         st.session_state["inside.key"] = strongest
-    c1, c2, c3 = st.columns([2, 2, 1])
+    c1, c2 = st.columns(2)
     key = c1.selectbox("Key token", visible, format_func=label, key="inside.key")
     versus = c2.radio("Against", ["nothing: the score itself", "the mean over the keys it sees", "another key"],
                       key="inside.against", help="Why this key and not the others: the same pairs for this key "
                       "minus those of the mean key, or of a second key.")
-    per_head = c3.toggle("One part per head", True, key="inside.per_head",
-                         help="Off: each layer's heads summed into one part.")
+    per_head = c1.toggle("One part per head", True, key="inside.per_head",
+                         help="On: one part per earlier head. Off: each layer's heads summed into one part.")
     against = {"the mean over the keys it sees": "mean"}.get(versus)
     if versus == "another key":
         against = st.selectbox("Second key", visible, format_func=label, key="inside.second",
@@ -170,11 +170,15 @@ else:
                       loaded, att, layer, head, i, key, against=against)
     found = found if per_head else found.by_layer()
     c1, c2, c3 = st.columns(3)
-    c1.metric("Sum of every pair and bias term", f"{found.total:+.4f}")
-    c2.metric("The model's own scaled score" if against is None else "The model's own score difference",
-              f"{found.score:+.4f}")
-    c3.metric("Bias terms (query's and key's)", f"{sum(found.rest.values()):+.4f}",
+    c1.metric("Sum of the parts", f"{found.total:+.4f}", help="Every (query part, key part) pair and the bias terms.")
+    c2.metric("Model's score" if against is None else "Model's difference", f"{found.score:+.4f}",
+              help="The model's own scaled score before softmax, from the q and k its attention received"
+              + ("." if against is None else ", minus the same for the key(s) it is set against."))
+    c3.metric("Bias terms", f"{sum(found.rest.values()):+.4f}",
               help="; ".join(f"{what}: {value:+.4f}" for what, value in found.rest.items()))
+    if layer == 0:
+        st.caption("In layer 1 only the embeddings have written to the stream: pick a later layer to see which "
+                   "heads and MLPs make the query and the key match.")
     if found.softcap:
         st.caption(f"This model soft-caps its scores after the sum: softmax reads {found.softcap:g} · "
                    f"tanh(score / {found.softcap:g}).")

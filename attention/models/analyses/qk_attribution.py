@@ -107,10 +107,14 @@ class QKAttribution:
 
     def top_parts(self, n: int = 12) -> QKAttribution:
         """The same with only the n query parts and n key parts of largest total magnitude, the others summed
-        into "other parts" (a last row and column); sums unchanged. What a readable heatmap shows."""
+        into "other parts" (a last row and column), parts that add exactly 0 left out; sums unchanged. What a
+        readable heatmap shows."""
         def keep(names: tuple[str, ...], weight: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
-            if len(names) <= n + 1:
-                return names, np.eye(len(names))
+            nonzero = np.flatnonzero(weight > 0)
+            if len(nonzero) <= n + 1:
+                into = np.zeros((len(nonzero), len(names)))
+                into[np.arange(len(nonzero)), nonzero] = 1
+                return tuple(names[i] for i in nonzero), into
             chosen = np.sort(np.argsort(-weight, kind="stable")[:n])
             into = np.zeros((n + 1, len(names)))
             into[n] = 1
