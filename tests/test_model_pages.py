@@ -56,11 +56,11 @@ def _why_this_key_shows_the_sum_beside_the_score(at):
     """Section 6: the sum of the pairs and the model's own score side by side, and equal; a heatmap of pairs."""
     assert not at.exception, at.exception
     shown = {m.label: float(m.value) for m in at.metric}
-    total = shown["Sum of every pair and bias term"]
-    score = next(v for k, v in shown.items() if k.startswith("The model's own"))
+    total = shown["Sum of the parts"]
+    score = next(v for k, v in shown.items() if k.startswith("Model's"))
     assert total == pytest.approx(score, abs=2e-4)
     pairs = array(chart(at, "inside.qk")["data"][0]["z"])
-    assert pairs.ndim == 2 and np.nansum(pairs) + shown["Bias terms (query's and key's)"] == pytest.approx(total,
+    assert pairs.ndim == 2 and np.nansum(pairs) + shown["Bias terms"] == pytest.approx(total,
                                                                                                         abs=1e-3)
 
 
