@@ -26,8 +26,10 @@ WORDS = ("the river bank was quiet while people paid money into the bank across 
 
 
 def timed(fn, repeats: int) -> dict:
-    """Median, min and max seconds of `fn()` over `repeats` runs (after one warm-up call)."""
-    fn()
+    """Median, min and max seconds of `fn()` over `repeats` runs (after one warm-up call; none in a smoke run,
+    BENCH_SMOKE=1, whose figures are not read)."""
+    if os.environ.get("BENCH_SMOKE") != "1":
+        fn()
     runs = []
     for _ in range(repeats):
         t = time.perf_counter()
@@ -117,6 +119,18 @@ def corpus(smoke: bool) -> dict:
     """The corpus survey over the default corpus against the model's plain forward passes over the same
     texts, and the corpus page's views once the survey is loaded (a child process, server malloc settings)."""
     return _child("corpus", "1" if smoke else "0", env=malloc_environment())
+
+
+def qk(smoke: bool) -> dict:
+    """Why this key: one (layer, head, query, key) split, and the same against the mean key, against the model's
+    own forward pass over the same text (sdpa, nothing captured), SmolLM2 (MiniLM in a smoke run)."""
+    return _child("qk", "1" if smoke else "0", env=malloc_environment())
+
+
+def ray_corpus(smoke: bool) -> dict | None:
+    """The corpus job on 2 local Ray workers against the same job in this process (MiniLM, the default corpus):
+    Ray's overhead on one machine. Not run in a smoke run (a Ray cluster takes ~10 s to start)."""
+    return None if smoke else _child("ray", env=malloc_environment())
 
 
 def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
@@ -348,10 +362,57 @@ def _corpus_row(name: str, texts) -> dict:
             "peak_rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024}
 
 
+def _job_qk(smoke: str) -> dict:
+    import torch
+
+    from attention.models import load_model, qk_attribution
+    from attention.models.forward.capture import CAPTURE
+
+    name, sizes = ("minilm", (16,)) if smoke == "1" else ("smollm2", (64, 256))
+    loaded = load_model(name)
+    rows = []
+    for n in sizes:
+        att = loaded.attend(text_of_tokens(loaded.tokenizer, n))
+        ids = torch.tensor(att.token_ids)[None]
+
+        def forward(ids=ids):
+            with torch.inference_mode():
+                loaded.network(input_ids=ids)
+        loaded.network.set_attn_implementation("sdpa")
+        try:
+            plain = timed(forward, 5)
+        finally:
+            loaded.network.set_attn_implementation(CAPTURE)
+        for layer in (att.n_layers // 2, att.n_layers - 1):
+            query, key = len(att.tokens) - 1, len(att.tokens) - 5
+            def split(against=None, att=att, layer=layer, query=query, key=key):
+                return qk_attribution(loaded, att, layer, 0, query, key, against=against)
+            rows.append({"tokens": len(att.tokens), "layer": layer, "forward": plain, "pair": timed(split, 5),
+                         "mean": timed(lambda split=split: split("mean"), 3)})
+    return {"model": name, "rows": rows}
+
+
+def _job_ray() -> dict:
+    import tempfile
+    from functools import partial
+
+    from attention.models import default_corpus, load_model, survey_file, survey_file_on_ray
+
+    with tempfile.TemporaryDirectory() as folder:
+        corpus = Path(folder) / "corpus.txt"
+        texts = default_corpus().texts
+        corpus.write_text("\n\n".join(texts), encoding="utf-8")
+        loaded = load_model("minilm")
+        here = timed(lambda: survey_file(loaded, corpus, Path(folder) / "here.safetensors"), 2)
+        ray = timed(lambda: survey_file_on_ray(partial(load_model, "minilm"), corpus, Path(folder) / "ray.safetensors",
+                                               workers=2), 2)
+    return {"texts": len(texts), "here": here, "ray": ray}
+
+
 if __name__ == "__main__":
     job, *job_args = sys.argv[1:]
     jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz, "long": _job_long,
-            "effects": _job_effects, "corpus": _job_corpus}
+            "effects": _job_effects, "corpus": _job_corpus, "qk": _job_qk, "ray": _job_ray}
     print(json.dumps(jobs[job](*job_args)))
 
 

@@ -186,6 +186,31 @@ def corpus_lines(c: dict) -> list[str]:
     return lines
 
 
+def qk_lines(q: dict, ray: dict | None) -> list[str]:
+    """Section 8: why this key against a forward pass; the corpus job on Ray against the same job here."""
+    lines = ["", f"## 8. Why this key, and the corpus job on Ray ({q['model']})", "",
+             "One score split into (query part, key part) pairs (attention.models.qk_attribution, from the result's "
+             "hidden states and q, k, v: no pass for pre-norm models), and the same against the mean over every key "
+             "the query sees (each key's parts through its own rotary), against the model's plain forward pass "
+             "(sdpa) over the same text; medians (min–max, n) of the same run. Target: one pair ≤ 0.5 x.", "",
+             "| tokens | layer (from 1) | forward pass | one pair | ratio | against the mean key | ratio |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for x in q["rows"]:
+        f, p, m = x["forward"], x["pair"], x["mean"]
+        lines.append(f"| {x['tokens']} | {x['layer'] + 1} | {ms(1e3 * f['median'])} ({ms(1e3 * f['min'])}–"
+                     f"{ms(1e3 * f['max'])}, {f['n']}) | {ms(1e3 * p['median'])} ({ms(1e3 * p['min'])}–"
+                     f"{ms(1e3 * p['max'])}, {p['n']}) | {p['median'] / f['median']:.2f} x | {ms(1e3 * m['median'])} "
+                     f"({ms(1e3 * m['min'])}–{ms(1e3 * m['max'])}, {m['n']}) | {m['median'] / f['median']:.2f} x |")
+    if ray is None:
+        return lines + ["", "The corpus job on Ray: not measured (smoke)."]
+    h, y = ray["here"], ray["ray"]
+    return lines + ["", f"The corpus job over the default corpus ({ray['texts']} texts, MiniLM, saved after every "
+                    f"25 texts): in this process {s_(h['median'])} ({s_(h['min'])}–{s_(h['max'])}, {h['n']}); on 2 "
+                    f"local Ray workers, cluster start included, {s_(y['median'])} ({s_(y['min'])}–{s_(y['max'])}, "
+                    f"{y['n']}): {y['median'] / h['median']:.2f} x. One 2-core machine is not where Ray pays: each "
+                    "worker loads its own model and the two share the cores the in-process job already uses."]
+
+
 def report(r: dict, smoke: bool) -> str:
     core = "\n".join(
         f"| {row['n']} | {us(row['ours'])} | {us(row['torch'])} | "
@@ -385,6 +410,7 @@ def report(r: dict, smoke: bool) -> str:
                      f"page's grid with no scan running: {fig(g['alone'])}; {_during_scan(r):.2f} x. The scan, from "
                      f"its click to its page idle, took {g['scan_s']:.1f} s meanwhile.")
     lines += corpus_lines(r["corpus"])
+    lines += qk_lines(r["qk"], r.get("ray"))
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -400,6 +426,8 @@ def main() -> int:
     from attention.models import load_model
 
     tok = load_model("minilm").tokenizer
+    if args.smoke:
+        os.environ["BENCH_SMOKE"] = "1"  # no warm-up calls (compute.timed), here and in the child jobs
     r = {"core": compute.core((3,) if args.smoke else (3, 64, 512))}
     print("core done", file=sys.stderr)
     r["models"] = compute.models(args.smoke)
@@ -413,6 +441,8 @@ def main() -> int:
     print("effects done", file=sys.stderr)
     r["corpus"] = compute.corpus(args.smoke)
     print("corpus done", file=sys.stderr)
+    r["qk"], r["ray"] = compute.qk(args.smoke), compute.ray_corpus(args.smoke)
+    print("qk and ray done", file=sys.stderr)
     texts16 = [compute.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
     texts512 = [compute.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
     payload_texts = {n: compute.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}

@@ -250,20 +250,28 @@ class _Run:
         return head // (self.H // self.H_kv)
 
     def _capture(self, att: ModelAttention) -> None:
-        """Block inputs x (layer + 1), W_O's input z and output o, and the post norms' inputs, every position."""
+        """What the parts are made of, at every position: block inputs x (layer + 1), W_O's input z and output o,
+        the post norms' inputs. Pre-norm families: from the result itself (its hidden states, and z = w v from
+        its q, k, v), no pass; post-norm ones: one pass up to block `layer` with hooks (their second norm's
+        input is kept nowhere else)."""
+        s = att.self_attn
+        if self.qk.residual != "post" and s.v is not None and att.hidden is not None and s.own_weights is None:
+            self.att = att
+            return
+        self.att = None
         x, z, o, norm_in = {}, {}, {}, {}
         layer = self.layer
 
         def block_input(m):
             def hook(module, args, kwargs):
-                x[m] = (args[0] if args else kwargs["hidden_states"])[0].detach().double()
+                x[m] = (args[0] if args else kwargs["hidden_states"])[0].detach()
                 if m == layer:
                     raise _Stop
             return hook
 
         def keep(store, m, key=None):
             def hook(module, args, out=None):
-                store[(m, key) if key is not None else m] = (args[0] if out is None else out)[0].detach().double()
+                store[(m, key) if key is not None else m] = (args[0] if out is None else out)[0].detach()
             return hook
 
         handles = []
@@ -286,39 +294,73 @@ class _Run:
         finally:
             for h in handles:
                 h.remove()
-        self.x, self.z, self.o, self.norm_in = x, z, o, norm_in
+        self._x, self._z, self._o, self._norm_in = x, z, o, norm_in
+
+    def x(self, m: int, pos: torch.Tensor) -> torch.Tensor:
+        """Block m's input at `pos`: (p, D) float64."""
+        if self.att is None:
+            return self._x[m][pos].double()
+        return torch.from_numpy(self.att.hidden[m][pos.numpy()]).double()
+
+    def z(self, m: int, pos: torch.Tensor) -> torch.Tensor:
+        """W_O's input at `pos`, every head's output side by side: (p, H * d) float64."""
+        if self.att is None:
+            return self._z[m][pos].double()
+        s = self.att.self_attn
+        lo, hi = int(pos.min()), int(pos.max()) + 1
+        w = s.layer_weights(m, rows=slice(lo, hi)).double()[:, pos - lo]  # (H, p, m)
+        v = torch.from_numpy(s.v[m]).double().repeat_interleave(self.H // s.v.shape[1], dim=0)  # (H, m, d)
+        return torch.einsum("hpj,hjd->phd", w, v[:, :w.shape[-1]]).reshape(len(pos), -1)
+
+    def o(self, m: int, pos: torch.Tensor) -> torch.Tensor:
+        """W_O's output at `pos` (its bias included): (p, D) float64."""
+        if self.att is None:
+            return self._o[m][pos].double()
+        linear = self.parts.outputs[m]
+        bias = getattr(linear, "bias", None)
+        w_o = torch.from_numpy(self.parts.output_weight(m)).double()
+        out = self.z(m, pos) @ w_o
+        return out if bias is None else out + bias.detach().double().cpu()
+
+    def norm_input(self, m: int, which: int, pos: torch.Tensor) -> torch.Tensor:
+        """The input of the block's `which` post norm at `pos`: (p, D) float64 (W_O's output for the norm of
+        what attention writes)."""
+        if self.att is None:
+            return self._norm_in[m, which][pos].double()
+        return self.o(m, pos)
 
     def stream_parts(self, positions: list[int]) -> tuple[tuple[str, ...], torch.Tensor]:
         """The parts of block `layer`'s input at `positions`: names (P,) and (P, p, D), float64; their sum is
         the stream the model computed there (checked)."""
         pos = torch.as_tensor(positions)
         H = self.H
-        names, parts = ["embeddings"], [self.x[0][pos][None]]
+        names, parts = ["embeddings"], [self.x(0, pos)[None]]
         post = self.qk.residual == "post"
         if post:
             names.append("norm biases")
             parts.append(torch.zeros_like(parts[0]))
         for m in range(self.layer):
-            w_o = torch.from_numpy(self.parts.output_weight(m)).double().to(self.x[0].device)  # (H * d, D)
+            w_o = torch.from_numpy(self.parts.output_weight(m)).double()  # (H * d, D)
             d = w_o.shape[0] // H
-            heads = torch.einsum("phd,hdD->hpD", self.z[m][pos].view(len(positions), H, d), w_o.view(H, d, -1))
-            bias = (self.o[m][pos] - heads.sum(0))[None]
+            o = self.o(m, pos)
+            heads = torch.einsum("phd,hdD->hpD", self.z(m, pos).view(len(positions), H, d), w_o.view(H, d, -1))
+            bias = (o - heads.sum(0))[None]
             new = [f"L{m + 1}H{h + 1}" for h in range(H)] + [f"L{m + 1} attention bias"]
             if self.qk.residual == "pre":
-                mlp = self.x[m + 1][pos] - self.x[m][pos] - self.o[m][pos]
+                mlp = self.x(m + 1, pos) - self.x(m, pos) - o
                 names += [*new, f"L{m + 1} MLP"]
                 parts += [heads, bias, mlp[None]]
             elif self.qk.residual == "post_attention_norm":
                 norm = self.block_of(m).get_submodule(self.qk.post_norms[0])
                 written = torch.cat([heads, bias])  # (H + 1, p, D)
-                normed, betas = self._frozen(norm, self.norm_in[m, 0][pos], written)
+                normed, betas = self._frozen(norm, self.norm_input(m, 0, pos), written)
                 normed[-1] += betas
-                mlp = self.x[m + 1][pos] - self.x[m][pos] - normed.sum(0)
+                mlp = self.x(m + 1, pos) - self.x(m, pos) - normed.sum(0)
                 names += [*new, f"L{m + 1} MLP"]
                 parts += [normed, mlp[None]]
             else:  # post-norm: y = N1(x + o), x' = N2(y + mlp)
                 n1, n2 = (self.block_of(m).get_submodule(p) for p in self.qk.post_norms)
-                u1, u2 = self.norm_in[m, 0][pos], self.norm_in[m, 1][pos]
+                u1, u2 = self.norm_input(m, 0, pos), self.norm_input(m, 1, pos)
                 everything = torch.cat([*parts, heads, bias])
                 y_parts, beta1 = self._frozen(n1, u1, everything)
                 y_parts[1] += beta1  # the norm biases' part
@@ -330,7 +372,7 @@ class _Run:
                 names += [*new, f"L{m + 1} MLP"]
                 parts = [x_parts]
         stacked = torch.cat(parts)
-        want = self.x[self.layer][pos]
+        want = self.x(self.layer, pos)
         if not torch.allclose(stacked.sum(0), want, rtol=1e-5, atol=1e-5 * float(want.abs().max())):
             raise ValueError(f"{self.loaded.spec.name}: the parts of the residual stream do not add up to what the "
                              "model computed there, so its scores are not split here.")
@@ -353,7 +395,7 @@ class _Run:
         the constant last: names (P,) and (P + 1, p, d), float64, after rotary; checked against the model's own."""
         names, parts = self.stream_parts(positions)
         pos = torch.as_tensor(positions)
-        x = self.x[self.layer][pos]  # (p, D)
+        x = self.x(self.layer, pos)  # (p, D)
         if self.qk.norm is None:
             normed, constant = parts, torch.zeros_like(x)
         else:
