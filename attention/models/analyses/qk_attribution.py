@@ -166,6 +166,11 @@ def qk_attribution(loaded: LoadedModel, att: ModelAttention, layer: int, head: i
     L, H, n = s.n_layers, s.n_heads, s.n_queries
     if not (0 <= layer < L and 0 <= head < H):
         raise ValueError(f"layer {layer + 1}, head {head + 1} is outside {L} x {H}")
+    if not 0 <= query < n:
+        raise ValueError(f"the text has {n} tokens: there is no token {query}")
+    query, key = int(query), int(key)
+    if isinstance(against, (int, np.integer)):
+        against = int(against)
     visible = _visible(s, layer, query, n)
     for j in (key, against):
         if isinstance(j, int) and (not 0 <= j < n or not visible[j]):

@@ -6,6 +6,7 @@
 Modules, in the order a forward pass meets them:
     registry        which models exist (bundled, local folders, hub allowlist, default encoder and decoder)
     loading         load_model, from_model: files or a notebook's model -> a LoadedModel, checked by the guard
+    memory          a model's size from its config (meta device) against what the process may use, before loading
     model           LoadedModel (network, tokenizer, its ModelCheck, the lock that shares it), has_lm_head
     anatomy         where each family keeps its layers, W_O, norm, rotary embedding and LM head
     capture         records Q, K, V inside the network while it runs
@@ -27,6 +28,7 @@ what this wing records.
 from attention.models.forward.guard import GUARD_GAP, ModelCheck
 from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey, survey
 from attention.models.forward.loading import from_model, load_model
+from attention.models.forward.memory import MEMORY_ENV, MemoryPlan, NotEnoughMemory, plan_memory, weight_bytes
 from attention.models.forward.model import LoadedModel, Progress, has_lm_head, rotary_base
 from attention.models.forward.model_attention import STACKS, AttentionStack, ModelAttention
 from attention.models.forward.registry import (
@@ -46,8 +48,9 @@ from attention.models.forward.tokens import default_focus, find_word, last_word
 
 __all__ = [
     "BROAD_FRACTION", "BUNDLED", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "GUARD_GAP", "MAX_TEXT_CHARS",
-    "METRICS", "SINKS_NOTE", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel",
-    "ModelAttention", "ModelCheck", "ModelSpec", "ModelUnavailable", "attend", "default_focus", "find_word",
-    "Progress", "from_model", "has_lm_head", "hub_allowlist", "last_word", "load_model", "local_models", "model_label",
-    "own_attention", "rotary_base", "survey",
+    "MEMORY_ENV", "METRICS", "MemoryPlan", "NotEnoughMemory", "SINKS_NOTE", "STACKS", "TYPE_THRESHOLD",
+    "AttentionStack", "HeadSurvey", "LoadedModel", "ModelAttention", "ModelCheck", "ModelSpec", "ModelUnavailable",
+    "attend", "default_focus", "find_word", "Progress", "from_model", "has_lm_head", "hub_allowlist", "last_word",
+    "load_model", "local_models", "model_label", "own_attention", "plan_memory", "rotary_base", "survey",
+    "weight_bytes",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from attention.models.forward.capture import CAPTURE
 from attention.models.forward.guard import check_model
+from attention.models.forward.memory import NotEnoughMemory, plan_memory
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import compute_device
 from attention.models.forward.registry import (
@@ -90,22 +91,28 @@ def _load_folder(name: str, folder: Path) -> LoadedModel:
         raise ModelUnavailable(f"{folder} holds no config.json: it is not a saved transformers model "
                                "(save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)).")
     try:
-        config, architecture, model, tokenizer = _from_source(folder)
+        config, architecture, model, tokenizer, max_tokens = _from_source(folder)
+    except NotEnoughMemory as err:
+        raise ModelUnavailable(str(err)) from None
     except Exception as err:
         raise ModelUnavailable(f"{folder} could not be loaded: {type(err).__name__}: {str(err)[:300]}") from err
     spec = ModelSpec(name, model_label(name) if name.startswith("local:") else f"{name} (folder)", architecture,
-                     _token_limit(config))
+                     max_tokens)
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 
 def _from_source(source):
-    """(config, architecture, network, tokenizer) of a folder or hub id, never with remote code."""
+    """(config, architecture, network, tokenizer, token limit) of a folder or hub id, never with remote code.
+    Its memory is checked from the config before the weights are read (attention.models.forward.memory):
+    NotEnoughMemory when it does not fit; the token limit is lowered to what fits."""
     from transformers import AutoConfig, AutoTokenizer
 
     config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     architecture = _architecture(config)
-    model = _from_pretrained(_auto_class(architecture), source)
-    return config, architecture, model, AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+    auto = _auto_class(architecture)
+    plan = plan_memory(config, auto, max_tokens=_token_limit(config), name=str(source))
+    model = _from_pretrained(auto, source)
+    return config, architecture, model, AutoTokenizer.from_pretrained(source, trust_remote_code=False), plan.max_tokens
 
 
 def _auto_class(architecture: str):
@@ -202,7 +209,9 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
             " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
-        config, architecture, model, tokenizer = _from_source(model_id)
+        config, architecture, model, tokenizer, max_tokens = _from_source(model_id)
+    except NotEnoughMemory as err:
+        raise ModelUnavailable(str(err)) from None
     except Exception as err:
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
         gated = "gated" in str(err).lower() or type(err).__name__ == "GatedRepoError"
@@ -212,7 +221,7 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
             else f"{type(err).__name__}: {str(err)[:300]}"
         raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
                                "pages work offline.") from err
-    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, _token_limit(config))
+    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, max_tokens)
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 
