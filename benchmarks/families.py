@@ -138,7 +138,7 @@ def own_attentions(reference, att) -> tuple[np.ndarray, ...]:
     with torch.no_grad():
         out = reference(input_ids=ids, output_attentions=True, **extra)
     own = out.encoder_attentions if att.architecture == "encoder-decoder" else out.attentions
-    return tuple(a[0].numpy() for a in own)
+    return tuple(a[0].float().numpy() for a in own)  # float32 (a half-precision model's own are rounded)
 
 
 REASONS = {  # a phrase of the message a page shows -> what the table says
@@ -245,6 +245,13 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         "  `output_attentions` for families whose scores carry a position bias (T5) or whose attention does not go",
         "  through transformers' attention interface (kept to 512 tokens, since all L × H × n² weights are held).",
         "- a feature marked **no** shows its reason on the page instead of a chart.",
+        "- **half precision** (`load_model(..., dtype=\"bfloat16\" | \"float16\")`, or `from_model` on a model",
+        "  already in it): weights are computed in float32 from the model's own q and k, while its eager kernel",
+        "  rounds scores and weights to its dtype; the guard accepts a gap up to 1e-4 + 16 unit roundoffs of the",
+        "  dtype (bfloat16: 0.063, float16: 0.0079), states the measured gap and this bound, and refuses above it.",
+        "  Measured: SmolLM2 0.033 in bfloat16 and 0.0054 in float16; MiniLM 0.011 and 0.0014; the tiny families",
+        "  0.0016-0.0044 and 0.0002-0.0006 (tests/test_dtypes.py). In half precision each layer's output is the",
+        "  model's own kernel's (ours stands in only in float32).",
         "- **why this key** (attention.models.qk_attribution) splits a score into (query part, key part) pairs; it is",
         "  shown only where the pairs add up to the model's own score: position biases (T5's, ALiBi), disentangled",
         "  attention (DeBERTa), one shared block (ALBERT), rotary applied inside the attention with interleaved pairs",

@@ -159,9 +159,9 @@ def _bool_mask(seen: dict, mask, n: int, m: int) -> tuple[np.ndarray | None, boo
         a = mask[0, 0, -n:, -m:].detach()
         if a.dtype == torch.bool:
             visible, bias = a.cpu().numpy(), False
-        else:
+        else:  # a masked key holds its dtype's most negative value (float16: -65504), or -inf
+            blocked = a <= torch.finfo(a.dtype).min / 2
             a = a.to(torch.float32)
-            blocked = a <= torch.finfo(torch.float32).min / 2
             visible, bias = (~blocked).cpu().numpy(), bool(torch.any((a != 0) & ~blocked))
         causal = n == m and np.array_equal(visible, np.tri(n, dtype=bool))
         seen[key] = (visible, bias, causal)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from attention.models.forward.capture import CAPTURE
 from attention.models.forward.guard import check_model
-from attention.models.forward.memory import NotEnoughMemory, plan_memory
+from attention.models.forward.memory import NotEnoughMemory, plan_memory, weight_bytes
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import compute_device
 from attention.models.forward.registry import (
@@ -39,26 +39,51 @@ from attention.models.forward.registry import (
 MAX_TOKENS_OTHER = 512  # token limit of a model that is not bundled (at most its max_position_embeddings)
 
 
-def load_model(name: str, *, progress: Callable[[str], None] | None = None, paths: bool = True) -> LoadedModel:
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+SMALL_MODEL_BYTES = 2_000_000_000  # "auto" on the CPU: float32 up to this many bytes of float32 weights
+
+
+def load_model(name: str, *, dtype: str = "auto", progress: Callable[[str], None] | None = None,
+               paths: bool = True) -> LoadedModel:
     """Load a bundled model by key (`minilm`, `smollm2`), an operator's folder (`local:<root>/<folder>`), a
     saved transformers folder by its path (when `paths`: the app passes False, so that nothing a visitor
     types is opened as a path), or an allowlisted hub id; then check it (attention.models.forward.guard).
 
+    `dtype`: "float32", "bfloat16", "float16", or "auto": float32 for a model whose float32 weights take at
+    most SMALL_MODEL_BYTES on the CPU, else the checkpoint's own dtype (bfloat16 when it names none). Our
+    weights are computed in float32 from the model's own q and k whatever its dtype; the guard holds them to
+    its eager kernel within what the dtype's rounding explains.
+
     Raises ModelUnavailable with a message for the user on every failure.
     """
+    if dtype not in DTYPES:
+        raise ModelUnavailable(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
     progress = progress or (lambda message: None)
     name = (name or "").strip()
     if name == "minilm":
-        loaded = _load_dir(BUNDLED["minilm"], minilm_dir())
+        loaded = _load_dir(BUNDLED["minilm"], minilm_dir(), dtype)
     elif name == "smollm2":
-        loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress))
+        loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress), dtype)
     elif name in (local := local_models()):
-        loaded = _load_folder(name, local[name])
+        loaded = _load_folder(name, local[name], dtype)
     elif paths and _is_path(name):
-        loaded = _load_folder(name, Path(name).expanduser())
+        loaded = _load_folder(name, Path(name).expanduser(), dtype)
     else:
-        loaded = _load_hub(name, progress)
+        loaded = _load_hub(name, progress, dtype)
     return check_model(loaded)
+
+
+def torch_dtype(dtype: str, config, auto_class):
+    """The torch dtype a model loads in (load_model's `dtype`; "auto" decided from the config's size)."""
+    import torch
+
+    if dtype != "auto":
+        return getattr(torch, dtype)
+    own = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    own = getattr(torch, own) if isinstance(own, str) else own
+    if compute_device().type == "cpu" and weight_bytes(config, auto_class) <= SMALL_MODEL_BYTES:
+        return torch.float32
+    return own if own in (torch.float32, torch.bfloat16, torch.float16) else torch.bfloat16
 
 
 def from_model(model, tokenizer, *, name: str | None = None) -> LoadedModel:
@@ -83,7 +108,7 @@ def _is_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().is_dir()
 
 
-def _load_folder(name: str, folder: Path) -> LoadedModel:
+def _load_folder(name: str, folder: Path, dtype: str = "auto") -> LoadedModel:
     """A saved transformers model folder (config.json, weights, tokenizer)."""
     if not folder.is_dir():
         raise ModelUnavailable(f"There is no folder at {folder}.")
@@ -91,7 +116,7 @@ def _load_folder(name: str, folder: Path) -> LoadedModel:
         raise ModelUnavailable(f"{folder} holds no config.json: it is not a saved transformers model "
                                "(save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)).")
     try:
-        config, architecture, model, tokenizer, max_tokens = _from_source(folder)
+        config, architecture, model, tokenizer, max_tokens = _from_source(folder, dtype)
     except NotEnoughMemory as err:
         raise ModelUnavailable(str(err)) from None
     except Exception as err:
@@ -101,7 +126,7 @@ def _load_folder(name: str, folder: Path) -> LoadedModel:
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 
-def _from_source(source):
+def _from_source(source, dtype: str = "auto"):
     """(config, architecture, network, tokenizer, token limit) of a folder or hub id, never with remote code.
     Its memory is checked from the config before the weights are read (attention.models.forward.memory):
     NotEnoughMemory when it does not fit; the token limit is lowered to what fits."""
@@ -110,8 +135,9 @@ def _from_source(source):
     config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     architecture = _architecture(config)
     auto = _auto_class(architecture)
-    plan = plan_memory(config, auto, max_tokens=_token_limit(config), name=str(source))
-    model = _from_pretrained(auto, source)
+    chosen = torch_dtype(dtype, config, auto)
+    plan = plan_memory(config, auto, max_tokens=_token_limit(config), dtype=chosen, name=str(source))
+    model = _from_pretrained(auto, source, dtype=chosen)
     return config, architecture, model, AutoTokenizer.from_pretrained(source, trust_remote_code=False), plan.max_tokens
 
 
@@ -187,11 +213,13 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
     return out
 
 
-def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
+def _load_dir(spec: ModelSpec, folder: Path, dtype: str = "auto") -> LoadedModel:
+    import torch
     from transformers import AutoTokenizer
 
-    try:  # decoders keep their LM head
-        model = _from_pretrained(_auto_class(spec.architecture), folder)
+    try:  # decoders keep their LM head; the bundled models are small: "auto" is float32
+        model = _from_pretrained(_auto_class(spec.architecture), folder,
+                                 dtype=torch.float32 if dtype == "auto" else getattr(torch, dtype))
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     except Exception as err:
         raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
@@ -199,7 +227,7 @@ def _load_dir(spec: ModelSpec, folder: Path) -> LoadedModel:
     return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
 
 
-def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
+def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto") -> LoadedModel:
     allowed = hub_allowlist()
     if not model_id:
         raise ModelUnavailable("No model name given.")
@@ -209,7 +237,7 @@ def _load_hub(model_id: str, progress: Callable[[str], None]) -> LoadedModel:
             " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
-        config, architecture, model, tokenizer, max_tokens = _from_source(model_id)
+        config, architecture, model, tokenizer, max_tokens = _from_source(model_id, dtype)
     except NotEnoughMemory as err:
         raise ModelUnavailable(str(err)) from None
     except Exception as err:

@@ -126,8 +126,8 @@ def plan_memory(config, auto_class, *, max_tokens: int, dtype: torch.dtype = tor
             f"{name} does not fit in the memory this server may use: its weights need {weights / GB:.1f} GB in "
             f"{dtype_name} and reading {tokens} tokens {per_token * tokens / GB:.2f} GB more, against "
             f"{budget / GB:.1f} GB usable ({HEADROOM:.0%} of the {budget / HEADROOM / GB:.1f} GB available). Ways "
-            f"out: a machine with more memory ({MEMORY_ENV} caps what this server uses), or a smaller model; in "
-            f"half precision its weights would need {weights / 2 / GB:.1f} GB (not offered here yet). Nothing was "
-            "loaded.")
+            f"out: half precision (from Python, load_model(..., dtype=\"bfloat16\"): its weights would need "
+            f"{weights / 2 / GB:.1f} GB), a machine with more memory ({MEMORY_ENV} caps what this server uses), or "
+            "a smaller model. Nothing was loaded.")
     return MemoryPlan(weights=weights, per_token=per_token, budget=budget, max_tokens=int(min(max_tokens, fits)),
                       dtype=dtype_name)
