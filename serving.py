@@ -117,7 +117,7 @@ def install_models() -> int:
 
 
 def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sinks: bool, ray: str | None = None,
-                  workers: int = 2) -> int:
+                  workers: int = 2, dtype: str = "auto") -> int:
     """attention-explorer corpus: attention.models.survey_file (or survey_file_on_ray where `ray` is given: ""
     for a local cluster of `workers` CPUs, or a cluster's address) with a progress bar (texts, tokens/s, time
     left); a file or model that cannot be used gets its message and exit status 2, never a traceback."""
@@ -138,9 +138,9 @@ def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sink
                 bar.set_postfix_str(f"{tokens / max(time.perf_counter() - started, 1e-9):,.0f} tokens/s")
             settings = {"resume": resume, "include_sinks": include_sinks, "progress": progress}
             if ray is None:
-                found = survey_file(load_model(model), file, out, **settings)
+                found = survey_file(load_model(model, dtype=dtype), file, out, **settings)
             else:  # each worker loads its own replica
-                found = survey_file_on_ray(partial(load_model, model), file, out, address=ray or None,
+                found = survey_file_on_ray(partial(load_model, model, dtype=dtype), file, out, address=ray or None,
                                            workers=workers, **settings)
     except (ValueError, OSError, ModelUnavailable) as err:
         print(f"attention-explorer corpus: {err}", file=sys.stderr)
@@ -167,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="corpus: survey on Ray (the [ray] extra), one model replica per worker: a local cluster "
                         "of --workers CPUs, or the cluster at ADDRESS ('auto', 'ray://HOST:10001'); put FILE first")
     parser.add_argument("--workers", type=int, default=2, help="corpus --ray: workers (default 2)")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                        help="corpus: the precision the model loads in (auto: float32 for small models on the CPU)")
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument("--address", default="127.0.0.1", help="0.0.0.0 serves other machines too")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.file or not args.out:
             parser.error("corpus needs a FILE and --out PATH")
         return survey_corpus(args.file, args.model, args.out, resume=args.resume, include_sinks=args.include_sinks,
-                             ray=args.ray, workers=args.workers)
+                             ray=args.ray, workers=args.workers, dtype=args.dtype)
     print(f"Attention Explorer: http://{args.address}:{args.port}", flush=True)
     command = streamlit_command(args.port, args.address)
     os.execve(command[0], command, app_environment())  # become the server: Ctrl+C and kill reach it directly
