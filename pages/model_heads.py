@@ -79,9 +79,9 @@ if notes:
     st.caption(" ".join(notes))
 export_row(att, view, name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
 if how == "head":  # the layer, head and token carry over (pages/_carried.py)
-    st.page_link("pages/inside_head.py", label=f"Why does L{layer + 1}H{head + 1} look there? Inside one head: its "
-                 "math step by step, and a score split into what wrote its query and its key",
-                 icon=":material/call_split:")
+    st.page_link("pages/inside_head.py", label=f"Why does L{layer + 1}H{head + 1} look there? Inside one head",
+                 icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
+                 "the model that wrote its query and its key (section 6).")
 
 st.subheader("Where does one token look, in every head?")
 grouping = reading.groups(att)
