@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attention.figures import qk_attribution_heatmap
-from attention.models import default_focus, part_in_words, qk_attribution, query_row
+from attention.models import default_focus, key_choices, part_in_words, qk_attribution, query_row
 from attention.toy import plotting
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
 from attention.toy.plotting import SIGNED, Ticks
@@ -150,8 +150,7 @@ st.caption("The residual stream is a sum of parts: the embeddings, what each ear
 if is_saved(name):
     st.info("Splitting a score needs the model itself; a saved result holds only Q, K and V.")
 else:
-    visible = [j for j in range(n) if t.weights[0, j] > 0 or t.mask is None]
-    strongest = max(visible, key=lambda j: (j != 0, float(t.weights[0, j])))  # the first token (a sink) last
+    visible, strongest = key_choices(t.weights[0])
     if st.session_state.get("inside.key") not in visible:
         st.session_state["inside.key"] = strongest
     c1, c2 = st.columns(2)
@@ -174,7 +173,7 @@ else:
     c2.metric("Model's score" if against is None else "Model's difference", f"{found.score:+.4f}",
               help="The model's own scaled score before softmax, from the q and k its attention received"
               + ("." if against is None else ", minus the same for the key(s) it is set against."))
-    c3.metric("Bias terms", f"{sum(found.rest.values()):+.4f}",
+    c3.metric("Bias terms", f"{found.biases:+.4f}",
               help="; ".join(f"{what}: {value:+.4f}" for what, value in found.rest.items()))
     if layer == 0:
         st.caption("In layer 1 only the embeddings have written to the stream: pick a later layer to see which "

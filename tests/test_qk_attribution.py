@@ -109,3 +109,10 @@ def test_smollm2s_induction_heads_win_on_the_previous_token_heads_key(smollm2):
                            against="mean")
     assert found.total == pytest.approx(found.score, rel=1e-4)
     assert found.largest(1)[0][1] == f"L{previous[0] + 1}H{previous[1] + 1}"
+
+
+def test_the_key_to_start_with_is_the_strongest_that_is_not_the_first_token():
+    from attention.models import key_choices
+
+    assert key_choices(np.array([0.7, 0.0, 0.2, 0.1])) == ([0, 2, 3], 2)  # the masked key is not offered
+    assert key_choices(np.array([1.0, 0.0, 0.0])) == ([0], 0)  # only the sink has weight

@@ -54,7 +54,13 @@ from attention.models.analyses.head_effects import (
 )
 from attention.models.analyses.patching import SITES, Patching, activation_patching, swap_words
 from attention.models.analyses.predictions import MAX_NEW_TOKENS, Generation, NextTokens, generate, next_tokens
-from attention.models.analyses.qk_attribution import QK_FAMILIES, QKAttribution, part_in_words, qk_attribution
+from attention.models.analyses.qk_attribution import (
+    QK_FAMILIES,
+    QKAttribution,
+    key_choices,
+    part_in_words,
+    qk_attribution,
+)
 from attention.models.analyses.qk_projection import QKProjection, qk_projection
 from attention.models.analyses.readout import LogitAttribution, LogitLens, direct_logit_attribution, logit_lens
 from attention.models.analyses.roles import (
@@ -75,8 +81,8 @@ __all__ = [
     "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKAttribution", "QKProjection",
     "ScanAgreement", "TokenChoice", "TopExample", "activation_patching", "agreement", "attribution_patching",
     "composition", "contrast", "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution",
-    "generate", "head_ablation", "head_ablation_cosine", "head_roles", "listed_corpora", "load_corpus_survey",
-    "logit_lens", "merge_surveys", "next_tokens", "open_listed", "part_in_words", "probe_attention", "probe_ids",
-    "qk_attribution", "qk_projection", "read_corpus", "roles_of", "survey_bytes", "survey_file", "survey_file_on_ray",
-    "swap_words",
+    "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices", "listed_corpora",
+    "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed", "part_in_words",
+    "probe_attention", "probe_ids", "qk_attribution", "qk_projection", "read_corpus", "roles_of", "survey_bytes",
+    "survey_file", "survey_file_on_ray", "swap_words",
 ]

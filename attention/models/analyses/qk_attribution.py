@@ -98,6 +98,11 @@ class QKAttribution:
     score: float  # the model's own scaled score before softmax (minus the same for `against`)
     softcap: float | None  # softmax reads softcap * tanh(score / softcap) (for against=None)
 
+    @property
+    def biases(self) -> float:
+        """The bias terms together (the sum of `rest`)."""
+        return float(sum(self.rest.values()))
+
     def largest(self, k: int = 5) -> list[tuple[str, str, float]]:
         """The k pairs (query part, key part, value) of largest magnitude."""
         order = np.argsort(-np.abs(self.matrix), axis=None, kind="stable")[:k]
@@ -154,6 +159,14 @@ def part_in_words(name: str) -> str:
         layer, what = name[1:].split(" ", 1)
         return f"layer {layer}'s {what}"
     return name
+
+
+def key_choices(weights: np.ndarray) -> tuple[list[int], int]:
+    """The keys a query row can ask about (those with a weight: the mask hides the others) and the one to
+    start with: the strongest, the first token (where attention sinks) only when nothing else has weight.
+    Shapes: weights (m,)."""
+    visible = [int(j) for j in np.flatnonzero(np.asarray(weights) > 0)] or list(range(len(weights)))
+    return visible, max(visible, key=lambda j: (j != 0, float(weights[j])))
 
 
 def qk_attribution(loaded: LoadedModel, att: ModelAttention, layer: int, head: int, query: int, key: int, *,
