@@ -330,22 +330,22 @@ class _Run:
         v = torch.from_numpy(s.v[m]).double().repeat_interleave(self.H // s.v.shape[1], dim=0)  # (H, m, d)
         return torch.einsum("hpj,hjd->phd", w, v[:, :w.shape[-1]]).reshape(len(pos), -1)
 
-    def o(self, m: int, pos: torch.Tensor) -> torch.Tensor:
-        """W_O's output at `pos` (its bias included): (p, D) float64."""
+    def o(self, m: int, pos: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """W_O's output at `pos` (its bias included), from its input there `z` (self.z): (p, D) float64."""
         if self.att is None:
             return self._o[m][pos].double()
         linear = self.parts.outputs[m]
         bias = getattr(linear, "bias", None)
         w_o = torch.from_numpy(self.parts.output_weight(m)).double()
-        out = self.z(m, pos) @ w_o
+        out = z @ w_o
         return out if bias is None else out + bias.detach().double().cpu()
 
-    def norm_input(self, m: int, which: int, pos: torch.Tensor) -> torch.Tensor:
-        """The input of the block's `which` post norm at `pos`: (p, D) float64 (W_O's output for the norm of
-        what attention writes)."""
+    def norm_input(self, m: int, which: int, pos: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+        """The input of the block's `which` post norm at `pos`: (p, D) float64 (W_O's output `o` for the norm
+        of what attention writes)."""
         if self.att is None:
             return self._norm_in[m, which][pos].double()
-        return self.o(m, pos)
+        return o
 
     def stream_parts(self, positions: list[int]) -> tuple[tuple[str, ...], torch.Tensor]:
         """The parts of block `layer`'s input at `positions`: names (P,) and (P, p, D), float64; their sum is
@@ -360,8 +360,9 @@ class _Run:
         for m in range(self.layer):
             w_o = torch.from_numpy(self.parts.output_weight(m)).double()  # (H * d, D)
             d = w_o.shape[0] // H
-            o = self.o(m, pos)
-            heads = torch.einsum("phd,hdD->hpD", self.z(m, pos).view(len(positions), H, d), w_o.view(H, d, -1))
+            z = self.z(m, pos)  # once per layer: z, o and the heads' writes all come from it
+            o = self.o(m, pos, z)
+            heads = torch.einsum("phd,hdD->hpD", z.view(len(positions), H, d), w_o.view(H, d, -1))
             bias = (o - heads.sum(0))[None]
             new = [f"L{m + 1}H{h + 1}" for h in range(H)] + [f"L{m + 1} attention bias"]
             if self.qk.residual == "pre":
@@ -371,14 +372,14 @@ class _Run:
             elif self.qk.residual == "post_attention_norm":
                 norm = self.block_of(m).get_submodule(self.qk.post_norms[0])
                 written = torch.cat([heads, bias])  # (H + 1, p, D)
-                normed, betas = self._frozen(norm, self.norm_input(m, 0, pos), written)
+                normed, betas = self._frozen(norm, self.norm_input(m, 0, pos, o), written)
                 normed[-1] += betas
                 mlp = self.x(m + 1, pos) - self.x(m, pos) - normed.sum(0)
                 names += [*new, f"L{m + 1} MLP"]
                 parts += [normed, mlp[None]]
             else:  # post-norm: y = N1(x + o), x' = N2(y + mlp)
                 n1, n2 = (self.block_of(m).get_submodule(p) for p in self.qk.post_norms)
-                u1, u2 = self.norm_input(m, 0, pos), self.norm_input(m, 1, pos)
+                u1, u2 = self.norm_input(m, 0, pos, o), self.norm_input(m, 1, pos, o)
                 everything = torch.cat([*parts, heads, bias])
                 y_parts, beta1 = self._frozen(n1, u1, everything)
                 y_parts[1] += beta1  # the norm biases' part
