@@ -158,13 +158,13 @@ def _bool_mask(seen: dict, mask, n: int, m: int) -> tuple[np.ndarray | None, boo
     if key not in seen:
         a = mask[0, 0, -n:, -m:].detach()
         if a.dtype == torch.bool:
-            visible, bias = a.cpu().numpy(), False
+            visible, bias = a, False
         else:  # a masked key holds its dtype's most negative value (float16: -65504), or -inf
             blocked = a <= torch.finfo(a.dtype).min / 2
-            a = a.to(torch.float32)
-            visible, bias = (~blocked).cpu().numpy(), bool(torch.any((a != 0) & ~blocked))
-        causal = n == m and np.array_equal(visible, np.tri(n, dtype=bool))
-        seen[key] = (visible, bias, causal)
+            visible, bias = ~blocked, bool(torch.any((a != 0) & ~blocked))
+        # compared where the mask is (on a GPU, n x n there), then copied once
+        causal = n == m and torch.equal(visible, torch.ones(n, n, dtype=torch.bool, device=a.device).tril())
+        seen[key] = (visible.cpu().numpy(), bias, causal)
     return seen[key]
 
 

@@ -213,6 +213,7 @@ def finish_survey(att: ModelAttention, totals: SurveySums) -> HeadSurvey:
     """The HeadSurvey from the pass's sums, with what the tokens add: special tokens, punctuation, sinks."""
     s = att.self_attn
     L, n = s.n_layers, s.n_queries
+    totals.flush()
     by_mask = {}  # id of each distinct mask -> (visible pairs per offset, uniform entropy): layers share masks
     for layer in range(L):
         mask = s.mask_of(layer)

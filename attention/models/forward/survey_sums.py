@@ -18,6 +18,8 @@ import torch
 from attention.models.forward.recompute import block_max, chunk_rows, compute_device, row_chunks
 
 GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
+GPU_CHUNK_FLOATS = 256_000_000  # on a GPU: 1 GB a buffer, so that a layer takes a few chunks, not hundreds
+# (at 8,192 tokens SmolLM2's survey in 2 M-float chunks took 42x its forward pass on an H100: 9,000 chunks)
 SURVEY_CHUNK_FLOATS = 2_000_000  # scores per chunk (8 MB, 54 rows of 9 heads at 4,096 tokens). Chunks need
 # not be whole rows of tiles (at 4,096 tokens those are 205 rows: 30 MB). Measured at 4,096 tokens on 2 threads,
 # one layer's scores took 181 ms in 1 M-float chunks (the matmuls too thin), 108 ms in 2 M and 127 ms in 4 M.
@@ -37,22 +39,49 @@ class SurveySums:
     def __init__(self, L: int, H: int, n: int, m: int):
         self.n, self.m = n, m
         self.block = -(-max(n, m) // tile_size(n, L * H))
-        self.rows_per_chunk = chunk_rows(H, m, SURVEY_CHUNK_FLOATS)
+        device = compute_device()
+        self.rows_per_chunk = chunk_rows(H, m, SURVEY_CHUNK_FLOATS if device.type == "cpu" else GPU_CHUNK_FLOATS)
         self.tiles = np.zeros((L, H, -(-n // self.block), -(-m // self.block)), np.float32)
         self.entropy = np.zeros((L, H))
         self.column_mass, self.column_majority = np.zeros((L, H, m)), np.zeros((L, H, m))
         self.offset_mass = np.zeros((L, H, n + m - 1))
         r = min(self.rows_per_chunk, n)
-        device = compute_device()
         self.scores = torch.empty(H * r * m, device=device)
         self.weights = torch.empty(H * r * m, device=device)
         self.skew = torch.empty(H * r * (m + r + 1), device=device)
+        # One layer's sums, kept where the weights are (a GPU's chunks then never wait on a copy to the
+        # CPU); moved into the arrays above when the next layer starts, and by flush().
+        self._layer: int | None = None
+        self._sums = {"tiles": torch.zeros(self.tiles.shape[1:], device=device),
+                      "entropy": torch.zeros(H, dtype=torch.float64, device=device),
+                      "column_mass": torch.zeros(H, m, dtype=torch.float64, device=device),
+                      "column_majority": torch.zeros(H, m, dtype=torch.float64, device=device),
+                      "offset_mass": torch.zeros(H, n + m - 1, dtype=torch.float64, device=device)}
+
+    def flush(self) -> None:
+        """Move the current layer's sums into the arrays (finish_survey calls it; add() when a layer starts)."""
+        if self._layer is None:
+            return
+        for name, kept in self._sums.items():
+            into = getattr(self, name)[self._layer]
+            if name == "tiles":  # maxima
+                np.maximum(into, kept.cpu().numpy(), out=into)
+            else:
+                into += kept.cpu().numpy()
+            # a fresh zero, not kept.zero_(): sums made in the forward pass's inference mode cannot be
+            # written outside it
+            self._sums[name] = torch.zeros_like(kept)
+        self._layer = None
 
     def add(self, layer: int, rows: slice, scores: torch.Tensor, causal: bool) -> torch.Tensor:
         """One chunk of query rows of one layer, from its masked scores (H, r, keys) (`causal`: no row sees a
         key after the chunk's last row, and the scores stop there). Returns the weights, (H, r, keys) in
         this object's buffer: valid until the next chunk."""
         h, r, keys = scores.shape
+        if layer != self._layer:
+            self.flush()
+            self._layer = layer
+        sums = self._sums
         w = self.weights[:h * r * keys].view(h, r, keys)
         torch._softmax(scores, -1, False, out=w)  # torch.softmax, as the eager kernel runs it, into our buffer
         row_max = scores.amax(-1)  # (H, r)
@@ -60,17 +89,17 @@ class SurveySums:
         # Entropy without a log over every weight: H = log Z + max - sum_j w_j s_j (the scores are not needed
         # after this, so the product is taken in their buffer; a masked score times its weight 0 is 0).
         entropy = row_max - torch.log(top) - scores.mul_(w).sum(-1)
-        self.entropy[layer] += entropy.sum(-1).cpu().numpy()
-        self.column_majority[layer, :, :keys] += _majority_counts(w, top).cpu().numpy()
-        _pool_into(self.tiles[layer], w, rows.start, self.block)
-        self.column_mass[layer, :, :keys] += w.sum(1).cpu().numpy()
-        lowest, sums = _diagonal_sums(w, rows.start, causal, self.skew)
+        sums["entropy"] += entropy.sum(-1)
+        sums["column_majority"][:, :keys] += _majority_counts(w, top)
+        _pool_into(sums["tiles"], w, rows.start, self.block)
+        sums["column_mass"][:, :keys] += w.sum(1)
+        lowest, diagonals = _diagonal_sums(w, rows.start, causal, self.skew)
         at = lowest + self.m - 1
-        self.offset_mass[layer, :, at:at + sums.shape[1]] += sums.cpu().numpy()
+        sums["offset_mass"][:, at:at + diagonals.shape[1]] += diagonals
         return w
 
 
-def _pool_into(tiles: np.ndarray, w: torch.Tensor, first_row: int, block: int) -> None:
+def _pool_into(tiles: torch.Tensor, w: torch.Tensor, first_row: int, block: int) -> None:
     """Raise the tiles (block maxima of one layer's weights) to the maxima of one chunk of its rows, which
     need not start or end at a tile's edge: over the keys first, then over the chunk's rows tile by tile.
     Shapes: tiles (H, ceil(n / b), ceil(m / b)), w (H, r, keys) for rows first_row...first_row + r - 1."""
@@ -80,8 +109,8 @@ def _pool_into(tiles: np.ndarray, w: torch.Tensor, first_row: int, block: int) -
     while start < r:
         tile = (first_row + start) // block
         stop = min(r, (tile + 1) * block - first_row)
-        part = by_keys[:, start:stop].amax(1).cpu().numpy()  # (H, ceil(keys / b))
-        np.maximum(tiles[:, tile, :width], part, out=tiles[:, tile, :width])
+        part = by_keys[:, start:stop].amax(1)  # (H, ceil(keys / b))
+        torch.maximum(tiles[:, tile, :width], part, out=tiles[:, tile, :width])
         start = stop
 
 
