@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import MissingAnatomy
+from attention.models.forward.anatomy import MissingAnatomy, parameter
 from attention.models.forward.model import LoadedModel
 
 KINDS = ("Q", "K", "V")
@@ -61,7 +61,8 @@ def head_matrices(loaded: LoadedModel, layer: int) -> dict[str, torch.Tensor]:
                          "composition scores are computed here for families with separate ones.")
     block = parts.blocks[layer]
     try:
-        q, k, v = (block.get_submodule(path).weight.detach().double().T for path in parts.family.qkv)  # (D, out)
+        q, k, v = (parameter(block.get_submodule(path)).detach().double().cpu().T
+                   for path in parts.family.qkv)  # (D, out)
     except AttributeError:
         raise ValueError(f"{loaded.spec.name} ({parts.model_type}): its q, k, v projections are not at "
                          f"{', '.join(parts.family.qkv)} as attention/models/forward/anatomy.py says.") from None

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from attention.models.analyses.target_foil import Contrast, logit_difference
-from attention.models.forward.anatomy import Anatomy, MissingAnatomy
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy, parameter
 from attention.models.forward.model import LoadedModel, cap_logits, has_lm_head
 from attention.models.forward.model_attention import ModelAttention
 
@@ -219,10 +219,11 @@ def linear_metric(loaded: LoadedModel, contrast: Contrast) -> Callable[[object],
     logits, only the target's and the foil's."""
     unembed = loaded.network.get_output_embeddings()
     ids = [contrast.target.token_id, contrast.foil.token_id]
-    rows = unembed.weight[ids].detach().double()  # (2, D)
+    rows = parameter(unembed)[ids].detach().double()  # (2, D)
     bias = torch.zeros(2, dtype=torch.float64) if unembed.bias is None else unembed.bias[ids].detach().double()
 
     def read(out):
-        two = out.last_hidden_state[:, -1].double() @ rows.T + bias.to(rows.device)  # (B, 2): target, foil
+        h = out.last_hidden_state[:, -1].double()
+        two = h @ rows.T.to(h.device) + bias.to(h.device)  # (B, 2): target, foil
         return logit_difference(cap_logits(two, loaded.logit_softcap), 0, 1)  # (B,)
     return read

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from attention.models.analyses.readout import frozen_norm
-from attention.models.forward.anatomy import MissingAnatomy
+from attention.models.forward.anatomy import MissingAnatomy, home
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
 
@@ -282,14 +282,14 @@ class _Run:
 
         def block_input(m):
             def hook(module, args, kwargs):
-                x[m] = (args[0] if args else kwargs["hidden_states"])[0].detach()
+                x[m] = (args[0] if args else kwargs["hidden_states"])[0].detach().cpu()
                 if m == layer:
                     raise _Stop
             return hook
 
         def keep(store, m, key=None):
             def hook(module, args, out=None):
-                store[(m, key) if key is not None else m] = (args[0] if out is None else out)[0].detach()
+                store[(m, key) if key is not None else m] = (args[0] if out is None else out)[0].detach().cpu()
             return hook
 
         handles = []
@@ -326,7 +326,7 @@ class _Run:
             return self._z[m][pos].double()
         s = self.att.self_attn
         lo, hi = int(pos.min()), int(pos.max()) + 1
-        w = s.layer_weights(m, rows=slice(lo, hi)).double()[:, pos - lo]  # (H, p, m)
+        w = s.layer_weights(m, rows=slice(lo, hi)).double().cpu()[:, pos - lo]  # (H, p, m)
         v = torch.from_numpy(s.v[m]).double().repeat_interleave(self.H // s.v.shape[1], dim=0)  # (H, m, d)
         return torch.einsum("hpj,hjd->phd", w, v[:, :w.shape[-1]]).reshape(len(pos), -1)
 
@@ -384,7 +384,7 @@ class _Run:
                 y_parts, beta1 = self._frozen(n1, u1, everything)
                 y_parts[1] += beta1  # the norm biases' part
                 with torch.no_grad():
-                    y = n1(u1.to(_dtype(n1))).double()
+                    y = n1(u1.to(*home(n1))).double().cpu()
                 mlp = (u2 - y)[None]
                 x_parts, beta2 = self._frozen(n2, u2, torch.cat([y_parts, mlp]))
                 x_parts[1] += beta2
@@ -440,10 +440,10 @@ class _Run:
         to the last (the constant). -> (P + 1, p, heads, d)"""
         fused = self.qk.key is None
         module = self.block.get_submodule(self.qk.query if side == "query" or fused else self.qk.key)
-        dtype = _dtype(module)
-        with torch.no_grad():
-            zero = module(torch.zeros(1, rows.shape[-1], dtype=dtype, device=rows.device)).double()[0]
-            out = module(rows.to(dtype)).double() - zero
+        device, dtype = home(module)
+        with torch.no_grad():  # on the model's device; the parts stay float64 on the CPU
+            zero = module(torch.zeros(1, rows.shape[-1], dtype=dtype, device=device)).double().cpu()[0]
+            out = module(rows.to(device, dtype)).double().cpu() - zero
         out[-1] += zero
         if fused:
             q_width, k_width = self.H * self.d, self.H_kv * self.d
@@ -486,17 +486,16 @@ class _Run:
         kinds = getattr(self.loaded.network.config, "layer_types", None)  # Gemma-3: a rotary per kind of layer
         extra = {"layer_type": kinds[self.layer]} if kinds and "layer_type" in inspect.signature(
             rotary.forward).parameters else {}
+        device = next(rotary.buffers(), vectors).device
         try:
             with torch.no_grad():
-                cos, sin = rotary(vectors.float(), pos[None].to(vectors.device), **extra)  # (1, p, r)
+                cos, sin = rotary(vectors.float().to(device), pos[None].to(device), **extra)  # (1, p, r)
         except TypeError as err:
             raise ValueError(f"{self.loaded.spec.name}: its rotary embedding is not called here as its own code "
                              f"calls it ({err}), so its scores are not split.") from None
-        cos, sin = cos[0].double(), sin[0].double()
+        cos, sin = cos[0].double().cpu(), sin[0].double().cpu()
         r = cos.shape[-1]
         turned, _ = apply(vectors[..., :r], vectors[..., :r], cos, sin, unsqueeze_dim=0)  # cos (p, r) -> (1, p, r)
         return torch.cat([turned, vectors[..., r:]], -1)
 
 
-def _dtype(module: torch.nn.Module) -> torch.dtype:
-    return next(module.parameters()).dtype

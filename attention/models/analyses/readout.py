@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from attention.models.analyses.target_foil import Contrast, TokenChoice
-from attention.models.forward.anatomy import Anatomy, MissingAnatomy
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy, home, parameter
 from attention.models.forward.model import LoadedModel, cap_logits
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.tokens import display_tokens
@@ -111,13 +111,14 @@ def frozen_norm(norm: torch.nn.Module, x: torch.Tensor):
     LayerNorm centres and divides by x's standard deviation, RMS norms divide by x's root mean square (with
     weight w, or 1 + w as Gemma's). ValueError when none of these reproduces the module on x.
     Shapes: x (D,) float64 -> A: (..., D) -> (..., D), beta (D,)."""
-    weight = getattr(norm, "weight", None)
-    w = torch.ones_like(x) if weight is None else weight.detach().double()
-    bias = getattr(norm, "bias", None)
-    beta = torch.zeros_like(x) if bias is None else bias.detach().double()
+    weight = parameter(norm, "weight")
+    w = torch.ones_like(x) if weight is None else weight.detach().double().to(x.device)
+    bias = parameter(norm, "bias")
+    beta = torch.zeros_like(x) if bias is None else bias.detach().double().to(x.device)
     eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
+    device, dtype = home(norm)  # the module runs where it lives, in its dtype; A and beta live with x
     with torch.inference_mode():
-        want = norm(x.to(next(norm.parameters()).dtype)[None])[0].double()
+        want = norm(x.to(device, dtype)[None])[0].double().to(x.device)
     sigma = torch.sqrt(((x - x.mean()) ** 2).mean() + eps)
     rms = torch.sqrt((x ** 2).mean() + eps)
     candidates = {
@@ -144,7 +145,7 @@ def direct_logit_attribution(loaded: LoadedModel, att: ModelAttention, contrast:
     r = residual_stream(loaded, att, parts)
     L, H = r.z.shape[0], att.n_heads
     apply, beta = frozen_norm(parts.final_norm, r.streams[L, -1])
-    w_u = parts.unembed.weight.detach().double()
+    w_u = parameter(parts.unembed).detach().double().to(r.streams.device)
     u = w_u[contrast.target.token_id] - w_u[contrast.foil.token_id]  # (D,)
     b_u = parts.unembed.bias
     t, f = contrast.target.token_id, contrast.foil.token_id

@@ -20,6 +20,31 @@ from dataclasses import dataclass, replace
 import torch
 
 
+def parameter(module: torch.nn.Module, name: str = "weight") -> torch.Tensor | None:
+    """A module's parameter's values wherever they are: in memory, or, for a layer accelerate keeps on disk
+    (a device_map with "disk"), read from its offload files (the module's own tensor is then an empty
+    placeholder on the meta device). None when the module has no such parameter."""
+    tensor = getattr(module, name, None)
+    if tensor is None or tensor.device.type != "meta":
+        return tensor
+    weights = getattr(getattr(module, "_hf_hook", None), "weights_map", None)
+    if weights is None or name not in weights:
+        raise ValueError(f"the model's {type(module).__name__}.{name} is on no device (an empty placeholder), so "
+                         "its values cannot be read")
+    return weights[name]
+
+
+def home(module: torch.nn.Module) -> tuple[torch.device, torch.dtype]:
+    """Where a module computes and in what dtype: its parameters' device, or, for a module accelerate moves
+    in and out (a device_map), the device its hook runs it on."""
+    hook = getattr(module, "_hf_hook", None)
+    first = next(module.parameters(), None)
+    dtype = first.dtype if first is not None else torch.float32
+    if hook is not None and getattr(hook, "execution_device", None) is not None:
+        return torch.device(hook.execution_device), dtype
+    return (first.device if first is not None else torch.device("cpu")), dtype
+
+
 @dataclass(frozen=True)
 class Family:
     """Where one family keeps its parts (paths from the base model; block parts from a block)."""
@@ -96,7 +121,7 @@ class Anatomy:
     def output_weight(self, layer: int):
         """W_O of one layer in x @ W_O form, (H * d, D), a float32 view of the parameter (no copy)."""
         linear = self.outputs[layer]
-        w = linear.weight.detach().to(torch.float32).cpu().numpy()
+        w = parameter(linear).detach().to(torch.float32).cpu().numpy()
         return w if type(linear).__name__ == "Conv1D" else w.T  # Conv1D (GPT-2) already stores (in, out)
 
 
