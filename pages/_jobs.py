@@ -208,7 +208,9 @@ def attention_or_stop(name: str, text: str, decoder_text: str | None = None, *,
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
     att = follow_or_stop(cache(name, text, decoder_text, loaded))
     if loaded.check is not None and say_check:
-        st.caption(f"{md(model_label(name))}: {loaded.check.summary}.")
+        st.caption(f"{md(model_label(name))}: {loaded.check.summary}; it reads up to "
+                   f"{loaded.spec.token_limit(loaded.device):,} tokens here (its memory check, "
+                   "attention.models.plan_memory).")
     if att.truncated:
         st.warning(f"The text has {att.n_input_tokens:,} tokens; {model_label(name)} reads at most "
                    f"{len(att.tokens):,} here, so only the beginning is shown.")

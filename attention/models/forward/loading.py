@@ -18,11 +18,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from attention.models.forward.capture import CAPTURE
 from attention.models.forward.guard import check_model
-from attention.models.forward.memory import NotEnoughMemory, plan_memory, weight_bytes
+from attention.models.forward.memory import LONG_INPUT_TOKENS, NotEnoughMemory, plan_memory, weight_bytes
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import compute_device
 from attention.models.forward.registry import (
@@ -36,15 +37,12 @@ from attention.models.forward.registry import (
     model_label,
 )
 
-MAX_TOKENS_OTHER = 512  # token limit of a model that is not bundled (at most its max_position_embeddings)
-
-
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SMALL_MODEL_BYTES = 2_000_000_000  # "auto" on the CPU: float32 up to this many bytes of float32 weights
 
 
-def load_model(name: str, *, dtype: str = "auto", progress: Callable[[str], None] | None = None,
-               paths: bool = True) -> LoadedModel:
+def load_model(name: str, *, dtype: str = "auto", device_map: str | dict | None = None,
+               progress: Callable[[str], None] | None = None, paths: bool = True) -> LoadedModel:
     """Load a bundled model by key (`minilm`, `smollm2`), an operator's folder (`local:<root>/<folder>`), a
     saved transformers folder by its path (when `paths`: the app passes False, so that nothing a visitor
     types is opened as a path), or an allowlisted hub id; then check it (attention.models.forward.guard).
@@ -54,22 +52,29 @@ def load_model(name: str, *, dtype: str = "auto", progress: Callable[[str], None
     weights are computed in float32 from the model's own q and k whatever its dtype; the guard holds them to
     its eager kernel within what the dtype's rounding explains.
 
+    `device_map` (a folder or hub model): accelerate's placement, for a model larger than one device: "auto"
+    (every GPU, then the CPU, then disk), or a dict {module name: "cuda:0" | "cpu" | "disk"}; layers kept on
+    disk are read into memory as they run (their files in cache_dir()/offload). Capture, our kernel and the
+    views work across devices; features that read weights outside the forward pass refuse layers on disk.
+
     Raises ModelUnavailable with a message for the user on every failure.
     """
     if dtype not in DTYPES:
         raise ModelUnavailable(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
     progress = progress or (lambda message: None)
     name = (name or "").strip()
+    if device_map is not None and name in BUNDLED:
+        raise ModelUnavailable(f"{name} is small enough for one device: device_map is for folders and hub models.")
     if name == "minilm":
         loaded = _load_dir(BUNDLED["minilm"], minilm_dir(), dtype)
     elif name == "smollm2":
         loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress), dtype)
     elif name in (local := local_models()):
-        loaded = _load_folder(name, local[name], dtype)
+        loaded = _load_folder(name, local[name], dtype, device_map)
     elif paths and _is_path(name):
-        loaded = _load_folder(name, Path(name).expanduser(), dtype)
+        loaded = _load_folder(name, Path(name).expanduser(), dtype, device_map)
     else:
-        loaded = _load_hub(name, progress, dtype)
+        loaded = _load_hub(name, progress, dtype, device_map)
     return check_model(loaded)
 
 
@@ -99,7 +104,8 @@ def from_model(model, tokenizer, *, name: str | None = None) -> LoadedModel:
         except Exception:  # a family that keeps a table of attention classes: its own weights are shown
             pass
     label = name or str(getattr(config, "_name_or_path", "") or type(model).__name__)
-    spec = ModelSpec(label, f"{label} (from Python)", _architecture(config, model), _token_limit(config))
+    device = next(model.parameters()).device
+    spec = ModelSpec(label, f"{label} (from Python)", _architecture(config, model), _token_limit(config, device))
     return check_model(LoadedModel(spec=spec, network=model, tokenizer=tokenizer))
 
 
@@ -108,7 +114,7 @@ def _is_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().is_dir()
 
 
-def _load_folder(name: str, folder: Path, dtype: str = "auto") -> LoadedModel:
+def _load_folder(name: str, folder: Path, dtype: str = "auto", device_map=None) -> LoadedModel:
     """A saved transformers model folder (config.json, weights, tokenizer)."""
     if not folder.is_dir():
         raise ModelUnavailable(f"There is no folder at {folder}.")
@@ -116,17 +122,23 @@ def _load_folder(name: str, folder: Path, dtype: str = "auto") -> LoadedModel:
         raise ModelUnavailable(f"{folder} holds no config.json: it is not a saved transformers model "
                                "(save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)).")
     try:
-        config, architecture, model, tokenizer, max_tokens = _from_source(folder, dtype)
+        config, architecture, model, tokenizer, max_tokens = _from_source(folder, dtype, device_map)
     except NotEnoughMemory as err:
         raise ModelUnavailable(str(err)) from None
     except Exception as err:
         raise ModelUnavailable(f"{folder} could not be loaded: {type(err).__name__}: {str(err)[:300]}") from err
     spec = ModelSpec(name, model_label(name) if name.startswith("local:") else f"{name} (folder)", architecture,
                      max_tokens)
-    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+    return LoadedModel(spec=spec, network=_placed(model), tokenizer=tokenizer)
 
 
-def _from_source(source, dtype: str = "auto"):
+def _placed(model):
+    """The network in eval mode on the compute device, unless accelerate placed it (a device_map)."""
+    model.eval()
+    return model if getattr(model, "hf_device_map", None) else model.to(compute_device())
+
+
+def _from_source(source, dtype: str = "auto", device_map=None):
     """(config, architecture, network, tokenizer, token limit) of a folder or hub id, never with remote code.
     Its memory is checked from the config before the weights are read (attention.models.forward.memory):
     NotEnoughMemory when it does not fit; the token limit is lowered to what fits."""
@@ -136,8 +148,11 @@ def _from_source(source, dtype: str = "auto"):
     architecture = _architecture(config)
     auto = _auto_class(architecture)
     chosen = torch_dtype(dtype, config, auto)
-    plan = plan_memory(config, auto, max_tokens=_token_limit(config), dtype=chosen, name=str(source))
-    model = _from_pretrained(auto, source, dtype=chosen)
+    device = compute_device()
+    plan = plan_memory(config, auto, max_tokens=_token_limit(config, device), dtype=chosen, name=str(source),
+                       device=device, placed=device_map is not None)
+    split = {} if device_map is None else {"device_map": device_map, "offload_folder": str(_offload_folder(source))}
+    model = _from_pretrained(auto, source, dtype=chosen, **split)
     return config, architecture, model, AutoTokenizer.from_pretrained(source, trust_remote_code=False), plan.max_tokens
 
 
@@ -158,9 +173,16 @@ def _from_pretrained(auto, source, **kwargs):
         return auto.from_pretrained(source, attn_implementation="eager", trust_remote_code=False, **kwargs)
 
 
-def _token_limit(config) -> int:
-    return min(MAX_TOKENS_OTHER, int(getattr(config, "max_position_embeddings", None)
-                                     or getattr(config, "n_positions", None) or MAX_TOKENS_OTHER))
+def _token_limit(config, device) -> int:
+    """The most tokens a model reads before its memory is counted: its own position limit, at most
+    LONG_INPUT_TOKENS on `device` (attention.models.forward.memory lowers it to what fits)."""
+    import torch
+
+    ceiling = LONG_INPUT_TOKENS.get(torch.device(device).type, LONG_INPUT_TOKENS["cpu"])
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    own = getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", None) or ceiling
+    return min(ceiling, int(own))
+
 
 
 def minilm_dir() -> Path:
@@ -215,19 +237,32 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
 
 def _load_dir(spec: ModelSpec, folder: Path, dtype: str = "auto") -> LoadedModel:
     import torch
-    from transformers import AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
-    try:  # decoders keep their LM head; the bundled models are small: "auto" is float32
-        model = _from_pretrained(_auto_class(spec.architecture), folder,
-                                 dtype=torch.float32 if dtype == "auto" else getattr(torch, dtype))
+    auto = _auto_class(spec.architecture)
+    chosen = torch.float32 if dtype == "auto" else getattr(torch, dtype)  # the bundled models are small
+    device = compute_device()
+    try:
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+    except Exception as err:
+        raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
+                               f"Reinstall it with `{INSTALL_COMMAND}`.") from err
+    try:  # its token limit: what fits, at most the registry's for the device
+        plan = plan_memory(config, auto, max_tokens=spec.token_limit(device), dtype=chosen, name=spec.label,
+                           device=device)
+    except NotEnoughMemory as err:
+        raise ModelUnavailable(str(err)) from None
+    try:  # decoders keep their LM head
+        model = _from_pretrained(auto, folder, dtype=chosen)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     except Exception as err:
         raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}. "
                                f"Reinstall it with `{INSTALL_COMMAND}`.") from err
-    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+    spec = replace(spec, max_tokens=plan.max_tokens, max_tokens_gpu=None)
+    return LoadedModel(spec=spec, network=model.eval().to(device), tokenizer=tokenizer)
 
 
-def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto") -> LoadedModel:
+def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto", device_map=None) -> LoadedModel:
     allowed = hub_allowlist()
     if not model_id:
         raise ModelUnavailable("No model name given.")
@@ -237,7 +272,7 @@ def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto
             " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
-        config, architecture, model, tokenizer, max_tokens = _from_source(model_id, dtype)
+        config, architecture, model, tokenizer, max_tokens = _from_source(model_id, dtype, device_map)
     except NotEnoughMemory as err:
         raise ModelUnavailable(str(err)) from None
     except Exception as err:
@@ -250,7 +285,14 @@ def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto
         raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
                                "pages work offline.") from err
     spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, max_tokens)
-    return LoadedModel(spec=spec, network=model.eval().to(compute_device()), tokenizer=tokenizer)
+    return LoadedModel(spec=spec, network=_placed(model), tokenizer=tokenizer)
+
+
+def _offload_folder(source) -> Path:
+    """Where a split model's layers on disk are kept: one folder per model under cache_dir()/offload."""
+    import hashlib
+
+    return cache_dir() / "offload" / hashlib.sha256(str(source).encode()).hexdigest()[:16]
 
 
 def _architecture(config, model=None) -> str:

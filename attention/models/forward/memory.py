@@ -2,22 +2,28 @@
 
     weights   the parameters of the network the config describes, built on PyTorch's meta device (shapes
               only, nothing allocated) × the bytes of the dtype it will load in
-    working   per token of input, what attend() keeps and makes: q, k, v of every layer (float32), the hidden
-              states (L + 1 vectors), and one chunk of weights; × the model's token limit
+    working   per token of input, what attend() keeps (in the process's memory, wherever the model runs):
+              q, k, v of every layer (float32), the hidden states (L + 1 vectors), and one chunk of weights;
+              per pair of tokens, the mask (n × n: one byte kept, one while it is read); × the token limit;
+              on the CPU also the pass's activations per token, and while loading the largest tensor twice
+    device    on a GPU, the weights and the pass's own working memory there: per token, one layer's
+              activations in the model's dtype and their float32 copies; per pair, the additive mask
     budget    what the process may use: the memory the system says is available (MemAvailable, or the cgroup's
-              limit when lower), or an operator's cap ATTENTION_EXPLORER_MEMORY_GB when set
+              limit when lower), or an operator's cap ATTENTION_EXPLORER_MEMORY_GB when set; on a GPU also
+              its free memory (torch.cuda.mem_get_info); HEADROOM of each
 
-A model whose weights and working memory at its token limit do not fit is refused before anything is
-allocated, with the figures and the ways out (half precision, a GPU, a shorter input limit). Where the
-weights fit but the working memory does not, the token limit is lowered to what fits, and said.
+A model whose weights and working memory at MIN_TOKENS do not fit is refused before anything is allocated,
+with the figures and the ways out (half precision, a GPU, a shorter input limit). Where the weights fit but
+the working memory at the model's token limit does not, the limit is lowered to what fits, and said.
+The limit also never passes LONG_INPUT_TOKENS on the device (what a page waits for: seconds, not minutes).
 
-Shapes: L layers, H heads, H_kv KV heads, d head size, D model size, n tokens.
+Shapes: L layers, H heads, H_kv KV heads, d head size, D model size, I MLP size, n tokens.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -26,6 +32,7 @@ GB = 1_000_000_000  # decimal, as model cards count ("8B parameters in bfloat16:
 HEADROOM = 0.8  # of the budget a model may plan to use: the rest is Python, the page and other sessions
 MEMORY_ENV = "ATTENTION_EXPLORER_MEMORY_GB"
 MIN_TOKENS = 64  # below this a model is refused rather than shown on a few tokens
+LONG_INPUT_TOKENS = {"cpu": 4096, "cuda": 32768}  # the most tokens a model reads on each kind of device
 
 
 @dataclass(frozen=True)
@@ -33,14 +40,34 @@ class MemoryPlan:
     """What a model needs and what there is, in bytes."""
 
     weights: int  # the parameters in the dtype they load in
-    per_token: int  # working memory per token of input (module docstring)
+    per_token: int  # working memory per token of input, in the process's memory (module docstring)
     budget: int  # what the process may use (HEADROOM of what is available)
-    max_tokens: int  # the token limit that fits (at most the model's own)
+    max_tokens: int  # the token limit that fits (at most the model's own and LONG_INPUT_TOKENS)
     dtype: str
+    device: str = "cpu"  # where the weights go: "cpu" or "cuda"
+    per_pair: int = 2  # working memory per pair of tokens (the mask), in the process's memory
+    device_per_token: int = 0  # on a GPU: the pass's working memory per token there
+    device_per_pair: int = 0  # on a GPU: per pair of tokens there (the additive mask)
+    device_budget: int = 0  # on a GPU: HEADROOM of its free memory
+    loading: int = 0  # while loading, in the process's memory: the largest tensor twice (in the file's pages
+    # and in the network) when the weights load on the CPU
 
     def describe(self) -> str:
+        where = (f"; on the GPU {self.device_budget / GB:.1f} GB usable" if self.device == "cuda" else "")
         return (f"weights {self.weights / GB:.2f} GB in {self.dtype}, {self.per_token / 1024:.0f} KB per token of "
-                f"input, {self.budget / GB:.1f} GB usable")
+                f"input, {self.budget / GB:.1f} GB usable{where}; up to {self.max_tokens:,} tokens")
+
+    def needs(self, n: int) -> tuple[int, int]:
+        """Bytes (process memory, GPU memory) for an input of n tokens: the weights in the first where they
+        load on the CPU, in the second on a GPU."""
+        host = self.per_token * n + self.per_pair * n * n
+        if self.device != "cuda":
+            return self.weights + self.loading + host, 0
+        return host, self.weights + self.device_per_token * n + self.device_per_pair * n * n
+
+    def fits(self, n: int) -> bool:
+        host, gpu = self.needs(n)
+        return host <= self.budget and (self.device != "cuda" or gpu <= self.device_budget)
 
 
 class NotEnoughMemory(ValueError):
@@ -84,12 +111,18 @@ def _cgroup_limit() -> int | None:
 def weight_bytes(config, auto_class, dtype: torch.dtype = torch.float32) -> int:
     """Bytes of the parameters (and buffers) of the network `config` describes, in `dtype`: built on the
     meta device, so nothing is allocated. `auto_class`: an Auto class (AutoModelForCausalLM) or a model class."""
+    return sum(tensor_bytes(config, auto_class, dtype))
+
+
+def tensor_bytes(config, auto_class, dtype: torch.dtype = torch.float32) -> list[int]:
+    """Bytes of each parameter and buffer of the network `config` describes, in `dtype` (tied weights once),
+    from the meta device."""
     build = getattr(auto_class, "from_config", None) or auto_class  # an Auto class, or a model class itself
     with torch.device("meta"):
         network = build(config)
     tensors = {id(t): t for t in (*network.parameters(), *network.buffers())}  # tied weights counted once
-    return sum(t.numel() * (torch.finfo(dtype).bits // 8 if t.is_floating_point() else t.element_size())
-               for t in tensors.values())
+    return [t.numel() * (torch.finfo(dtype).bits // 8 if t.is_floating_point() else t.element_size())
+            for t in tensors.values()]
 
 
 def per_token_bytes(config) -> int:
@@ -104,6 +137,28 @@ def per_token_bytes(config) -> int:
     return 4 * (L * (H + 2 * H_kv) * d + (L + 1) * D + H * 4096)
 
 
+def device_per_token_bytes(config, dtype: torch.dtype) -> int:
+    """A pass's working memory on a GPU per token: activation_bytes, plus one chunk of our kernel's scores."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    H = int(_first(text, "num_attention_heads", "n_head", "num_heads", "n_heads"))
+    return activation_bytes(config, dtype) + 4 * H * 4096
+
+
+def activation_bytes(config, dtype: torch.dtype) -> int:
+    """A pass's working memory per token wherever it runs: one layer's activations in `dtype` (the residual
+    stream and its norm, the MLP's three widths, q, k, v and the attention output) and the float32 copies of
+    q, k, v that capture makes."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    D = int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
+    H = int(_first(text, "num_attention_heads", "n_head", "num_heads", "n_heads"))
+    H_kv = int(getattr(text, "num_key_value_heads", None) or H)
+    d = int(getattr(text, "head_dim", None) or D // H)
+    mlp = int(getattr(text, "intermediate_size", None) or getattr(text, "n_inner", None) or 4 * D)
+    size = torch.finfo(dtype).bits // 8
+    qkv = (2 * H + 2 * H_kv) * d
+    return size * (4 * D + 3 * mlp + qkv) + 4 * qkv
+
+
 def _first(config, *names: str):
     for name in names:
         if getattr(config, name, None):
@@ -111,23 +166,47 @@ def _first(config, *names: str):
     raise NotEnoughMemory(f"the model's configuration does not say its {names[0]}, so its memory cannot be checked")
 
 
+def gpu_free_bytes(device: torch.device) -> int:
+    """Free memory on a CUDA device (what the driver reports), or the operator's cap when lower."""
+    free, _ = torch.cuda.mem_get_info(device)
+    cap = os.environ.get(MEMORY_ENV)
+    return min(free, int(float(cap) * GB)) if cap else free
+
+
 def plan_memory(config, auto_class, *, max_tokens: int, dtype: torch.dtype = torch.float32,
-                name: str = "this model") -> MemoryPlan:
-    """The model's needs against the budget: a MemoryPlan whose max_tokens is what fits, or NotEnoughMemory
-    (figures and ways out) before anything is allocated."""
-    weights = weight_bytes(config, auto_class, dtype)
-    per_token = per_token_bytes(config)
-    budget = int(available_bytes() * HEADROOM)
-    fits = (budget - weights) // per_token if budget > weights else 0
+                name: str = "this model", device: torch.device | str = "cpu", placed: bool = False) -> MemoryPlan:
+    """The model's needs against the budget on `device`: a MemoryPlan whose max_tokens is what fits (at most
+    `max_tokens` and LONG_INPUT_TOKENS there), or NotEnoughMemory (figures and ways out) before anything is
+    allocated. `placed`: accelerate places the weights (a device_map, with its own check of each device), so
+    only the working memory is counted here."""
+    device = torch.device(device)
+    on_gpu = device.type == "cuda"
     dtype_name = str(dtype).removeprefix("torch.")
-    if fits < min(MIN_TOKENS, max_tokens):
-        tokens = min(max_tokens, MIN_TOKENS)
+    sizes = [0] if placed else tensor_bytes(config, auto_class, dtype)
+    plan = MemoryPlan(weights=sum(sizes), loading=2 * max(sizes) if not on_gpu else 0,
+                      per_token=per_token_bytes(config) + (0 if on_gpu else activation_bytes(config, dtype)),
+                      budget=int(available_bytes() * HEADROOM), max_tokens=0, dtype=dtype_name,
+                      device=device.type, per_pair=2,
+                      device_per_token=device_per_token_bytes(config, dtype) if on_gpu else 0,
+                      device_per_pair=torch.finfo(dtype).bits // 8 if on_gpu else 0,
+                      device_budget=int(gpu_free_bytes(device) * HEADROOM) if on_gpu else 0)
+    ceiling = min(max_tokens, LONG_INPUT_TOKENS.get(device.type, LONG_INPUT_TOKENS["cpu"]))
+    lo, hi = 0, ceiling  # the most tokens that fit: needs() grows with n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if plan.fits(mid) else (lo, mid - 1)
+    if lo < min(MIN_TOKENS, ceiling):
+        tokens = min(ceiling, MIN_TOKENS)
+        host, gpu = plan.needs(tokens)
+        on_device = on_gpu and gpu > plan.device_budget
+        where, need, usable = (("the GPU", gpu, plan.device_budget) if on_device else
+                               ("the memory this server may use", host, plan.budget))
+        available = usable / HEADROOM
         raise NotEnoughMemory(
-            f"{name} does not fit in the memory this server may use: its weights need {weights / GB:.1f} GB in "
-            f"{dtype_name} and reading {tokens} tokens {per_token * tokens / GB:.2f} GB more, against "
-            f"{budget / GB:.1f} GB usable ({HEADROOM:.0%} of the {budget / HEADROOM / GB:.1f} GB available). Ways "
+            f"{name} does not fit in {where}: its weights need {plan.weights / GB:.1f} GB in {dtype_name} and "
+            f"reading {tokens} tokens {(need - plan.weights if need >= plan.weights else need) / GB:.2f} GB more, "
+            f"against {usable / GB:.1f} GB usable ({HEADROOM:.0%} of the {available / GB:.1f} GB available). Ways "
             f"out: half precision (from Python, load_model(..., dtype=\"bfloat16\"): its weights would need "
-            f"{weights / 2 / GB:.1f} GB), a machine with more memory ({MEMORY_ENV} caps what this server uses), or "
-            "a smaller model. Nothing was loaded.")
-    return MemoryPlan(weights=weights, per_token=per_token, budget=budget, max_tokens=int(min(max_tokens, fits)),
-                      dtype=dtype_name)
+            f"{weight_bytes(config, auto_class, torch.bfloat16) / GB:.1f} GB), a GPU or a machine with more "
+            f"memory ({MEMORY_ENV} caps what this server uses), or a smaller model. Nothing was loaded.")
+    return replace(plan, max_tokens=int(lo))

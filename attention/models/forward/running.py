@@ -32,6 +32,8 @@ from attention.models.forward.stacks import as_numpy, attention_stack, calls_of,
 from attention.models.forward.tokens import display_tokens, encoding_words
 
 MAX_TEXT_CHARS = 60_000  # longer text is cut before tokenizing (the token limit cuts again, with a notice)
+CHARS_PER_TOKEN = 15  # ...or at this many characters per token of the model's limit, when that is more
+# (60,000 characters hold 4,096 tokens of any text we tried; a 32,768-token limit on a GPU needs more)
 
 
 @dataclass(frozen=True)
@@ -169,9 +171,9 @@ def _same_inputs(loaded: LoadedModel, att: ModelAttention) -> _Inputs:
 def _inputs(loaded: LoadedModel, text: str, decoder_text: str | None) -> _Inputs:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("Type a sentence first: the text is empty.")
-    text = text[:MAX_TEXT_CHARS]
     spec, tok = loaded.spec, loaded.tokenizer
     limit = spec.token_limit(loaded.device)
+    text = text[:max(MAX_TEXT_CHARS, CHARS_PER_TOKEN * limit)]
     enc = tok(text, return_tensors="pt", truncation=True, max_length=limit,
               return_offsets_mapping=bool(getattr(tok, "is_fast", False)))
     ids = enc["input_ids"]
