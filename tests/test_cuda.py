@@ -1,0 +1,138 @@
+"""On a CUDA device everything runs there: models, our kernel, surveys, effects, readouts, why-this-key.
+
+Weights are held to the model's own eager attention on the same device in the same dtype (the guard's rule);
+each analysis on the GPU gives what the same analysis gives on the CPU, where other tests hold it to the model
+itself. Skipped, with the reason, where no CUDA device is present (this project's CI); the device logic that
+runs on the CPU is tested in test_memory.py and test_dtypes.py.
+"""
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from attention.models import (
+    ModelSpec,
+    contrast,
+    corpus_survey,
+    direct_logit_attribution,
+    from_model,
+    generate,
+    head_ablation,
+    head_roles,
+    load_model,
+    logit_lens,
+    qk_attribution,
+    survey,
+)
+from attention.models.forward.guard import ROUNDING_UNITS
+from attention.models.forward.memory import LONG_INPUT_TOKENS
+from benchmarks.families import FAMILIES, TEXT, own_attentions
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="needs a CUDA device, and this machine has none (run it where one is: "
+                                       "ATTENTION_EXPLORER_DEVICE=cuda pytest tests/test_cuda.py)")
+
+
+@pytest.fixture
+def on_cuda(monkeypatch):
+    monkeypatch.setenv("ATTENTION_EXPLORER_DEVICE", "cuda")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("family", ["llama", "gemma2", "gpt2", "bert"])
+def test_weights_on_the_gpu_are_the_models_own_there(family, dtype, tok, on_cuda):
+    tiny = FAMILIES[family]
+    torch.manual_seed(0)
+    config = tiny.config()
+    config._attn_implementation = "eager"
+    reference = tiny.model(config).eval().to("cuda", dtype)
+    loaded = from_model(copy.deepcopy(reference), tok, name=family)
+    assert loaded.device.type == "cuda" and loaded.check.gap <= loaded.check.allowed
+    att = loaded.attend(TEXT)
+    allowed = 2e-5 if dtype == torch.float32 else ROUNDING_UNITS * torch.finfo(dtype).eps / 2 + 1e-4
+    for layer, own in enumerate(own_attentions(reference, att)):
+        assert np.abs(att.weights[layer] - own).max() <= allowed
+    found = survey(att)  # recomputed from q and k on the GPU
+    assert np.isfinite(found.tiles).all()
+
+
+def _tiny_llama(tok, device: str):
+    tiny = FAMILIES["llama"]
+    torch.manual_seed(0)
+    return from_model(tiny.model(tiny.config()).eval().to(device), tok, name="llama")
+
+
+def _same(a, b, path="result"):
+    """Every array and number of two results equal within float32 rounding (dataclasses walked)."""
+    if dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            if f.name not in ("probe", "att"):
+                _same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, np.ndarray) and a.dtype.kind in "fc":
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4, err_msg=path)
+    elif isinstance(a, (float, np.floating)):
+        assert a == pytest.approx(b, rel=1e-3, abs=1e-4), path
+    elif isinstance(a, (tuple, list)) and a and dataclasses.is_dataclass(a[0]):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{path}[{i}]")
+
+
+def test_every_analysis_on_the_gpu_gives_what_it_gives_on_the_cpu(tok, monkeypatch):
+    prompt = "when mary and john went to the store john gave a drink to"
+    results = {}
+    for device in ("cpu", "cuda"):
+        monkeypatch.setenv("ATTENTION_EXPLORER_DEVICE", device)
+        loaded = _tiny_llama(tok, device)
+        att = loaded.attend(prompt)
+        c = contrast(att, tok, "mary", "john")
+        results[device] = {
+            "survey": survey(att), "ablation": head_ablation(loaded, att, c),
+            "dla": direct_logit_attribution(loaded, att, c), "lens": logit_lens(loaded, att),
+            "qk": qk_attribution(loaded, att, 1, 2, len(att.tokens) - 1, 2, against="mean"),
+            "roles": head_roles(loaded), "generate": generate(loaded, prompt, max_new_tokens=3),
+            "corpus": corpus_survey(loaded, [prompt, TEXT.lower()], sample=50)}
+    for name, on_cpu in results["cpu"].items():
+        _same(on_cpu, results["cuda"][name], name)
+
+
+def test_a_folder_loads_on_the_gpu_with_its_token_limit_from_the_gpus_memory(tmp_path, tok, on_cuda):
+    tiny = FAMILIES["llama"]
+    config = tiny.config()
+    config.max_position_embeddings = 1 << 20
+    tiny.model(config).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path), dtype="bfloat16")
+    assert loaded.device.type == "cuda" and next(loaded.network.parameters()).dtype == torch.bfloat16
+    assert loaded.spec.token_limit(loaded.device) == LONG_INPUT_TOKENS["cuda"]  # a tiny model: the ceiling
+    assert isinstance(loaded.spec, ModelSpec)
+
+
+def test_a_model_split_over_the_gpu_the_cpu_and_disk_gives_what_it_gives_whole(tmp_path, tok, monkeypatch):
+    """accelerate's device_map across devices: layer 0 on the GPU, layer 1 on disk (run on the GPU), the head
+    on the CPU. Weights against the model's own eager attention; the analyses against the whole model's."""
+    from attention.models import composition, logit_lens
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_DEVICE", "cuda")
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
+    tiny = FAMILIES["llama"]
+    torch.manual_seed(0)
+    reference = tiny.model(tiny.config()).eval()
+    reference.save_pretrained(tmp_path / "model")
+    tok.save_pretrained(tmp_path / "model")
+    split = load_model(str(tmp_path / "model"), device_map={
+        "model.embed_tokens": 0, "model.layers.0": 0, "model.layers.1": "disk", "model.norm": "cpu",
+        "model.rotary_emb": 0, "lm_head": "cpu"})
+    whole = load_model(str(tmp_path / "model"))
+    reference.set_attn_implementation("eager")
+    att, whole_att = split.attend(TEXT), whole.attend(TEXT)
+    for layer, own in enumerate(own_attentions(reference, att)):
+        assert np.abs(att.weights[layer] - own).max() <= 2e-5
+    c, whole_c = contrast(att, tok, "the", "a"), contrast(whole_att, tok, "the", "a")
+    _same(head_ablation(split, att, c), head_ablation(whole, whole_att, whole_c))
+    _same(direct_logit_attribution(split, att, c), direct_logit_attribution(whole, whole_att, whole_c))
+    _same(logit_lens(split, att), logit_lens(whole, whole_att))
+    _same(qk_attribution(split, att, 1, 0, 5, 2), qk_attribution(whole, whole_att, 1, 0, 5, 2))
+    _same(composition(split, 1, 0), composition(whole, 1, 0))
