@@ -135,6 +135,37 @@ def ray_corpus(smoke: bool) -> dict | None:
     return None if smoke else _child("ray", env=malloc_environment())
 
 
+def big_models(smoke: bool) -> dict:
+    """Models researchers bring, on this CPU (issue 31): a Llama-3.2-1B-shaped model with random weights in
+    bfloat16 (load time, peak RSS ÷ its weight bytes, attend() at 512 tokens ÷ its own forward pass), and the
+    memory estimate's error, estimated ÷ measured peak RSS growth, for MiniLM, SmolLM2 and that model. A child
+    process per model, so that each peak is its own. A smoke run measures MiniLM alone."""
+    rows = [_child("big", "minilm", "512")]
+    if smoke:
+        return {"rows": rows}
+    rows.append(_child("big", "smollm2", "512"))
+    with tempfile.TemporaryDirectory() as folder:
+        _child("build_1b", folder)
+        rows.append(_child("big", folder, "512"))
+    rows[-1]["model"] = "Llama-3.2-1B shape (random weights, bfloat16)"
+    return {"rows": rows}
+
+
+def gpu(smoke: bool) -> dict:
+    """The GPU section (benchmarks.gpu) where this machine has a CUDA device; else the figures recorded on one
+    (benchmarks/gpu_h100.json), said to be recorded."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return dict(json.loads((ROOT / "benchmarks" / "gpu_h100.json").read_text()), recorded=True)
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "gpu.json"
+        subprocess.run([sys.executable, "-m", "benchmarks.gpu", str(out), *(["--smoke"] if smoke else [])], cwd=ROOT,
+                       check=True, env=dict(os.environ, HF_HUB_OFFLINE="1", ATTENTION_EXPLORER_DEVICE="cuda"),
+                       timeout=1800)
+        return dict(json.loads(out.read_text()), recorded=False)
+
+
 def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
     """JSON bytes of the all-heads grid figure vs BertViz model_view HTML, same model and sentence."""
     from attention import figures
@@ -178,6 +209,51 @@ def _job_attend(smoke: str) -> dict:
             got = len(m.attend(text).tokens)
             out[f"{name}@{got}"] = timed(lambda m=m, text=text: m.attend(text), 3 if smoke == "1" else 7)
     return out
+
+
+def _rss() -> int:
+    """This process's resident memory now, bytes."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _job_build_1b(folder: str) -> dict:
+    """A Llama-3.2-1B-shaped model with random weights, saved in bfloat16 with SmolLM2's tokenizer."""
+    import torch
+
+    from attention.models import load_model
+    from benchmarks.gpu import LLAMA_32_1B, random_model
+
+    random_model(LLAMA_32_1B, Path(folder), torch.bfloat16, load_model("smollm2").tokenizer)
+    return {}
+
+
+def _job_big(name: str, n: str) -> dict:
+    """Load `name` (a bundled key or a folder) as load_model does, attend() to n tokens: load time, the memory
+    plan's estimate against the peak RSS growth, attend() against the model's own forward pass."""
+    import torch
+    import transformers  # noqa: F401 - imported before the baseline: not the model's memory
+
+    from attention.models import load_model, plan_memory
+    from attention.models.forward.loading import _architecture, _auto_class, _token_limit
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    base = _rss()
+    t = time.perf_counter()
+    m = load_model(name, dtype="auto" if name in ("minilm", "smollm2") else "bfloat16")
+    load_s = time.perf_counter() - t
+    config = m.network.config
+    dtype = next(m.network.parameters()).dtype
+    plan = plan_memory(config, _auto_class(_architecture(config)), max_tokens=_token_limit(config, "cpu"),
+                       dtype=dtype)
+    text = text_of_tokens(m.tokenizer, int(n))
+    attend = timed(lambda: m.attend(text), 3)
+    tokens = len(m.attend(text).tokens)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+    plain = plain_forward(m, [int(n)], repeats=3)[int(n)]
+    weights = sum(p.numel() * p.element_size() for p in m.network.parameters())
+    return {"model": m.spec.label, "dtype": str(dtype).removeprefix("torch."), "tokens": tokens, "load_s": load_s,
+            "weights_gb": weights / 1e9, "peak_gb": peak / 1e9, "estimate_gb": plan.needs(tokens)[0] / 1e9,
+            "attend": attend, "plain": plain, "token_limit": m.spec.max_tokens}
 
 
 def _job_both() -> dict:
@@ -415,7 +491,8 @@ def _job_ray() -> dict:
 if __name__ == "__main__":
     job, *job_args = sys.argv[1:]
     jobs = {"load": _job_load, "attend": _job_attend, "both": _job_both, "bertviz": _job_bertviz, "long": _job_long,
-            "effects": _job_effects, "corpus": _job_corpus, "qk": _job_qk, "ray": _job_ray}
+            "effects": _job_effects, "corpus": _job_corpus, "qk": _job_qk, "ray": _job_ray, "big": _job_big,
+            "build_1b": _job_build_1b}
     print(json.dumps(jobs[job](*job_args)))
 
 

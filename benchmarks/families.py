@@ -133,12 +133,13 @@ def build(name: str, tok):
 
 def own_attentions(reference, att) -> tuple[np.ndarray, ...]:
     """The reference's own eager weights on att's tokens: per layer (H, n, n), self-attention."""
-    ids = torch.tensor(att.token_ids)[None]
-    extra = {} if att.target_ids is None else {"decoder_input_ids": torch.tensor(att.target_ids)[None]}
+    device = next(reference.parameters()).device
+    ids = torch.tensor(att.token_ids, device=device)[None]
+    extra = {} if att.target_ids is None else {"decoder_input_ids": torch.tensor(att.target_ids, device=device)[None]}
     with torch.no_grad():
         out = reference(input_ids=ids, output_attentions=True, **extra)
     own = out.encoder_attentions if att.architecture == "encoder-decoder" else out.attentions
-    return tuple(a[0].float().numpy() for a in own)  # float32 (a half-precision model's own are rounded)
+    return tuple(a[0].float().cpu().numpy() for a in own)  # float32 (a half-precision model's own are rounded)
 
 
 REASONS = {  # a phrase of the message a page shows -> what the table says

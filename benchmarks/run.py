@@ -211,6 +211,54 @@ def qk_lines(q: dict, ray: dict | None) -> list[str]:
                     "worker loads its own model and the two share the cores the in-process job already uses."]
 
 
+def big_lines(big: dict) -> list[str]:
+    """Section 9: the models researchers bring, on this CPU; the memory estimate's error."""
+    lines = ["", "## 9. Models researchers bring (this CPU), and the memory estimate", "",
+             "Each model in a child process of its own, loaded as `load_model` loads it (the memory plan first), "
+             "then attend() on 512 tokens against the model's own forward pass (sdpa, nothing captured) with the same "
+             "threads. Estimate: the plan's bytes for that input (weights, q, k, v and hidden states per token, the "
+             "mask per pair; attention.models.forward.memory) ÷ the process's measured peak RSS growth from before "
+             "the load. Targets: estimate ÷ measured between 1 and 2 (never under: an estimate under the peak is "
+             "an out-of-memory kill let through).", "",
+             "| model | dtype | load | weights | peak RSS growth | ÷ weights | estimate | estimate ÷ measured | "
+             "attend() | its own forward | ratio | token limit here |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for x in big["rows"]:
+        a, p = x["attend"], x["plain"]
+        lines.append(f"| {x['model']} | {x['dtype']} | {s_(x['load_s'])} | {x['weights_gb']:.2f} GB | "
+                     f"{x['peak_gb']:.2f} GB | {x['peak_gb'] / x['weights_gb']:.2f} | {x['estimate_gb']:.2f} GB | "
+                     f"{x['estimate_gb'] / x['peak_gb']:.2f} | {s_(a['median'])} ({s_(a['min'])}–{s_(a['max'])}) | "
+                     f"{s_(p['median'])} | {a['median'] / p['median']:.2f} x | {x['token_limit']:,} |")
+    return lines
+
+
+def gpu_lines(g: dict) -> list[str]:
+    """Section 10: long inputs on a GPU (benchmarks.gpu), measured here or recorded on the device machine."""
+    where = (f"Recorded on {g['device']} (torch {g['torch']}) by `python -m benchmarks.gpu`, this machine having no "
+             "CUDA device; the file is benchmarks/gpu_h100.json. SmolLM2 there has random weights of its shape "
+             "(the bundled files do not travel to that machine): the arithmetic is the same."
+             if g.get("recorded") else f"Measured in this run on {g['device']} (torch {g['torch']}).")
+    lines = ["", "## 10. Long inputs on a GPU", "", where, "",
+             "attend() (capture, and in float32 our kernel summing the survey as it goes), the grid on screen (the "
+             "survey, made by recomputing every head's weights from q and k in bfloat16's case, then the figure's "
+             "JSON), the model's own forward pass (sdpa, nothing captured, the next token's logits only), peak GPU "
+             "memory above the weights; medians (min–max) of 3 after a warm-up, the device synchronised.", "",
+             "| model | dtype | tokens | attend() | grid on screen | own forward | attend() ÷ own | "
+             "peak GPU, attend() | peak GPU, own | kept in RAM |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for x in g["rows"]:
+        if "error" in x:
+            lines.append(f"| {x['model']} | | {x['n']:,} | failed: {x['error'][:80]} | | | | | | |")
+            continue
+        a, o, gr = x["attend"], x["own"], x["grid"]
+        lines.append(f"| {x['model']} | {x['dtype']} | {x['n']:,} | {s_(a['median'])} ({s_(a['min'])}–"
+                     f"{s_(a['max'])}) | {s_(gr['median'])} | {s_(o['median'])} | {x['attend_over_own']:.1f} x | "
+                     f"{x['attend_peak_gb']:.1f} GB | {x['own_peak_gb']:.1f} GB | {x['stored_gb']:.1f} GB |")
+    if not g["rows"]:
+        lines.append("| no CUDA device | | | | | | | | | |")
+    return lines
+
+
 def report(r: dict, smoke: bool) -> str:
     core = "\n".join(
         f"| {row['n']} | {us(row['ours'])} | {us(row['torch'])} | "
@@ -381,8 +429,7 @@ def report(r: dict, smoke: bool) -> str:
     lines += ["", f"Views of the {'16' if smoke else '4,096'}-token text once loaded (a click in the page → the view "
               "painted; the text follows from page to page):", "", "| view | median (min–max, n) |", "| --- | --- |"]
     lines += [f"| {name} | {fig(v)} |" for name, v in views.items()]
-    lines += ["", "On a GPU (`ATTENTION_EXPLORER_DEVICE=cuda`, SmolLM2 up to 8,192 tokens): not measured, no GPU "
-              "was lent to the session that wrote this file."]
+    lines += ["", "On a GPU (`ATTENTION_EXPLORER_DEVICE=cuda`): section 10."]
     e = r["effects"]
     lines += ["", "## 6. Predictions and head effects (SmolLM2, a child process with the server's malloc settings)", "",
               f"Mary/John prompt ({e['tokens']} tokens), target “ Mary”, foil “ John”: baseline logit difference "
@@ -411,6 +458,7 @@ def report(r: dict, smoke: bool) -> str:
                      f"its click to its page idle, took {g['scan_s']:.1f} s meanwhile.")
     lines += corpus_lines(r["corpus"])
     lines += qk_lines(r["qk"], r.get("ray"))
+    lines += big_lines(r["big"]) + gpu_lines(r["gpu"])
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -443,6 +491,8 @@ def main() -> int:
     print("corpus done", file=sys.stderr)
     r["qk"], r["ray"] = compute.qk(args.smoke), compute.ray_corpus(args.smoke)
     print("qk and ray done", file=sys.stderr)
+    r["big"], r["gpu"] = compute.big_models(args.smoke), compute.gpu(args.smoke)
+    print("big models and GPU done", file=sys.stderr)
     texts16 = [compute.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
     texts512 = [compute.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
     payload_texts = {n: compute.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}
