@@ -54,8 +54,9 @@ def load_model(name: str, *, dtype: str = "auto", device_map: str | dict | None 
 
     `device_map` (a folder or hub model): accelerate's placement, for a model larger than one device: "auto"
     (every GPU, then the CPU, then disk), or a dict {module name: "cuda:0" | "cpu" | "disk"}; layers kept on
-    disk are read into memory as they run (their files in cache_dir()/offload). Capture, our kernel and the
-    views work across devices; features that read weights outside the forward pass refuse layers on disk.
+    disk are read into memory as they run (their files in cache_dir()/offload). Capture, our kernel, the views
+    and the analyses work across devices; those that read weights outside the pass read a layer on disk from
+    its offload files (attention.models.forward.anatomy.parameter).
 
     Raises ModelUnavailable with a message for the user on every failure.
     """
@@ -182,7 +183,6 @@ def _token_limit(config, device) -> int:
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     own = getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", None) or ceiling
     return min(ceiling, int(own))
-
 
 
 def minilm_dir() -> Path:
