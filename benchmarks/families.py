@@ -131,6 +131,20 @@ def build(name: str, tok):
     return from_model(copy.deepcopy(reference), tok, name=name), reference
 
 
+def saved(name: str, folder, tok, **config_changes):
+    """A tiny family with seeded random weights (its config changed by `config_changes`) saved with `tok` as
+    a transformers folder, for load_model(folder): returns the model, as the reference."""
+    family = FAMILIES[name]
+    torch.manual_seed(0)
+    config = family.config()
+    for key, value in config_changes.items():
+        setattr(config, key, value)
+    reference = family.model(config).eval()
+    reference.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return reference
+
+
 def own_attentions(reference, att) -> tuple[np.ndarray, ...]:
     """The reference's own eager weights on att's tokens: per layer (H, n, n), self-attention."""
     device = next(reference.parameters()).device

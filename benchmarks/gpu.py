@@ -90,15 +90,9 @@ def measure(loaded, n: int, repeats: int = 3) -> dict:
         return figures.head_grid(found.tiles, hover_extra=found.special_mass,
                                  hover_label="on the first/special tokens").to_json()
 
-    def attend_and_grid():
-        att = loaded.attend(text)
-        t = time.perf_counter()
-        grid(att)
-        return att, time.perf_counter() - t
-
     row = {"n": int(ids.shape[1]), "dtype": str(next(loaded.network.parameters()).dtype).removeprefix("torch.")}
     attend_runs, grid_runs = [], []
-    attend_and_grid()  # warm-up
+    grid(loaded.attend(text))  # warm-up
     peak_attend = None
     for _ in range(repeats):
         torch.cuda.synchronize()

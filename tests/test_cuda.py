@@ -29,7 +29,7 @@ from attention.models import (
 )
 from attention.models.forward.guard import ROUNDING_UNITS
 from attention.models.forward.memory import LONG_INPUT_TOKENS
-from benchmarks.families import FAMILIES, TEXT, own_attentions
+from benchmarks.families import FAMILIES, TEXT, own_attentions, saved
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="needs a CUDA device, and this machine has none (run it where one is: "
@@ -99,11 +99,7 @@ def test_every_analysis_on_the_gpu_gives_what_it_gives_on_the_cpu(tok, monkeypat
 
 
 def test_a_folder_loads_on_the_gpu_with_its_token_limit_from_the_gpus_memory(tmp_path, tok, on_cuda):
-    tiny = FAMILIES["llama"]
-    config = tiny.config()
-    config.max_position_embeddings = 1 << 20
-    tiny.model(config).save_pretrained(tmp_path)
-    tok.save_pretrained(tmp_path)
+    saved("llama", tmp_path, tok, max_position_embeddings=1 << 20)
     loaded = load_model(str(tmp_path), dtype="bfloat16")
     assert loaded.device.type == "cuda" and next(loaded.network.parameters()).dtype == torch.bfloat16
     assert loaded.spec.token_limit(loaded.device) == LONG_INPUT_TOKENS["cuda"]  # a tiny model: the ceiling
@@ -117,11 +113,7 @@ def test_a_model_split_over_the_gpu_the_cpu_and_disk_gives_what_it_gives_whole(t
 
     monkeypatch.setenv("ATTENTION_EXPLORER_DEVICE", "cuda")
     monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
-    tiny = FAMILIES["llama"]
-    torch.manual_seed(0)
-    reference = tiny.model(tiny.config()).eval()
-    reference.save_pretrained(tmp_path / "model")
-    tok.save_pretrained(tmp_path / "model")
+    reference = saved("llama", tmp_path / "model", tok)
     split = load_model(str(tmp_path / "model"), device_map={
         "model.embed_tokens": 0, "model.layers.0": 0, "model.layers.1": "disk", "model.norm": "cpu",
         "model.rotary_emb": 0, "lm_head": "cpu"})

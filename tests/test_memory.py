@@ -6,7 +6,7 @@ import torch
 import transformers as tf
 
 from attention.models import MEMORY_ENV, ModelUnavailable, NotEnoughMemory, load_model, plan_memory, weight_bytes
-from benchmarks.families import FAMILIES
+from benchmarks.families import FAMILIES, saved
 
 LLAMA_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                 num_key_value_heads=8, vocab_size=128256, max_position_embeddings=131072)  # Llama-3.1-8B's shapes
@@ -40,9 +40,7 @@ def test_a_folder_too_large_is_refused_before_its_weights_are_read_and_a_tight_o
     from attention.models.forward import loading
 
     tiny = FAMILIES["llama"]
-    config = tiny.config()
-    tiny.model(config).save_pretrained(tmp_path)
-    tok.save_pretrained(tmp_path)
+    config = saved("llama", tmp_path, tok).config
     weights = weight_bytes(config, tiny.model)
     plan = plan_memory(config, tiny.model, max_tokens=512)  # on this machine's memory
     per_token, while_loading = plan.per_token, plan.loading
@@ -96,12 +94,7 @@ def test_a_model_split_between_memory_and_disk_shows_its_own_attention_and_every
     from benchmarks.families import TEXT, own_attentions
 
     monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
-    tiny = FAMILIES["llama"]
-    torch.manual_seed(0)
-    config = tiny.config()
-    reference = tiny.model(config).eval()
-    reference.save_pretrained(tmp_path / "model")
-    tok.save_pretrained(tmp_path / "model")
+    reference = saved("llama", tmp_path / "model", tok)
     split = load_model(str(tmp_path / "model"), device_map=SPLIT)
     assert split.network.hf_device_map["model.layers.1"] == "disk"
     assert split.network.model.layers[1].self_attn.o_proj.weight.device.type == "meta"  # really not in memory

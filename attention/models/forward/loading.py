@@ -23,7 +23,7 @@ from pathlib import Path
 
 from attention.models.forward.capture import CAPTURE
 from attention.models.forward.guard import check_model
-from attention.models.forward.memory import LONG_INPUT_TOKENS, NotEnoughMemory, plan_memory, weight_bytes
+from attention.models.forward.memory import NotEnoughMemory, long_input_tokens, plan_memory, weight_bytes
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import compute_device
 from attention.models.forward.registry import (
@@ -177,9 +177,7 @@ def _from_pretrained(auto, source, **kwargs):
 def _token_limit(config, device) -> int:
     """The most tokens a model reads before its memory is counted: its own position limit, at most
     LONG_INPUT_TOKENS on `device` (attention.models.forward.memory lowers it to what fits)."""
-    import torch
-
-    ceiling = LONG_INPUT_TOKENS.get(torch.device(device).type, LONG_INPUT_TOKENS["cpu"])
+    ceiling = long_input_tokens(device)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     own = getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", None) or ceiling
     return min(ceiling, int(own))

@@ -52,11 +52,6 @@ class MemoryPlan:
     loading: int = 0  # while loading, in the process's memory: the largest tensor twice (in the file's pages
     # and in the network) when the weights load on the CPU
 
-    def describe(self) -> str:
-        where = (f"; on the GPU {self.device_budget / GB:.1f} GB usable" if self.device == "cuda" else "")
-        return (f"weights {self.weights / GB:.2f} GB in {self.dtype}, {self.per_token / 1024:.0f} KB per token of "
-                f"input, {self.budget / GB:.1f} GB usable{where}; up to {self.max_tokens:,} tokens")
-
     def needs(self, n: int) -> tuple[int, int]:
         """Bytes (process memory, GPU memory) for an input of n tokens: the weights in the first where they
         load on the CPU, in the second on a GPU."""
@@ -125,38 +120,47 @@ def tensor_bytes(config, auto_class, dtype: torch.dtype = torch.float32) -> list
             for t in tensors.values()]
 
 
+@dataclass(frozen=True)
+class Shape:
+    """The sizes a config gives (module docstring's letters)."""
+
+    L: int
+    D: int
+    H: int
+    H_kv: int
+    d: int
+    mlp: int  # I
+
+    @classmethod
+    def of(cls, config) -> Shape:
+        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+        D = int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
+        H = int(_first(text, "num_attention_heads", "n_head", "num_heads", "n_heads"))
+        return cls(L=int(_first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")), D=D, H=H,
+                   H_kv=int(getattr(text, "num_key_value_heads", None) or H),
+                   d=int(getattr(text, "head_dim", None) or D // H),
+                   mlp=int(getattr(text, "intermediate_size", None) or getattr(text, "n_inner", None) or 4 * D))
+
+
 def per_token_bytes(config) -> int:
     """Working memory per token of input (module docstring), float32: q, k, v per layer, the hidden states,
     and one chunk of weights (H rows of at most 4,096 keys)."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    L = int(_first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers"))
-    D = int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
-    H = int(_first(text, "num_attention_heads", "n_head", "num_heads", "n_heads"))
-    H_kv = int(getattr(text, "num_key_value_heads", None) or H)
-    d = int(getattr(text, "head_dim", None) or D // H)
-    return 4 * (L * (H + 2 * H_kv) * d + (L + 1) * D + H * 4096)
-
-
-def device_per_token_bytes(config, dtype: torch.dtype) -> int:
-    """A pass's working memory on a GPU per token: activation_bytes, plus one chunk of our kernel's scores."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    H = int(_first(text, "num_attention_heads", "n_head", "num_heads", "n_heads"))
-    return activation_bytes(config, dtype) + 4 * H * 4096
+    s = Shape.of(config)
+    return 4 * (s.L * (s.H + 2 * s.H_kv) * s.d + (s.L + 1) * s.D + s.H * 4096)
 
 
 def activation_bytes(config, dtype: torch.dtype) -> int:
     """A pass's working memory per token wherever it runs: one layer's activations in `dtype` (the residual
     stream and its norm, the MLP's three widths, q, k, v and the attention output) and the float32 copies of
-    q, k, v that capture makes."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    D = int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
-    H = int(_first(text, "num_attention_heads", "n_head", "num_heads", "n_heads"))
-    H_kv = int(getattr(text, "num_key_value_heads", None) or H)
-    d = int(getattr(text, "head_dim", None) or D // H)
-    mlp = int(getattr(text, "intermediate_size", None) or getattr(text, "n_inner", None) or 4 * D)
-    size = torch.finfo(dtype).bits // 8
-    qkv = (2 * H + 2 * H_kv) * d
-    return size * (4 * D + 3 * mlp + qkv) + 4 * qkv
+    q, k, v that capture makes. On a GPU one chunk of our kernel's scores (H rows of 4,096 keys) comes on top."""
+    s = Shape.of(config)
+    qkv = (2 * s.H + 2 * s.H_kv) * s.d
+    return torch.finfo(dtype).bits // 8 * (4 * s.D + 3 * s.mlp + qkv) + 4 * qkv
+
+
+def long_input_tokens(device) -> int:
+    """LONG_INPUT_TOKENS for a device (a torch.device or its name)."""
+    return LONG_INPUT_TOKENS.get(torch.device(device).type, LONG_INPUT_TOKENS["cpu"])
 
 
 def _first(config, *names: str):
@@ -187,10 +191,11 @@ def plan_memory(config, auto_class, *, max_tokens: int, dtype: torch.dtype = tor
                       per_token=per_token_bytes(config) + (0 if on_gpu else activation_bytes(config, dtype)),
                       budget=int(available_bytes() * HEADROOM), max_tokens=0, dtype=dtype_name,
                       device=device.type, per_pair=2,
-                      device_per_token=device_per_token_bytes(config, dtype) if on_gpu else 0,
+                      device_per_token=(activation_bytes(config, dtype) + 4 * Shape.of(config).H * 4096
+                                        if on_gpu else 0),
                       device_per_pair=torch.finfo(dtype).bits // 8 if on_gpu else 0,
                       device_budget=int(gpu_free_bytes(device) * HEADROOM) if on_gpu else 0)
-    ceiling = min(max_tokens, LONG_INPUT_TOKENS.get(device.type, LONG_INPUT_TOKENS["cpu"]))
+    ceiling = min(max_tokens, long_input_tokens(device))
     lo, hi = 0, ceiling  # the most tokens that fit: needs() grows with n
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -201,11 +206,12 @@ def plan_memory(config, auto_class, *, max_tokens: int, dtype: torch.dtype = tor
         on_device = on_gpu and gpu > plan.device_budget
         where, need, usable = (("the GPU", gpu, plan.device_budget) if on_device else
                                ("the memory this server may use", host, plan.budget))
+        more = need - (plan.weights if on_device or not on_gpu else 0)  # the weights are counted where they go
         available = usable / HEADROOM
         raise NotEnoughMemory(
             f"{name} does not fit in {where}: its weights need {plan.weights / GB:.1f} GB in {dtype_name} and "
-            f"reading {tokens} tokens {(need - plan.weights if need >= plan.weights else need) / GB:.2f} GB more, "
-            f"against {usable / GB:.1f} GB usable ({HEADROOM:.0%} of the {available / GB:.1f} GB available). Ways "
+            f"reading {tokens} tokens {more / GB:.2f} GB more, against {usable / GB:.1f} GB usable "
+            f"({HEADROOM:.0%} of the {available / GB:.1f} GB available). Ways "
             f"out: half precision (from Python, load_model(..., dtype=\"bfloat16\"): its weights would need "
             f"{weight_bytes(config, auto_class, torch.bfloat16) / GB:.1f} GB), a GPU or a machine with more "
             f"memory ({MEMORY_ENV} caps what this server uses), or a smaller model. Nothing was loaded.")
