@@ -10,6 +10,9 @@ attention.models the same way, naming the function it calls:
     effects = result_of(head_ablation, (name, text, *contrast.typed, "zero"), "Ablating every head…",
                         loaded, att, contrast, ablation="zero")
 
+A model is named by its model_key (attention.models.model_key: its name, and the precision picked when
+not "auto"), and every cache below is keyed by that, so results of two precisions are never mixed.
+
 Results are read-only numpy arrays shared by every session. Memory: a result stores q, k, v and the
 hidden states (they grow as n, not n²); long texts get a cache of their own with room for one entry,
 so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
@@ -35,6 +38,7 @@ from attention.models import (
     load_npz,
     model_label,
     own_attention,
+    split_model_key,
 )
 from pages._text import md
 
@@ -93,8 +97,10 @@ def follow_or_stop(job: Job):
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def cached_model(name: str) -> LoadedModel:
-    return load_model(name, paths=False)  # a name typed in the app is never opened as a path
+def cached_model(key: str) -> LoadedModel:
+    """The model a model_key names (its name, and the precision picked), loaded once per process."""
+    name, dtype = split_model_key(key)
+    return load_model(name, dtype=dtype, paths=False)  # a name typed in the app is never opened as a path
 
 
 def _attention_job(text: str, decoder_text: str | None, loaded: LoadedModel) -> Job:
@@ -189,7 +195,7 @@ def model_or_stop(name: str) -> LoadedModel:
         st.info("This result was opened from a file: this part needs the model itself. Close the file (above) to "
                 "run a model.")
         st.stop()
-    first = BUNDLED[name].first_load if name in BUNDLED else None
+    first = BUNDLED[bare].first_load if (bare := split_model_key(name)[0]) in BUNDLED else None
     try:
         with st.spinner(f"Loading {model_label(name)}" + (f" ({first})" if first else "") + "…"):
             return cached_model(name)
@@ -208,7 +214,8 @@ def attention_or_stop(name: str, text: str, decoder_text: str | None = None, *,
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
     att = follow_or_stop(cache(name, text, decoder_text, loaded))
     if loaded.check is not None and say_check:
-        st.caption(f"{md(model_label(name))}: {loaded.check.summary}; it reads up to "
+        auto = f" (precision auto: {loaded.check.dtype})" if split_model_key(name)[1] == "auto" else ""
+        st.caption(f"{md(model_label(name))}{auto}: {loaded.check.summary}; it reads up to "
                    f"{loaded.spec.token_limit(loaded.device):,} tokens here (its memory check, "
                    "attention.models.plan_memory).")
     if att.truncated:

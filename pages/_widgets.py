@@ -10,8 +10,10 @@ from attention.models import (
     BUNDLED,
     DEFAULT_DECODER,
     DEFAULT_ENCODER,
+    DTYPES,
     MAX_TEXT_CHARS,
     NPZ_MAX_BYTES,
+    SMALL_MODEL_BYTES,
     Contrast,
     LoadedModel,
     ModelAttention,
@@ -19,6 +21,7 @@ from attention.models import (
     contrast,
     hub_allowlist,
     local_models,
+    model_key,
     model_label,
     word_groups,
 )
@@ -28,12 +31,26 @@ from pages._jobs import attention_or_stop, model_or_stop, open_saved
 from pages._text import md
 
 OTHER = "other (Hugging Face id)…"
+PRECISION_HELP = (
+    f"The dtype the model runs in. auto: float32 for a model whose float32 weights take at most "
+    f"{SMALL_MODEL_BYTES / 1e9:g} GB on the CPU, else the checkpoint's own (bfloat16 when it names none). Half "
+    "precision halves the weights' memory. Our weights are computed in float32 from the model's own q and k in any "
+    "precision, and the check under the page holds them to the model's own attention in that precision.")
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
 
 
 def pick_model(col=st, default: str = DEFAULT_ENCODER) -> str:
-    """The model selectbox (bundled models, or an allowlisted hub id typed in), kept across pages; `default`
-    when no model page has chosen one yet."""
+    """The model selectbox (bundled models, or an allowlisted hub id typed in) and its precision, kept across
+    pages; `default` when no model page has chosen one yet. Returns the model_key (name, and precision when
+    not "auto")."""
+    name = _model_name(col, default)
+    precision = col.selectbox("Precision", DTYPES, index=DTYPES.index(carried("precision", "auto")), key="precision",
+                              bind="query-params", help=PRECISION_HELP)
+    remember("precision", precision)
+    return model_key(name, precision)
+
+
+def _model_name(col, default: str) -> str:
     options = list(BUNDLED) + list(local_models()) + [OTHER]  # an operator's folders: ATTENTION_EXPLORER_MODEL_DIRS
     carried_model = carried("model", default)  # a folder the operator has since removed falls back to the default
     index = options.index(carried_model if carried_model in options else default)

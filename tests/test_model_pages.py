@@ -271,3 +271,22 @@ def test_a_saved_result_opens_on_the_model_pages_without_its_model(smollm2):
     at.switch_page("pages/model_heads.py").run()
     at.file_uploader(key="npz_file.0").set_value(("evil.npz", b"PK\x03\x04 not really", "application/zip")).run()
     assert not at.exception and any("evil.npz cannot be opened" in e.value.replace("\\", "") for e in at.error)
+
+
+def test_a_precision_picked_runs_the_model_in_it_and_keeps_its_results_apart():
+    """The Precision picker loads the model in bfloat16: the weights on Inside one head are held to the model's
+    own eager attention in bfloat16 (within the guard's allowance for its rounding), not to float32's, and the
+    page says which precision ran."""
+    at = open_page("pages/inside_head.py")
+    float32 = table_with(at, "softmax weight")
+    assert "precision auto: float32" in " ".join(c.value for c in at.caption)
+    at.selectbox(key="precision").set_value("bfloat16").run()
+    assert not at.exception, at.exception
+    half = table_with(at, "softmax weight")
+    captions = " ".join(c.value for c in at.caption)
+    assert "MiniLM\\-L6 in bfloat16" in captions and "runs in bfloat16" in captions
+    np.testing.assert_allclose(half["softmax weight"], half["model's own weight"], atol=6e-2)
+    assert not np.allclose(half["model's own weight"], float32["model's own weight"], atol=1e-6)  # bf16's own
+    np.testing.assert_allclose(half["softmax weight"].sum(), 1.0, atol=1e-5)
+    at.selectbox(key="precision").set_value("auto").run()
+    np.testing.assert_array_equal(table_with(at, "softmax weight")["softmax weight"], float32["softmax weight"])

@@ -28,6 +28,7 @@ from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import compute_device
 from attention.models.forward.registry import (
     BUNDLED,
+    DTYPES,
     INSTALL_COMMAND,
     ModelSpec,
     ModelUnavailable,
@@ -37,7 +38,6 @@ from attention.models.forward.registry import (
     model_label,
 )
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 SMALL_MODEL_BYTES = 2_000_000_000  # "auto" on the CPU: float32 up to this many bytes of float32 weights
 
 

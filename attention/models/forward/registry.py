@@ -28,6 +28,7 @@ DEFAULT_HUB_ALLOWLIST = (
     "google/gemma-2-2b", "meta-llama/Llama-3.2-1B", "answerdotai/ModernBERT-base", "microsoft/deberta-v3-base",
 )
 LOCAL_PREFIX = "local:"  # registry key of a model folder under an operator's root
+DTYPES = ("auto", "float32", "bfloat16", "float16")  # load_model's precisions ("auto": attention.models.load_model)
 INSTALL_COMMAND = "attention-explorer install-models"  # what error messages tell the user to run
 
 
@@ -77,12 +78,28 @@ DEFAULT_MODEL = DEFAULT_ENCODER
 
 
 def model_label(name: str) -> str:
-    """What a model picker shows for a registry key or hub id (and so what ?model= holds in a URL)."""
+    """What a model picker shows for a registry key or hub id (and so what ?model= holds in a URL); a
+    model_key's precision after it ("SmolLM2-135M in bfloat16")."""
+    name, dtype = split_model_key(name)
+    if dtype != "auto":
+        return f"{model_label(name)} in {dtype}"
     if name in BUNDLED:
         return BUNDLED[name].label
     if name.startswith(LOCAL_PREFIX):
         return f"{name[len(LOCAL_PREFIX):]} (local folder)"
     return name
+
+
+def model_key(name: str, dtype: str = "auto") -> str:
+    """What the app keys a loaded model and its results by: the model's name, and `@dtype` after it for a
+    precision other than "auto" (`smollm2@bfloat16`), so that results of two precisions are never mixed."""
+    return name if dtype == "auto" else f"{name}@{dtype}"
+
+
+def split_model_key(key: str) -> tuple[str, str]:
+    """(name, dtype) of a model_key."""
+    name, _, dtype = key.rpartition("@")
+    return (name, dtype) if name and dtype in DTYPES else (key, "auto")
 
 
 def model_dirs() -> tuple[Path, ...]:
