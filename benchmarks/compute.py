@@ -333,6 +333,7 @@ def _job_effects(smoke: str) -> dict:
         probe_ids,
         swap_words,
     )
+    from attention.models.analyses.readout import LENS_MAX_POSITIONS
     from attention.toy import examples as ex
     prompt, target, foil = ex.PREDICTION_EXAMPLES["Mary and John"]
     m = load_model("smollm2")
@@ -354,6 +355,12 @@ def _job_effects(smoke: str) -> dict:
         with torch.inference_mode():
             m.network(input_ids=tokens, **kwargs)
 
+    lens_vectors = torch.from_numpy(clean.hidden[:, -LENS_MAX_POSITIONS:].reshape(-1, clean.hidden.shape[-1]))
+
+    def unembed():  # the logit lens's floor: the LM head on the same (L + 1) x n' vectors, nothing else
+        with torch.inference_mode():
+            m.network.get_output_embeddings()(lens_vectors)
+
     return {
         "tokens": len(clean.tokens), "heads": int(exact.effect.size),
         "scan": timed(lambda: scan(head_ablation), runs),
@@ -367,6 +374,7 @@ def _job_effects(smoke: str) -> dict:
         "attribution": timed(lambda: direct_logit_attribution(m, clean, pair), runs + 2),
         "lens": timed(lambda: logit_lens(m, clean, target=pair.target), runs + 2),
         "forward_all_logits": timed(lambda: forward(ids), runs + 2),
+        "unembed_lens_vectors": timed(unembed, runs + 2),
     }
 
 

@@ -38,8 +38,8 @@ TARGETS = {  # figure -> (target text, check)
     "generate32": ("<= 5 s", lambda r: r["effects"]["generate32"]["median"] <= 5),
     "roles": ("<= 3 x a forward pass on the probe", lambda r: _times(r, "roles", "probe_forward") <= 3),
     "residual_patching": ("<= 2 x the exact scan", lambda r: _times(r, "residual_patching", "scan") <= 2),
-    "lens": ("<= 1.5 x a forward pass (logits at every position)",
-             lambda r: _times(r, "lens", "forward_all_logits") <= 1.5),
+    "lens": ("<= 1.2 x the unembedding of the same vectors (its floor)",
+             lambda r: _times(r, "lens", "unembed_lens_vectors") <= 1.2),
     "grid_during_scan": ("<= 1.5 x the same grid alone", lambda r: _during_scan(r) <= 1.5),
     "payload128": ("<= 1/50 of BertViz", lambda r: _ratio(r, 128) <= 1 / 50),
     "payload512": ("<= 5 MB", lambda r: _grid(r, 512) <= 5e6),
@@ -318,7 +318,7 @@ def report(r: dict, smoke: bool) -> str:
         "roles": f"{_times(r, 'roles', 'probe_forward'):.1f} x ({s_(r['effects']['roles']['median'])})",
         "residual_patching": f"{_times(r, 'residual_patching', 'scan'):.1f} x "
                              f"({s_(r['effects']['residual_patching']['median'])})",
-        "lens": f"{_times(r, 'lens', 'forward_all_logits'):.1f} x ({s_(r['effects']['lens']['median'])})",
+        "lens": f"{_times(r, 'lens', 'unembed_lens_vectors'):.2f} x ({s_(r['effects']['lens']['median'])})",
         "grid_during_scan": None if smoke else f"{_during_scan(r):.2f} x "
                             f"({ms(b['grid_during_scan']['during']['median'])} vs "
                             f"{ms(b['grid_during_scan']['alone']['median'])})",
@@ -342,7 +342,7 @@ def report(r: dict, smoke: bool) -> str:
              "generate32": "generating 32 tokens with capture (SmolLM2)",
              "roles": "head roles, all 270 heads, vs a forward pass on the probe",
              "residual_patching": "residual patching (31 x 14 sites) vs the exact scan",
-             "lens": "logit lens (31 layers x 14 positions) vs a forward pass with every position's logits",
+             "lens": "logit lens (31 layers x 14 positions) vs the LM head on the same 434 vectors",
              "grid_during_scan": "another user's 16-token SmolLM2 grid while a scan runs",
              "payload512": "grid payload at 512 tokens", "minilm_load": "minilm load",
              "smollm2_cached": "smollm2 cached load",
@@ -447,8 +447,9 @@ def report(r: dict, smoke: bool) -> str:
               f"{s_(e['residual_patching']['median'])}, {_times(r, 'residual_patching', 'scan'):.1f} x the exact "
               "ablation scan",
               f"- direct logit attribution: {s_(e['attribution']['median'])}; the logit lens (every layer, every "
-              f"position): {s_(e['lens']['median'])}, {_times(r, 'lens', 'forward_all_logits'):.1f} x a forward pass "
-              f"computing the logits at every position ({s_(e['forward_all_logits']['median'])})"]
+              f"position): {s_(e['lens']['median'])}, {_times(r, 'lens', 'unembed_lens_vectors'):.2f} x the LM head "
+              f"alone on the same vectors ({s_(e['unembed_lens_vectors']['median'])}; a forward pass computing the "
+              f"logits at every position: {s_(e['forward_all_logits']['median'])})"]
     if "grid_during_scan" in b:
         g = b["grid_during_scan"]
         lines.append(f"- in Chromium, another session's 16-token SmolLM2 sentence → grid while a scan runs (a short "

@@ -1,13 +1,15 @@
 """What heads do: roles, direct logit attribution, the logit lens, patching and composition, each against an
 independent reference (the model's own eager weights and logits, numpy on the weight matrices)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
 from attention.models.analyses.composition_scores import composition, head_matrices
 from attention.models.analyses.patching import activation_patching, swap_words
-from attention.models.analyses.readout import direct_logit_attribution, logit_lens
+from attention.models.analyses.readout import direct_logit_attribution, logit_lens, residual_stream
 from attention.models.analyses.roles import probe_attention, probe_ids, roles_of
 from attention.models.analyses.target_foil import contrast
 from benchmarks.families import build
@@ -84,6 +86,41 @@ def test_the_logit_lens_last_layer_is_the_models_own_prediction(llama, tok):
     np.testing.assert_array_equal(lens.top_ids[-1], p.argmax(-1))
     np.testing.assert_allclose(lens.top_probability[-1], p.max(-1), atol=1e-5)
     np.testing.assert_allclose(lens.target_probability[-1], p[:, lens.target.token_id], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["phi", "gemma2", "gpt2"])  # an LM head with a bias, a logit soft cap, tied weights
+def test_the_logit_lens_last_row_is_each_familys_own_prediction(name, tok):
+    loaded, reference = build(name, tok)
+    att = loaded.attend(CLEAN)
+    lens = logit_lens(loaded, att)
+    with torch.no_grad():
+        logits = reference(input_ids=torch.tensor(att.token_ids)[None]).logits[0].double()
+    p = torch.softmax(logits, -1).numpy()  # the reference's logits are already capped (Gemma-2)
+    np.testing.assert_array_equal(lens.top_ids[-1], p.argmax(-1))
+    np.testing.assert_allclose(lens.top_probability[-1], p.max(-1), atol=1e-5)
+
+
+def test_the_logit_lens_reads_a_pass_of_its_own_when_the_last_hidden_state_is_not_the_final_norms(llama, tok,
+                                                                                                       monkeypatch):
+    """A family whose last hidden state is not the final norm's output (its logits are not the model's own):
+    the lens reads the streams from residual_stream instead, and says what the model says."""
+    from attention.models.analyses import readout
+
+    loaded, reference = llama
+    att = loaded.attend(CLEAN)
+    target = contrast(att, tok, " dog", " cat").target
+    calls = []
+    monkeypatch.setattr(readout, "residual_stream", lambda *args: calls.append(1) or residual_stream(*args))
+    lens = logit_lens(loaded, att, target=target)
+    assert not calls  # this family's last hidden state is the final norm's output
+    unnormed = dataclasses.replace(att, hidden=np.concatenate([att.hidden[:-1], att.hidden[-2:-1]]))
+    again = logit_lens(loaded, unnormed, target=target)
+    assert calls
+    with torch.no_grad():
+        p = torch.softmax(reference(input_ids=torch.tensor(att.token_ids)[None]).logits[0].double(), -1).numpy()
+    np.testing.assert_array_equal(again.top_ids, lens.top_ids)
+    np.testing.assert_allclose(again.top_probability[-1], p.max(-1), atol=1e-5)
+    np.testing.assert_allclose(again.target_probability, lens.target_probability, atol=1e-5)
 
 
 def test_patching_restores_everything_at_the_end_and_nothing_where_the_prompts_agree(llama, tok):
