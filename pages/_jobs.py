@@ -18,6 +18,7 @@ hidden states (they grow as n, not n²); long texts get a cache of their own wit
 so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 """
 
+import contextvars
 import gc
 import hashlib
 import inspect
@@ -25,7 +26,10 @@ import threading
 from collections.abc import Callable
 
 import streamlit as st
+import torch
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+import serving
 from attention.models import (
     BUNDLED,
     Corpus,
@@ -40,6 +44,7 @@ from attention.models import (
     own_attention,
     split_model_key,
 )
+from attention.models.forward.model import REQUESTER
 from pages._text import md
 
 LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
@@ -54,9 +59,14 @@ class Job:
         self.fraction, self.message = 0.0, message
         self.result, self.error = None, None
         self._done = threading.Event()
-        threading.Thread(target=self._run, args=(work,), daemon=True, name="attention-explorer-job").start()
+        asking = contextvars.copy_context()  # the session that asked (REQUESTER) goes with the work
+        threading.Thread(target=asking.run, args=(self._run, work), daemon=True, name="attention-explorer-job").start()
 
     def _run(self, work) -> None:
+        # A new thread starts with the torch threads of the last set_num_threads anywhere in the process (a
+        # scan's every core, while it runs): short work takes the server's own count again, or its passes fight
+        # the scan for busy cores (a 16-token pass then took 2.5 s instead of 0.3; benchmarks/NOTES.md).
+        torch.set_num_threads(serving.torch_threads())
         try:
             self.result = work(self._progress)
         except Exception as err:  # handed to the page that waits for it
@@ -169,6 +179,13 @@ def _saved(digest: str, file_name: str, _data: bytes) -> ModelAttention:
     return load_npz(_data)
 
 
+def ask_as_this_session() -> None:
+    """Mark the model work this script run starts (and the Jobs it creates) as this session's
+    (attention.models.forward.model.REQUESTER): a scan then tells its own user's requests from another's."""
+    ctx = get_script_run_ctx()
+    REQUESTER.set(None if ctx is None else ctx.session_id)
+
+
 def open_saved(file_name: str, data: bytes) -> str | None:
     """Read an uploaded .npz once (shared by the pages while cached); its key, or None after a message."""
     digest = hashlib.sha256(data).hexdigest()[:16]
@@ -191,6 +208,7 @@ def is_saved(name: str) -> bool:
 
 def model_or_stop(name: str) -> LoadedModel:
     """The loaded model, with a spinner that says what is happening; an unavailable model ends the page."""
+    ask_as_this_session()
     if name.startswith(RESULT_PREFIX):
         st.info("This result was opened from a file: this part needs the model itself. Close the file (above) to "
                 "run a model.")
@@ -210,7 +228,7 @@ def attention_or_stop(name: str, text: str, decoder_text: str | None = None, *,
     The guard's measure of the model is stated under it (once a page: say_check=False for a second text)."""
     if name.startswith(RESULT_PREFIX):
         return _saved_or_stop(name)
-    loaded = model_or_stop(name)
+    loaded = model_or_stop(name)  # also marks this session as the requester
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
     att = follow_or_stop(cache(name, text, decoder_text, loaded))
     if loaded.check is not None and say_check:

@@ -351,3 +351,67 @@ def test_long_work_leaves_the_cores_to_a_page_that_just_ran_a_short_request():
     started = time.monotonic()
     with lock.background():
         assert time.monotonic() - started < 0.1
+
+
+def test_the_grace_is_for_other_users_not_for_the_scans_own_session():
+    """A short request from another thread of the same session (REQUESTER: the app's Jobs run in threads of
+    their own) gives that session's scan no grace; one from another session does."""
+    import contextvars
+    import threading
+    import time
+
+    from attention.models.forward.model import REQUESTER, ModelLock
+
+    lock = ModelLock(grace=0.4)
+
+    def sentence_of(session):
+        def run():
+            REQUESTER.set(session)
+            with lock:
+                pass
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(run,))
+        thread.start()
+        thread.join()
+
+    def batch_wait(session) -> float:
+        def run():
+            REQUESTER.set(session)
+            started = time.monotonic()
+            with lock.background():
+                return time.monotonic() - started
+        return contextvars.copy_context().run(run)
+
+    sentence_of("session a")
+    assert batch_wait("session a") < 0.1
+    sentence_of("session b")
+    assert 0.3 <= batch_wait("session a") < 2.0
+
+
+def test_a_scans_first_batch_is_one_copy_and_its_wait_for_the_lock_does_not_shrink_the_next(monkeypatch):
+    """A scan's first batch holds the lock for one copy (another user's sentence waits that long at most), and
+    batches are sized by their own time: a batch that first waited for another user's grace is not taken for
+    a slow one."""
+    import contextlib
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from attention.models.analyses import edits
+    from attention.models.forward.model import ModelLock
+
+    seconds_per_copy = 0.004
+    monkeypatch.setattr(edits, "run_from", lambda loaded, setup, first, n, base: time.sleep(seconds_per_copy * n) or n)
+    loaded = SimpleNamespace(lock=ModelLock(grace=0.3))
+    sizes = []
+
+    def hooks_for(part):
+        sizes.append(len(part))
+        return contextlib.nullcontext()
+
+    other = threading.Thread(target=lambda: loaded.lock.acquire() or loaded.lock.release())
+    other.start()
+    other.join()  # another user's short request just ended: the first batch waits 0.3 s
+    values = edits.scan(loaded, None, [(0, i) for i in range(300)], hooks_for, lambda n: torch.zeros(n), None)
+    assert len(values) == 300 and sum(sizes) == 300
+    assert sizes[0] == 1
+    assert sizes[1] >= 25  # 0.5 s / 0.004 s = 125 copies; sized with the 0.3 s wait counted it was 1

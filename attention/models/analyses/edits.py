@@ -170,18 +170,20 @@ def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]],
     starts at its first site's layer (at most `last_block`, for sites past the last block).
     Shapes: -> (len(sites),)."""
     values = np.zeros(len(sites))
-    batch, done = 8, 0
+    # The first batch is one copy: its time sizes the next. (It was 8: at the first layers, on a busy machine,
+    # that batch held the lock for 2 s while another user's sentence waited.)
+    batch, done = 1, 0
     while done < len(sites):
         part = sites[done:done + batch]
         first = part[0][0] if last_block is None else min(part[0][0], last_block)
-        started = time.perf_counter()
         # The lock first, then the hooks: they are on the shared model, and a short request that goes between
         # two batches must run it unedited.
         with loaded.lock.background(), hooks_for(part), torch.inference_mode():  # short requests go first
+            started = time.perf_counter()  # the batch's own time, not its wait for the lock
             out = run_from(loaded, setup, first, len(part), base=base)
             values[done:done + len(part)] = read(out).cpu().numpy()
+            took = time.perf_counter() - started
         done += len(part)
-        took = time.perf_counter() - started
         batch = int(np.clip(batch * BATCH_SECONDS / max(took, 1e-3), 1, 128))
         if progress:
             progress(done / len(sites), f"{verb} {done} of {len(sites)}")

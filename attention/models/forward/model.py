@@ -9,6 +9,7 @@ predicts a next token (has_lm_head) and the base of its rotary positions (rotary
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,13 @@ if TYPE_CHECKING:  # the guard imports this module: its ModelCheck is named for 
 
 SHORT_GRACE_SECONDS = 1.0  # long work waits this long after another user's short request: its page draws
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
+REQUESTER: contextvars.ContextVar = contextvars.ContextVar("attention_explorer_requester", default=None)
+"""Who asks for a pass: the app sets its session's id (pages/_jobs.py, and a Job's thread inherits it), so that
+long work tells its own user's requests from another user's. Unset (a notebook), each thread is its own."""
+
+
+def _requester() -> object:
+    return REQUESTER.get() or threading.get_ident()
 
 
 class ModelLock:
@@ -37,16 +45,17 @@ class ModelLock:
     goes ahead of any long work waiting. `with lock.background():` is one batch of long work (a scan): it
     also waits while a short request is waiting, so a sentence typed during a scan waits for one batch
     (about BATCH_SECONDS) at most, instead of racing the scan for the lock after every batch; and until
-    `grace` seconds after the last short request of another thread ended, so the page that asked draws its
-    figures without a scan's batches taking the cores (a 16-token grid during a scan: 2.2 s with no grace,
-    1.2 s alone). The long work's own short requests (its setup pass) give it no grace."""
+    `grace` seconds after the last short request of another requester (REQUESTER: another user's session)
+    ended, so the page that asked draws its figures without a scan's batches taking the cores (a 16-token grid
+    during a scan: 2.2 s with no grace, 1.2 s alone). The long work's own user's short requests (its setup
+    pass, its page) give it no grace."""
 
     def __init__(self, grace: float = SHORT_GRACE_SECONDS):
         self._turn = threading.Condition()
         self._held = False
         self._short_waiting = 0
         self._grace = grace
-        self._short_ended: dict[int, float] = {}  # thread id -> time.monotonic() its last short request ended
+        self._short_ended: dict = {}  # requester (_requester()) -> time.monotonic() its last short request ended
         self._holder_short = False
 
     def acquire(self, *, short: bool = True) -> None:
@@ -66,15 +75,15 @@ class ModelLock:
                 self._short_waiting -= short
 
     def _grace_left(self) -> float:
-        """Seconds until the last short request of another thread is `grace` old (<= 0: none is)."""
-        now, me = time.monotonic(), threading.get_ident()
+        """Seconds until the last short request of another requester is `grace` old (<= 0: none is)."""
+        now, me = time.monotonic(), _requester()
         self._short_ended = {t: end for t, end in self._short_ended.items() if now - end < self._grace}
         return max((end + self._grace - now for t, end in self._short_ended.items() if t != me), default=0.0)
 
     def release(self) -> None:
         with self._turn:
             if self._holder_short:
-                self._short_ended[threading.get_ident()] = time.monotonic()
+                self._short_ended[_requester()] = time.monotonic()
             self._held = False
             self._turn.notify_all()
 
