@@ -39,6 +39,16 @@ def torch_threads() -> int:
     return int(os.environ.get("ATTENTION_EXPLORER_TORCH_THREADS", "1"))
 
 
+def short_work_threads() -> None:
+    """Give the calling thread the server's torch threads (torch_threads()). A new thread starts with the count
+    of the last set_num_threads anywhere in the process: during a scan (every core) a page's Job thread then ran
+    its short pass on two threads fighting the scan and the browser for two busy cores. No-op before torch
+    is loaded."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(torch_threads())
+
+
 MALLOC_ARENA_MAX = 2  # glibc arenas: Streamlit runs each rerun in a new thread, each thread would get one
 MALLOC_MMAP_THRESHOLD = 1 << 20  # bytes: larger blocks are mmapped and handed back to the OS when freed
 

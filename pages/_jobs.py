@@ -26,12 +26,12 @@ import threading
 from collections.abc import Callable
 
 import streamlit as st
-import torch
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import serving
 from attention.models import (
     BUNDLED,
+    REQUESTER,
     Corpus,
     LoadedModel,
     ModelAttention,
@@ -44,7 +44,6 @@ from attention.models import (
     own_attention,
     split_model_key,
 )
-from attention.models.forward.model import REQUESTER
 from pages._text import md
 
 LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
@@ -63,10 +62,7 @@ class Job:
         threading.Thread(target=asking.run, args=(self._run, work), daemon=True, name="attention-explorer-job").start()
 
     def _run(self, work) -> None:
-        # A new thread starts with the torch threads of the last set_num_threads anywhere in the process (a
-        # scan's every core, while it runs): short work takes the server's own count again, or its passes fight
-        # the scan for busy cores (a 16-token pass then took 2.5 s instead of 0.3; benchmarks/NOTES.md).
-        torch.set_num_threads(serving.torch_threads())
+        serving.short_work_threads()  # not the count a scan running elsewhere in the process set
         try:
             self.result = work(self._progress)
         except Exception as err:  # handed to the page that waits for it
