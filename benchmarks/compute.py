@@ -357,6 +357,8 @@ def _job_effects(smoke: str) -> dict:
 
     lens_vectors = torch.from_numpy(clean.hidden[:, -LENS_MAX_POSITIONS:].reshape(-1, clean.hidden.shape[-1]))
 
+    kernel_layer, sdpa_layer = _one_layer(256 if smoke == "1" else 2048)
+
     def unembed():  # the logit lens's floor: the LM head on the same (L + 1) x n' vectors, nothing else
         with torch.inference_mode():
             m.network.get_output_embeddings()(lens_vectors)
@@ -375,7 +377,39 @@ def _job_effects(smoke: str) -> dict:
         "lens": timed(lambda: logit_lens(m, clean, target=pair.target), runs + 2),
         "forward_all_logits": timed(lambda: forward(ids), runs + 2),
         "unembed_lens_vectors": timed(unembed, runs + 2),
+        "kernel_layer": timed(kernel_layer, runs + 2), "sdpa_layer": timed(sdpa_layer, runs + 2),
     }
+
+
+def _one_layer(n: int):
+    """(our kernel, SDPA) on one SmolLM2-shaped causal layer of n tokens (9 query heads, 3 KV heads, d = 64,
+    random q, k, v), every core (work_threads): ours makes the weights, the output and the survey's sums, SDPA
+    the output only."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+
+    from attention.models.forward.kernel import SurveyKernel
+    from attention.models.forward.recompute import work_threads
+
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((9, n, 64), dtype=np.float32)
+    k, v = rng.standard_normal((3, n, 64), dtype=np.float32), rng.standard_normal((3, n, 64), dtype=np.float32)
+    call = SimpleNamespace(q=q, k=k, v=v, mask=np.tril(np.ones((n, n), bool)), causal=True, scale=0.125, softcap=None)
+    kernel = SurveyKernel(1)
+    tq, tk, tv = (torch.from_numpy(a)[None] for a in (q, k, v))
+
+    def ours():
+        with work_threads(n):
+            kernel.layers_done = 0
+            kernel(call)
+
+    def sdpa():  # as transformers calls it for a llama layer: K and V repeated for the query heads
+        with work_threads(n), torch.inference_mode():
+            torch.nn.functional.scaled_dot_product_attention(tq, tk.repeat_interleave(3, 1), tv.repeat_interleave(3, 1),
+                                                             is_causal=True, scale=0.125)
+    return ours, sdpa
 
 
 def _job_bertviz(n: str) -> dict:
