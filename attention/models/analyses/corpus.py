@@ -115,6 +115,8 @@ def _jsonl_texts(text: str) -> list[str]:
             record = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"line {number} is not JSON ({err.msg})") from None
+        except RecursionError:  # nested deeper than Python's recursion limit
+            raise ValueError(f"line {number} is JSON nested too deeply to read") from None
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise ValueError(f"line {number} has no \"text\" field holding a string")
         texts.append(record["text"])

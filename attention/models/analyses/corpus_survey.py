@@ -269,10 +269,12 @@ def load_corpus_survey(source: str | Path | bytes) -> CorpusSurvey:
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"the file has {len(data):,} bytes; a saved survey may have at most {MAX_FILE_BYTES:,}")
     try:
-        header = json.loads(_metadata(data).get("corpus_survey", "null"))
+        header = json.loads(str(_metadata(data).get("corpus_survey", "null")))
         arrays = load(data)
     except (SafetensorError, ValueError, UnicodeDecodeError) as err:
         raise ValueError(f"this is not a saved corpus survey (a .safetensors file): {err}") from None
+    except RecursionError:  # JSON nested deeper than Python's recursion limit
+        raise ValueError("this is not a saved corpus survey: its header is nested too deeply to read") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError("this .safetensors file holds no corpus survey (its metadata has no \"corpus_survey\" "
                          f"header of format “{FORMAT}”)")
@@ -280,14 +282,49 @@ def load_corpus_survey(source: str | Path | bytes) -> CorpusSurvey:
     if missing or any(name not in header for name in _HEADER):
         raise ValueError(f"the saved survey is incomplete (missing: {', '.join(missing) or 'header fields'})")
     try:
-        return CorpusSurvey(
+        found = CorpusSurvey(
             model_name=str(header["model_name"]), texts=tuple(map(str, header["texts"])),
             tokens=tuple(tuple(map(str, t)) for t in header["tokens"]), truncated=int(header["truncated"]),
             max_tokens=int(header["max_tokens"]), include_sinks=bool(header["include_sinks"]),
             **{name: arrays.get(name) for name in _ARRAYS},
             statistics={name: arrays[f"statistic.{name}"] for name in STATISTICS})
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:
         raise ValueError(f"the saved survey's header cannot be read: {err}") from None
+    problem = _inconsistency(found)
+    if problem:
+        raise ValueError(f"the saved survey does not hold together: {problem}")
+    return found
+
+
+def _inconsistency(found: CorpusSurvey) -> str | None:
+    """What in a survey read from a file does not fit together (None: nothing), so that a page never indexes
+    past an array: shapes, and every text, query and key an example or a sample names."""
+    T = len(found.texts)
+    top = (found.top_text, found.top_query, found.top_key, found.top_weight)
+    if len(found.tokens) != T or T == 0:
+        return f"{T} texts but tokens for {len(found.tokens)}"
+    if any(a.ndim != 3 or a.shape != top[0].shape for a in top) or 0 in top[0].shape[:2]:
+        return "the top examples' arrays differ in shape"
+    L, H, _ = top[0].shape
+    if any(a.shape != (T, L, H) for a in found.statistics.values()):
+        return "a statistic is not one value per text and head"
+    if found.sample_text.ndim != 1 or found.sample_position.shape != found.sample_text.shape:
+        return "the sample's arrays differ in shape"
+    named = found.top_text >= 0
+    if found.top_text.max(initial=-1) >= T or (found.sample_text.size and not (
+            (found.sample_text >= 0).all() and found.sample_text.max() < T)):
+        return "an example or a sample names a text the survey does not have"
+    lengths = np.array([len(t) for t in found.tokens])
+    for positions in (found.top_query, found.top_key):
+        if (positions[named] < 0).any() or (positions[named] >= lengths[found.top_text[named]]).any():
+            return "an example names a token past its text's end"
+    if found.sample_text.size and ((found.sample_position < 0).any()
+                                   or (found.sample_position >= lengths[found.sample_text]).any()):
+        return "a sample names a token past its text's end"
+    for sample in (found.q_sample, found.k_sample):
+        if sample is not None and (sample.ndim != 4 or sample.shape[2] != found.sample_text.size):
+            return "the sampled queries or keys do not match the sample"
+    return None
 
 
 def _metadata(data: bytes) -> dict:
@@ -297,4 +334,6 @@ def _metadata(data: bytes) -> dict:
     size = int.from_bytes(data[:8], "little")
     if size > len(data) - 8:
         raise ValueError("the file is cut short: its header claims more bytes than it has")
-    return json.loads(data[8:8 + size].decode("utf-8")).get("__metadata__") or {}
+    header = json.loads(data[8:8 + size].decode("utf-8"))
+    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    return metadata if isinstance(metadata, dict) else {}

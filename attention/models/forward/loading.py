@@ -14,6 +14,7 @@ attention function: they load with transformers' eager attention and show their 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -122,6 +123,7 @@ def _load_folder(name: str, folder: Path, dtype: str = "auto", device_map=None) 
     if not (folder / "config.json").is_file():
         raise ModelUnavailable(f"{folder} holds no config.json: it is not a saved transformers model "
                                "(save one with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)).")
+    _refuse_remote_code(folder / "config.json")
     try:
         config, architecture, model, tokenizer, max_tokens = _from_source(folder, dtype, device_map)
     except NotEnoughMemory as err:
@@ -131,6 +133,22 @@ def _load_folder(name: str, folder: Path, dtype: str = "auto", device_map=None) 
     spec = ModelSpec(name, model_label(name) if name.startswith("local:") else f"{name} (folder)", architecture,
                      max_tokens)
     return LoadedModel(spec=spec, network=_placed(model), tokenizer=tokenizer)
+
+
+def _refuse_remote_code(config_file: Path) -> None:
+    """A config that names code of its own (auto_map: Python files shipped with the model) is refused before
+    anything else is read: this app never runs a model's own code (trust_remote_code stays False)."""
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelUnavailable(f"{config_file} is not a readable JSON config ({type(err).__name__}).") from None
+    if not isinstance(config, dict):
+        raise ModelUnavailable(f"{config_file} is not a transformers config (a JSON object).")
+    if "auto_map" in config:
+        named = config["auto_map"]
+        named = ", ".join(map(str, named)) if isinstance(named, dict) else "its auto_map"
+        raise ModelUnavailable(f"{config_file.parent.name} asks to run code of its own ({named[:200]}): this app never "
+                               "runs a model's own code. Use a model whose family transformers itself implements.")
 
 
 def _placed(model):

@@ -110,13 +110,24 @@ def model_dirs() -> tuple[Path, ...]:
 
 
 def local_models() -> dict[str, Path]:
-    """`local:<root>/<folder>` -> folder, for every subfolder of an allowed root that holds a config.json."""
+    """`local:<root>/<folder>` -> folder, for every subfolder of an allowed root that holds a config.json and
+    none of whose files lead out of the root (a symbolic link to a folder or file elsewhere: left out)."""
     found = {}
     for root in model_dirs():
+        real = root.resolve()
         for folder in sorted(root.iterdir()):
-            if folder.is_dir() and (folder / "config.json").is_file():
+            if folder.is_dir() and (folder / "config.json").is_file() and inside(folder, real):
                 found[f"{LOCAL_PREFIX}{root.name}/{folder.name}"] = folder
     return found
+
+
+def inside(folder: Path, root: Path) -> bool:
+    """Whether `folder` and everything in it resolve to paths under `root` (resolved): no link leads out."""
+    try:
+        return folder.resolve().is_relative_to(root) and all(
+            path.resolve().is_relative_to(root) for path in folder.rglob("*"))
+    except OSError:  # a link loop, a file gone while listed
+        return False
 
 
 def carriers() -> list[str]:

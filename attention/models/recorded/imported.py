@@ -16,7 +16,9 @@ Shapes: L layers, H heads, n query tokens, m key tokens, B batch.
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -25,6 +27,10 @@ from attention.models.recorded.export import sentence_npz
 
 NPZ_MAX_BYTES = 200_000_000  # a file larger than this is refused before it is read
 NPZ_MAX_FLOATS = 400_000_000  # and arrays holding more values than this (1.6 GB of float32) once read
+UNREADABLE = (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, struct.error, NotImplementedError,
+              RuntimeError, KeyError)  # what zipfile and numpy raise on a damaged or odd zip (an encrypted member:
+# RuntimeError; an unknown compression: NotImplementedError; bad deflate data: zlib.error)
+NPZ_MAX_UNPACKED = 4 * NPZ_MAX_FLOATS + 100_000_000  # bytes its members may claim unpacked (their headers, text)
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "<s>", "</s>", "<pad>", "<|endoftext|>", "<|im_start|>",
                   "<|im_end|>", "<bos>", "<eos>", "<unk>", "[UNK]")
 
@@ -128,8 +134,15 @@ def load_npz(data: bytes, *, max_bytes: int = NPZ_MAX_BYTES) -> ModelAttention:
     if not data.startswith(b"PK\x03\x04"):
         raise ValueError("This is not an .npz file (a zip of .npy arrays, as the .npz download writes).")
     try:
+        claimed = sum(member.file_size for member in zipfile.ZipFile(io.BytesIO(data)).infolist())
+    except UNREADABLE as err:
+        raise ValueError(f"This is not a readable .npz file ({type(err).__name__}): was it cut short?") from None
+    if claimed > NPZ_MAX_UNPACKED:  # a zip bomb: a small file whose members claim gigabytes, refused unread
+        raise ValueError(f"The file claims to unpack to {claimed / 1e6:,.0f} MB; up to "
+                         f"{NPZ_MAX_UNPACKED / 1e6:,.0f} MB open here.")
+    try:
         zipfile.ZipFile(io.BytesIO(data)).testzip()  # reads every member's checksum: a file cut short fails here
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
+    except UNREADABLE as err:
         raise ValueError(f"This is not a readable .npz file ({type(err).__name__}): was it cut short?") from None
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
@@ -144,9 +157,13 @@ def load_npz(data: bytes, *, max_bytes: int = NPZ_MAX_BYTES) -> ModelAttention:
         if "unpacks to" in str(err):
             raise
         raise ValueError(f"This is not a result this app wrote: {err}") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
+    except UNREADABLE as err:
         raise ValueError(f"This is not a readable .npz file ({type(err).__name__}): was it cut short?") from None
-    return _result_of(arrays)
+    try:
+        return _result_of(arrays)
+    except (TypeError, IndexError, KeyError, AttributeError, OverflowError) as err:  # a field of the wrong kind
+        raise ValueError(f"This is not a result this app wrote: a field cannot be read ({type(err).__name__}: "
+                         f"{str(err)[:200]}).") from None
 
 
 def _size_of(npz, name: str) -> int:
