@@ -68,7 +68,7 @@ def survey_file_on_ray(load: Callable[[], LoadedModel], corpus_path: str | Path,
             found = dataset.map_batches(_PartSurveyor, fn_constructor_kwargs={"load": load, **settings},
                                         batch_size=1, concurrency=min(workers, len(rows)), num_cpus=1)
             for row in found.iter_rows():
-                yield int(row["first"]), load_corpus_survey(bytes(row["survey"]))
+                yield int(row["first"]), load_corpus_survey(bytes(row["survey"]), first=int(row["first"]))
         except ray.exceptions.RayError as err:  # a worker's error, its cause on the last line
             cause = [line for line in str(err).splitlines() if line.strip()][-1:]
             raise ValueError(f"the survey failed on Ray: {' '.join(cause) or type(err).__name__}") from err

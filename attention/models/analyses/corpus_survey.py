@@ -259,9 +259,11 @@ def survey_bytes(found: CorpusSurvey) -> bytes:
     return save(arrays, metadata={"corpus_survey": json.dumps(header)})
 
 
-def load_corpus_survey(source: str | Path | bytes) -> CorpusSurvey:
+def load_corpus_survey(source: str | Path | bytes, *, first: int = 0) -> CorpusSurvey:
     """A survey saved by CorpusSurvey.save, from a path or the file's bytes; ValueError, in words for the user,
-    for a file that is not one (another format, a truncated file, missing arrays). Never unpickles."""
+    for a file that is not one (another format, a truncated file, missing arrays, parts that do not fit
+    together). Never unpickles. `first`: for a part of a larger corpus (corpus_survey's `first`), the number
+    its first text has there: its examples name texts first...first + T - 1."""
     from safetensors import SafetensorError
     from safetensors.numpy import load
 
@@ -290,15 +292,16 @@ def load_corpus_survey(source: str | Path | bytes) -> CorpusSurvey:
             statistics={name: arrays[f"statistic.{name}"] for name in STATISTICS})
     except (TypeError, ValueError, OverflowError) as err:
         raise ValueError(f"the saved survey's header cannot be read: {err}") from None
-    problem = _inconsistency(found)
+    problem = _inconsistency(found, first)
     if problem:
         raise ValueError(f"the saved survey does not hold together: {problem}")
     return found
 
 
-def _inconsistency(found: CorpusSurvey) -> str | None:
+def _inconsistency(found: CorpusSurvey, first: int = 0) -> str | None:
     """What in a survey read from a file does not fit together (None: nothing), so that a page never indexes
-    past an array: shapes, and every text, query and key an example or a sample names."""
+    past an array: shapes, and every text, query and key an example or a sample names (texts numbered from
+    `first`)."""
     T = len(found.texts)
     top = (found.top_text, found.top_query, found.top_key, found.top_weight)
     if len(found.tokens) != T or T == 0:
@@ -311,15 +314,14 @@ def _inconsistency(found: CorpusSurvey) -> str | None:
     if found.sample_text.ndim != 1 or found.sample_position.shape != found.sample_text.shape:
         return "the sample's arrays differ in shape"
     named = found.top_text >= 0
-    if found.top_text.max(initial=-1) >= T or (found.sample_text.size and not (
-            (found.sample_text >= 0).all() and found.sample_text.max() < T)):
+    texts, sampled = found.top_text[named] - first, found.sample_text - first  # from 0 in this file
+    if (texts < 0).any() or (texts >= T).any() or (sampled < 0).any() or (sampled >= T).any():
         return "an example or a sample names a text the survey does not have"
     lengths = np.array([len(t) for t in found.tokens])
     for positions in (found.top_query, found.top_key):
-        if (positions[named] < 0).any() or (positions[named] >= lengths[found.top_text[named]]).any():
+        if (positions[named] < 0).any() or (positions[named] >= lengths[texts]).any():
             return "an example names a token past its text's end"
-    if found.sample_text.size and ((found.sample_position < 0).any()
-                                   or (found.sample_position >= lengths[found.sample_text]).any()):
+    if (found.sample_position < 0).any() or (found.sample_position >= lengths[sampled]).any():
         return "a sample names a token past its text's end"
     for sample in (found.q_sample, found.k_sample):
         if sample is not None and (sample.ndim != 4 or sample.shape[2] != found.sample_text.size):
