@@ -25,6 +25,17 @@ BAD_TEXT = {
     "zero_width": "\u200b\u200c\u200d\ufeff",
     "many_pieces": "Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism",
     "html": '<img src=x onerror="window.__xss=1"> </script><b>bold</b> bank',
+    "bidi": "the \u202eknab reviR\u202c bank \u2066\u2067x\u2069 \u202dend",  # overrides and isolates
+    "only_emoji": "🙂🔥🏦👩‍👩‍👧‍👦🇫🇷",
+}
+MAX_CHARS = ("The river bank was quiet and the money stayed in the bank. " * 1100)[:60_000]  # the text box's limit
+NEWER_TEXT_BOXES = {  # the text boxes the list above does not reach: id -> (page, a widget to set first, boxes)
+    "circuits": ("pages/circuits.py", None, [("text_input", "circ.corrupt", 2_000), ("text_input", "circ.target", 40)]),
+    "predictions": ("pages/predictions.py", None, [("text_input", "pred.target", 40)]),
+    "predictions, an encoder": ("pages/predictions.py", ("selectbox", "model", "minilm"),
+                                [("text_input", "pred.word", 40)]),
+    "positions": ("pages/positions.py", ("toggle", "pos.real", True), [("text_input", "pos.text", 400)]),
+    "bottleneck": ("pages/bottleneck.py", None, [("text_input", "bn.digits", 200)]),
 }
 TEXT_WIDGETS = {  # page -> (widget kind, key, max chars)
     "pages/model_heads.py": ("text_area", "text", 20_000),
@@ -63,6 +74,38 @@ def test_bad_text_gives_a_message_never_a_traceback(page, name):
         assert not re.search(r"(?<!\\)<(img|b>|/script)", messages)
         if page.endswith("model_heads.py"):
             assert "&lt;" in specs(at)  # the tokens are there, as literal text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(NEWER_TEXT_BOXES))
+def test_every_other_text_box_takes_hostile_text(case):
+    """The text boxes of the circuits, predictions, positions and bottleneck pages, each hostile text in turn
+    in one session (the sentence box of those pages is above): a message or a result, never a traceback, and
+    markup shown as text."""
+    page, first, boxes = NEWER_TEXT_BOXES[case]
+    at = open_page(page)
+    if first:
+        kind, key, value = first
+        getattr(at, kind)(key=key).set_value(value).run()
+    for kind, key, limit in boxes:
+        for name, text in BAD_TEXT.items():
+            getattr(at, kind)(key=key).set_value(text[:limit]).run()
+            assert not at.exception, (key, name, at.exception)
+            assert at.get("plotly_chart") or at.warning or at.error or at.info or at.success, (key, name)
+            messages = " ".join(m.value for m in (*at.warning, *at.error, *at.success, *at.info))
+            assert "<img" not in specs(at) and not re.search(r"(?<!\\)<(img|b>|/script)", messages), (key, name)
+
+
+@pytest.mark.slow
+def test_the_longest_text_a_box_takes_is_cut_to_the_models_limit_with_a_notice():
+    """60,000 characters (MAX_TEXT_CHARS, the sentence box's limit) on Model heads: a notice, the grid."""
+    from attention.models import MAX_TEXT_CHARS
+
+    assert len(MAX_CHARS) == MAX_TEXT_CHARS
+    at = open_page("pages/model_heads.py")
+    at.text_area(key="text").set_value(MAX_CHARS).run()
+    assert not at.exception, at.exception
+    assert any("reads at most 512" in w.value for w in at.warning) and at.get("plotly_chart")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
