@@ -109,7 +109,7 @@ def target_and_foil(prefix: str, att: ModelAttention, tokenizer, defaults: tuple
 def sentence_and_model(default: str = DEFAULT_TEXT, model: str = DEFAULT_ENCODER) -> tuple[str, str]:
     """The sentence box and, beside it, the model picker (both kept in the URL and across model pages).
     Returns (model, text)."""
-    c1, c2 = st.columns([2, 1])  # at 800 px a quarter of the row cut "SmolLM2-135M" to "SmolLM2-", 3/10 to "SmolLM2-135"
+    c1, c2 = st.columns([2, 1])  # at 800 px a quarter of the row cut "SmolLM2-135M" to "SmolLM2-", 3/10 to "…-135"
     limits = ", ".join(f"{spec.max_tokens:,} for {spec.label}" for spec in BUNDLED.values())
     text = c1.text_area("Sentence", value=carried("text", default), key="text", bind="query-params",
                         max_chars=MAX_TEXT_CHARS, height=80, help=f"Tokens read at most: {limits}.")
