@@ -134,16 +134,15 @@ def load_npz(data: bytes, *, max_bytes: int = NPZ_MAX_BYTES) -> ModelAttention:
     if not data.startswith(b"PK\x03\x04"):
         raise ValueError("This is not an .npz file (a zip of .npy arrays, as the .npz download writes).")
     try:
-        claimed = sum(member.file_size for member in zipfile.ZipFile(io.BytesIO(data)).infolist())
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        claimed = sum(member.file_size for member in archive.infolist())
+        if claimed <= NPZ_MAX_UNPACKED:  # else a zip bomb: a small file whose members claim gigabytes, unread
+            archive.testzip()  # reads every member's checksum: a file cut short fails here
     except UNREADABLE as err:
         raise ValueError(f"This is not a readable .npz file ({type(err).__name__}): was it cut short?") from None
-    if claimed > NPZ_MAX_UNPACKED:  # a zip bomb: a small file whose members claim gigabytes, refused unread
+    if claimed > NPZ_MAX_UNPACKED:
         raise ValueError(f"The file claims to unpack to {claimed / 1e6:,.0f} MB; up to "
                          f"{NPZ_MAX_UNPACKED / 1e6:,.0f} MB open here.")
-    try:
-        zipfile.ZipFile(io.BytesIO(data)).testzip()  # reads every member's checksum: a file cut short fails here
-    except UNREADABLE as err:
-        raise ValueError(f"This is not a readable .npz file ({type(err).__name__}): was it cut short?") from None
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             sizes = {name: _size_of(npz, name) for name in npz.files}
