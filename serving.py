@@ -274,6 +274,7 @@ def running_class(processes: int, port: int | None = None, address: str = "127.0
                 log = (Path(folder) / "error.log").read_text() if (Path(folder) / "error.log").exists() else ""
                 raise RuntimeError(f"nginx did not start (exit {proc.poll()}): {log[-1000:]}")
             url.pid, url.pids, url.log = apps[0].pid, [a.pid for a in apps], Path(folder) / "error.log"
+            url.app_logs = [a.log for a in apps]
             url.backends = [a.removeprefix("http://") for a in apps]
             yield url
         finally:
@@ -322,13 +323,14 @@ def free_port() -> int:
 
 class ServerUrl(str):
     """The base URL of a running server; `.pid` is the streamlit process, `.log` its output file; behind
-    nginx (running_class), `.pids` lists every app process, `.pid` is the first and `.backends` their
-    addresses (host:port)."""
+    nginx (running_class), `.pids` lists every app process, `.pid` is the first, `.backends` their
+    addresses (host:port), `.app_logs` their output files and `.log` nginx's error log."""
 
     pid: int
     log: Path
     pids: list[int]
     backends: list[str]
+    app_logs: list[Path]
 
 
 def healthy(url: str, proc: subprocess.Popen, timeout: float) -> bool:

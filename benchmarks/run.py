@@ -148,7 +148,7 @@ def class_lines(b: dict) -> list[str]:
         lines += ["", f"{one['sessions']} sessions (each its own browser context, all in one headless Chromium on "
                   f"this machine's cores too) on Model heads, MiniLM, each pressing Ctrl+Enter on a new 16-token "
                   f"sentence at the same moment; sentence → grid painted on each session's own clock, "
-                  f"{one['n'] // max(one['sessions'], 1)} rounds:", "",
+                  f"{one['rounds']} rounds:", "",
                   "| served by | median | p95 | max | errors |", "| --- | --- | --- | --- | --- |",
                   f"| one app process (`make run`) | {one['median']:.0f} ms | {one['p95']:.0f} ms | "
                   f"{one['max']:.0f} ms | {one['errors']} |"]
@@ -160,9 +160,15 @@ def class_lines(b: dict) -> list[str]:
                       + ", ".join(f"{x:.0f} MB" for x in many["rss_mb"]) + "."]
         else:
             lines += ["", "Behind nginx: not measured (/usr/sbin/nginx is not installed: `make nginx`)."]
-        said = [text for run in (one, many or {}) for text in run.get("error_texts", [])]
-        if said:
-            lines += ["", "What the sessions with an error showed: " + "; ".join(f"“{t}”" for t in said)]
+        for run, name in ((one, "one process"), (many, "behind nginx")):
+            if run and run["error_texts"]:
+                lines += ["", f"What the sessions with an error showed ({name}): "
+                          + "; ".join(f"“{t}”" for t in run["error_texts"])]
+            if run and run["server_errors"]:
+                lines += ["", f"What the app processes logged ({name}): "
+                          + "; ".join(f"`{t}`" for t in run["server_errors"])]
+            elif run:
+                lines += ["", f"The app processes' logs ({name}): no traceback, no error line."]
     return lines
 
 
