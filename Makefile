@@ -5,7 +5,7 @@ PORT ?= 8501
 # apt needs root; CI runs as root, a developer may have sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install install-dev browser nginx run class test bench bench-smoke clean
+.PHONY: install install-dev browser nginx run class test bench bench-smoke soak clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -58,6 +58,11 @@ test: install-dev browser nginx
 bench: install-dev browser nginx $(VENV)/.installed-bench
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.families
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
+
+# A class for 20 minutes (benchmarks/soak.py): 2 app processes behind nginx, 8 browser sessions walking the
+# pages with random inputs, then one process killed; its figures go into docs/benchmarks.md. Not in make test.
+soak: install-dev browser nginx
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -44,9 +44,20 @@ def short_work_threads() -> None:
     of the last set_num_threads anywhere in the process: during a scan (every core) a page's Job thread then ran
     its short pass on two threads fighting the scan and the browser for two busy cores. No-op before torch
     is loaded."""
-    torch = sys.modules.get("torch")
+    torch = _torch_if_loading()
     if torch is not None:
         torch.set_num_threads(torch_threads())
+
+
+def _torch_if_loading():
+    """torch once any thread has begun importing it, else None. Not sys.modules["torch"] itself: while another
+    session's thread is still importing torch (seconds, on a fresh server) that module is half made and has
+    no set_num_threads yet, which failed the first pages of a class (issue 33); `import` waits for it."""
+    if "torch" not in sys.modules:
+        return None
+    import torch
+
+    return torch
 
 
 MALLOC_ARENA_MAX = 2  # glibc arenas: Streamlit runs each rerun in a new thread, each thread would get one
@@ -78,10 +89,10 @@ def configure_process() -> None:
         return
     _configured = True
     threads = torch_threads()
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
-    else:
-        os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # for a torch not imported yet
+    torch = _torch_if_loading()
+    if torch is not None:  # imported, or being imported by another session's thread: waited for
+        torch.set_num_threads(threads)
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
@@ -227,6 +238,13 @@ http {{
         least_conn;
 {servers}
     }}
+    # A process that is gone (killed, crashed): the browsers it served reconnect to the next one as backup,
+    # and the cookie then names the process that answered (the last address nginx tried).
+{failover}
+    map $upstream_addr $explorer_answered {{
+        "~(?<last>[^ ,]+)$" $last;
+        default "";
+    }}
     server {{
         listen {address}:{port};
         location / {{
@@ -238,7 +256,7 @@ http {{
             proxy_read_timeout 1d;  # a session's websocket stays open while the tab is
             proxy_send_timeout 1d;
             proxy_buffering off;
-            add_header Set-Cookie "explorer_backend=$upstream_addr; Path=/; HttpOnly; SameSite=Lax" always;
+            add_header Set-Cookie "explorer_backend=$explorer_answered; Path=/; HttpOnly; SameSite=Lax" always;
         }}
     }}
 }}
@@ -247,11 +265,18 @@ http {{
 
 def nginx_config(app_ports: list[int], port: int, address: str, folder: Path) -> str:
     """nginx.conf that serves `address:port` from the app processes on 127.0.0.1:`app_ports`, websockets
-    proxied and each browser kept on one process (a Streamlit session lives in one process's memory)."""
+    proxied, each browser kept on one process (a Streamlit session lives in one process's memory) while that
+    process answers, and sent to the others in turn when it does not."""
     backends = [f"127.0.0.1:{p}" for p in app_ports]
+    failover = []
+    for i, b in enumerate(backends):
+        others = backends[i + 1:] + backends[:i]
+        failover += [f"    upstream backend{i} {{", f"        server {b};",
+                     *(f"        server {o} backup;" for o in others), "    }"]
     return NGINX_CONFIG.format(folder=folder, address=address, port=port,
-                               routes="\n".join(f'        "{b}" {b};' for b in backends),
-                               servers="\n".join(f"        server {b};" for b in backends))
+                               routes="\n".join(f'        "{b}" backend{i};' for i, b in enumerate(backends)),
+                               servers="\n".join(f"        server {b};" for b in backends),
+                               failover="\n".join(failover))
 
 
 @contextlib.contextmanager

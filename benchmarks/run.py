@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import platform
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from attention.toy import examples as ex
 from benchmarks import browser as bb
-from benchmarks import compute
+from benchmarks import compute, soak
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {  # figure -> (target text, check)
@@ -472,6 +473,8 @@ def report(r: dict, smoke: bool) -> str:
     lines += corpus_lines(r["corpus"])
     lines += qk_lines(r["qk"], r.get("ray"))
     lines += big_lines(r["big"]) + gpu_lines(r["gpu"])
+    if soak.RESULT.exists() and not smoke:  # make soak's last run (20 minutes: not part of make bench)
+        lines += ["", *soak.lines(json.loads(soak.RESULT.read_text()))]
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]

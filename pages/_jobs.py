@@ -22,6 +22,7 @@ import contextvars
 import gc
 import hashlib
 import inspect
+import logging
 import threading
 from collections.abc import Callable
 
@@ -47,6 +48,7 @@ from attention.models import (
 from pages._text import md
 
 LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
+LOG = logging.getLogger("attention_explorer")
 HUGE_TEXT_CHARS = 8_000  # above this (~2,000 tokens, a SmolLM2 result of ~0.4 GB) collect garbage first
 
 
@@ -94,11 +96,23 @@ def follow(job: Job):
 
 
 def follow_or_stop(job: Job):
-    """A job's result; a ValueError (the user's input cannot be read) becomes a message that ends the page."""
+    """A job's result. A ValueError (the user's input cannot be read) becomes a warning that ends the page;
+    any other failure of the work (a model that raises inside its forward pass, memory running out) an error
+    box that says so, its traceback going to the server's log: the page ends, the server goes on serving,
+    and the failed job is not kept, so the next run tries again."""
     try:
         return follow(job)
     except ValueError as err:
         st.warning(md(err))
+        st.stop()
+    except Exception as err:
+        LOG.error("%s failed", job.message, exc_info=err)
+        out_of_memory = type(err).__name__ in ("MemoryError", "OutOfMemoryError")
+        st.error(f"**{md(job.message.rstrip('…'))} failed: {'memory ran out' if out_of_memory else 'the work raised'} "
+                 f"{type(err).__name__}.** {md(str(err)[:300])}\n\n"
+                 + ("Try a shorter text or a smaller precision. " if out_of_memory else "")
+                 + "Nothing else is affected: other texts, models and pages still work (the server's log has the "
+                 "details).")
         st.stop()
 
 

@@ -11,6 +11,7 @@ from attention.models import (
     DEFAULT_DECODER,
     DEFAULT_ENCODER,
     DTYPES,
+    LOCAL_PREFIX,
     MAX_TEXT_CHARS,
     NPZ_MAX_BYTES,
     SMALL_MODEL_BYTES,
@@ -51,8 +52,13 @@ def pick_model(col=st, default: str = DEFAULT_ENCODER) -> str:
 
 
 def _model_name(col, default: str) -> str:
-    options = list(BUNDLED) + list(local_models()) + [OTHER]  # an operator's folders: ATTENTION_EXPLORER_MODEL_DIRS
-    carried_model = carried("model", default)  # a folder the operator has since removed falls back to the default
+    listed = list(local_models())  # an operator's folders: ATTENTION_EXPLORER_MODEL_DIRS, read at every run
+    carried_model = carried("model", default)
+    # A folder this session chose that the operator has since removed stays in the list, so the page says
+    # so when it is loaded (or goes on from memory when it already was) instead of showing another model.
+    chosen = (st.session_state.get("model"), st.query_params.get("model"), carried_model)
+    gone = [x for x in dict.fromkeys(chosen) if isinstance(x, str) and x.startswith(LOCAL_PREFIX) and x not in listed]
+    options = list(BUNDLED) + listed + gone + [OTHER]
     index = options.index(carried_model if carried_model in options else default)
     bundled = "; ".join(f"{spec.label}: {spec.about}" for spec in BUNDLED.values())
     choice = col.selectbox("Model", options, index=index, key="model", bind="query-params", format_func=model_label,

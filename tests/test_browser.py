@@ -201,6 +201,30 @@ def test_markup_in_a_sentence_is_shown_as_text_never_run(app_url, browser):
     page.close()
 
 
+@pytest.mark.slow
+def test_markup_in_the_newer_pages_text_boxes_is_shown_as_text_never_run(app_url, browser):
+    """The hostile-text suite runs on every text box in AppTest (tests/test_hostile.py); here once in the
+    browser on the pages added since: the digits to reverse, the positions page's sentence for SmolLM2, and
+    the corrupted prompt of What heads do. No injected script runs, no injected tag is drawn."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    boxes = [("bottleneck", {"bn.digits": INJECTION}, None), ("positions", {"pos.real": "true"}, "pos-text"),
+             ("circuits", {}, "circ-corrupt")]
+    for name, params, key in boxes:
+        page.goto(page_url(app_url, name, **params))
+        wait_idle(page, timeout=180_000)
+        if key:
+            box = page.locator(f".st-key-{key} input").first
+            box.fill(INJECTION)
+            box.press("Enter")
+            page.wait_for_timeout(300)
+            wait_idle(page, timeout=180_000)
+            assert box.input_value() == INJECTION  # kept as typed, the markup included
+        assert page.locator("[data-testid='stException']").count() == 0, name
+        assert page.evaluate("() => window.__xss") is None, name  # before the next page load clears it
+        assert page.locator("main img[src='x']").count() == 0 and page.locator("main b", has_text="bold").count() == 0
+    page.close()
+
+
 def _chart(page, key: str):
     """The Plotly graph of the chart whose Streamlit key is `key` (its container has the class st-key-<key>,
     dots written as dashes)."""

@@ -3,10 +3,13 @@
 Checked over HTTP and a websocket, without a browser: a new browser is sent to the process with the
 fewest connections and told which one by a cookie; every later request carrying it, the websocket
 included, reaches that process (a Streamlit session lives in one process's memory); a cookie naming
-anything else is not followed. The load test, one process against several, is in `make bench`.
+anything else is not followed; when a process dies, its browsers reach another (make soak kills one under
+load, with browsers watching). The load test, one process against several, is in `make bench`.
 """
 
 import asyncio
+import os
+import signal
 import urllib.request
 from http.cookies import SimpleCookie
 
@@ -38,7 +41,7 @@ async def open_session_socket(url: str, cookie: str) -> None:
     socket.close()
 
 
-def test_browsers_are_spread_over_the_processes_and_each_stays_on_its_own():
+def test_browsers_are_spread_over_the_processes_each_stays_on_its_own_and_moves_when_it_dies():
     with running_class(2) as url:
         assert sorted(url.backends) == sorted(set(url.backends)) and len(url.backends) == 2
         first, second = backend_of(url + "/"), backend_of(url + "/")
@@ -47,6 +50,13 @@ def test_browsers_are_spread_over_the_processes_and_each_stays_on_its_own():
             assert {backend_of(url + "/model_heads", backend) for _ in range(4)} == {backend}
             asyncio.run(open_session_socket(url, backend))  # websockets are proxied, to the cookie's process
         assert backend_of(url + "/", "evil.example:80") in url.backends  # not followed: a process of ours
+        # A process killed: its browsers reach the other one, and the cookie then names that one.
+        dead, alive = url.backends
+        os.kill(url.pids[0], signal.SIGKILL)
+        os.waitpid(url.pids[0], 0)
+        assert backend_of(url + "/model_heads", dead) == alive
+        asyncio.run(open_session_socket(url, dead))  # the reconnecting websocket too
+        assert {backend_of(url + "/") for _ in range(3)} == {alive}  # new browsers: only the live one
 
 
 def test_a_missing_nginx_says_how_to_install_it(monkeypatch):

@@ -161,8 +161,8 @@ def test_an_operators_root_offers_no_folder_that_leads_out_of_it(tmp_path, tok, 
     (root / "leaky" / "secret.txt").symlink_to(tmp_path / "elsewhere" / "outside" / "config.json")  # a file
     monkeypatch.setenv("ATTENTION_EXPLORER_MODEL_DIRS", str(root))
     assert sorted(local_models()) == ["local:models/plain"]
-    with pytest.raises(ModelUnavailable, match="allowlist"):  # an unlisted name is a hub id, not a path
-        load_model("local:models/linked", paths=False)
+    with pytest.raises(ModelUnavailable, match="not among the operator's model folders"):
+        load_model("local:models/linked", paths=False)  # never opened as a path or a hub id
 
 
 def test_weights_in_a_pickle_file_never_run_code(tmp_path, tok):

@@ -37,6 +37,7 @@ from attention.models.forward.registry import (
     DEFAULT_ENCODER,
     DEFAULT_MODEL,
     DTYPES,
+    LOCAL_PREFIX,
     ModelSpec,
     ModelUnavailable,
     hub_allowlist,
@@ -51,9 +52,10 @@ from attention.models.forward.tokens import default_focus, find_word, last_word
 
 __all__ = [
     "BROAD_FRACTION", "BUNDLED", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "DTYPES", "GUARD_GAP",
-    "MAX_TEXT_CHARS", "MEMORY_ENV", "METRICS", "REQUESTER", "MemoryPlan", "NotEnoughMemory", "SINKS_NOTE",
-    "SMALL_MODEL_BYTES", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel", "ModelAttention",
-    "ModelCheck", "ModelSpec", "ModelUnavailable", "attend", "default_focus", "find_word", "Progress", "from_model",
-    "has_lm_head", "hub_allowlist", "last_word", "load_model", "local_models", "model_key", "model_label",
-    "own_attention", "plan_memory", "rotary_base", "split_model_key", "survey", "weight_bytes",
+    "LOCAL_PREFIX", "MAX_TEXT_CHARS", "MEMORY_ENV", "METRICS", "REQUESTER", "MemoryPlan", "NotEnoughMemory",
+    "SINKS_NOTE", "SMALL_MODEL_BYTES", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel",
+    "ModelAttention", "ModelCheck", "ModelSpec", "ModelUnavailable", "attend", "default_focus", "find_word",
+    "Progress", "from_model", "has_lm_head", "hub_allowlist", "last_word", "load_model", "local_models",
+    "model_key", "model_label", "own_attention", "plan_memory", "rotary_base", "split_model_key", "survey",
+    "weight_bytes",
 ]

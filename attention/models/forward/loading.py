@@ -31,6 +31,7 @@ from attention.models.forward.registry import (
     BUNDLED,
     DTYPES,
     INSTALL_COMMAND,
+    LOCAL_PREFIX,
     ModelSpec,
     ModelUnavailable,
     cache_dir,
@@ -73,6 +74,9 @@ def load_model(name: str, *, dtype: str = "auto", device_map: str | dict | None 
         loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress), dtype)
     elif name in (local := local_models()):
         loaded = _load_folder(name, local[name], dtype, device_map)
+    elif name.startswith(LOCAL_PREFIX):
+        raise ModelUnavailable(f"{model_label(name)} is not among the operator's model folders now (deleted, moved "
+                               "or emptied since the list was made, or a link out of its root): pick another model.")
     elif paths and _is_path(name):
         loaded = _load_folder(name, Path(name).expanduser(), dtype, device_map)
     else:
@@ -236,17 +240,24 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
         model.hf_quantizer = None  # save_pretrained refuses a model still marked as gguf-quantized
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
+    except Exception as err:  # corrupt file, missing gguf/accelerate, ...
+        raise ModelUnavailable(f"Could not convert SmolLM2 from {GGUF_NAME}: {type(err).__name__}: {err}. "
+                               "Check that `gguf` and `accelerate` are installed and the file is intact.") from err
+    tmp = None
+    try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".smollm2-"))
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)  # atomic: a half-written copy is never taken for a good one
-    except ModelUnavailable:
-        raise
-    except Exception as err:  # corrupt file, missing gguf/accelerate, disk full, ...
-        raise ModelUnavailable(f"Could not convert SmolLM2 from {GGUF_NAME}: {type(err).__name__}: {err}. "
-                               "Check that `gguf` and `accelerate` are installed and the file is intact.") from err
+    except Exception as err:  # the cache folder read-only, full, or not a folder: nothing half-written is kept
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        said = getattr(err, "strerror", None) or f"{type(err).__name__}: {str(err)[:200]}"
+        raise ModelUnavailable(f"SmolLM2 could not be saved into the cache folder {out.parent} ({said}; read-only "
+                               "or full?). Free some space there, "
+                               "or set ATTENTION_EXPLORER_CACHE to a writable folder, then try again.") from err
     progress("SmolLM2 converted and cached.")
     return out
 

@@ -1,0 +1,117 @@
+"""Faults a running server meets (issue 33): each gets a message, and the server goes on serving.
+
+A model folder deleted while the app lists it; the cache folder read-only or full when SmolLM2 is first
+converted; a model that raises inside its forward pass. (An app process killed under load is make soak's
+and tests/test_class.py's; hostile files are tests/test_hostile_files.py's.)
+"""
+
+import errno
+import shutil
+
+import pytest
+
+from attention.models import ModelUnavailable, load_model
+from attention.models.forward import loading
+from benchmarks.families import saved
+from tests.test_pages import chart, open_page
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_model_folder_deleted_while_listed_gets_a_message(tmp_path, tok, monkeypatch):
+    root = tmp_path / "models"
+    saved("llama", root / "plain", tok)
+    saved("llama", root / "doomed", tok)
+    monkeypatch.setenv("ATTENTION_EXPLORER_MODEL_DIRS", str(root))
+    at = open_page("pages/model_heads.py")
+    assert "models/doomed (local folder)" in at.selectbox(key="model").options
+    shutil.rmtree(root / "doomed")  # after the list was drawn, before it is picked
+    at.selectbox(key="model").set_value("local:models/doomed").run()
+    assert not at.exception
+    assert any("not among the operator's model folders now" in e.value for e in at.error), at.error
+    at.selectbox(key="model").set_value("local:models/plain").run()  # the server goes on: another works
+    assert not at.exception and not at.error and chart(at, "heads.grid")
+    with pytest.raises(ModelUnavailable, match="not among"):
+        load_model("local:models/doomed")
+
+
+class _Tiny:
+    """Stands in for SmolLM2 converted from its GGUF file (15 s): what matters here is saving it."""
+
+    def __init__(self, fail: OSError | None):
+        self.config, self.fail = object(), fail
+
+    def save_pretrained(self, folder):
+        (folder / "model.safetensors").write_bytes(b"\0" * 1000)  # half a copy, then the disk fills
+        if self.fail:
+            raise self.fail
+
+
+@pytest.mark.parametrize("fault", ["read-only", "full"])
+def test_a_cache_folder_read_only_or_full_gets_a_message_and_keeps_nothing_half_written(fault, tmp_path, monkeypatch):
+    import transformers
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(cache))
+    full = OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda *a, **k: _Tiny(full if fault == "full" else None))
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: _Tiny(None))
+    if fault == "read-only":  # as root, chmod does not stop a write: the folder refuses as a read-only mount does
+        def refuse(*a, **k):
+            raise OSError(errno.EROFS, "Read-only file system")
+        monkeypatch.setattr(loading.tempfile, "mkdtemp", refuse)
+    with pytest.raises(ModelUnavailable, match="ATTENTION_EXPLORER_CACHE") as err:
+        loading.smollm2_dir(lambda message: None)
+    assert ("Read-only file system" if fault == "read-only" else "No space left") in str(err.value)
+    assert str(cache) in str(err.value)
+    assert not cache.exists() or not any(cache.iterdir())  # no half-written copy to be taken for a good one
+
+
+def test_a_model_that_raises_inside_its_forward_pass_gets_a_message_and_the_next_text_works(monkeypatch):
+    from transformers.models.bert import modeling_bert
+
+    at = open_page("pages/model_heads.py")  # MiniLM (a BertModel) loaded and checked first
+    forward = modeling_bert.BertModel.forward
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("an illegal memory access was encountered")
+    monkeypatch.setattr(modeling_bert.BertModel, "forward", broken)
+    at.text_area(key="text").set_value("The forward pass breaks on this sentence").run()
+    assert not at.exception
+    assert any("RuntimeError" in e.value and "illegal memory access" in e.value for e in at.error), at.error
+    monkeypatch.setattr(modeling_bert.BertModel, "forward", forward)
+    at.text_area(key="text").set_value("The forward pass works on this one").run()
+    assert not at.exception and not at.error and chart(at, "heads.grid")
+    at.text_area(key="text").set_value("The forward pass breaks on this sentence").run()  # the failure was not kept
+    assert not at.exception and not at.error and chart(at, "heads.grid")
+
+
+RACE = """
+import os, sys, threading, time
+import serving
+threading.Thread(target=lambda: __import__("torch"), daemon=True).start()  # a model page's first import
+while "torch" not in sys.modules:  # a toy page's first run, while torch is still being imported
+    time.sleep(0.0005)
+half_made = not hasattr(sys.modules["torch"], "set_num_threads")
+serving.configure_process()
+import torch
+print(half_made, torch.get_num_threads())
+"""
+
+
+def test_the_first_pages_of_a_fresh_server_do_not_trip_over_torch_half_imported():
+    """On a fresh server one session's page imports torch (seconds) while another's first run configures the
+    process: it must wait for torch, not call into the half-made module (AttributeError: partially initialized
+    module 'torch', seen by make soak)."""
+    import subprocess
+    import sys
+
+    import serving
+
+    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=120,
+                          env={**serving.app_environment(), "ATTENTION_EXPLORER_TORCH_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    half_made, threads = done.stdout.split()
+    assert half_made == "True"  # the race was met: torch was half made when the process was configured
+    assert threads == "1"
