@@ -251,8 +251,8 @@ def summarise(r: dict) -> dict:
 def lines(r: dict) -> list[str]:
     """The soak's section of docs/benchmarks.md."""
     s = summarise(r)
-    rss_rows = [f"| {i + 1} | " + " | ".join(f"{x:.0f} MB" if x else "gone" for x in row["rss_mb"]) + " |"
-                for i, row in enumerate(r["rss"])]
+    rss_rows = [f"| {row['at'] / 60:.0f} | " + " | ".join(f"{x:.0f} MB" if x else "gone" for x in row["rss_mb"]) + " |"
+                for row in r["rss"]]
     k = s["after_kill"]
     return [
         SECTION, "",
@@ -279,8 +279,8 @@ def lines(r: dict) -> list[str]:
                     for who, xs in k["first_action_s"].items() if xs) + ".", "",
         "| minute | actions | p95 page time | errors |", "| --- | --- | --- | --- |",
         *(f"| {m['minute']} | {m['actions']} | {m['p95_s']:.2f} s | {m['errors']} |" for m in s["minutes"]), "",
-        "| minute | " + " | ".join(f"RSS, process {i + 1}" for i in range(r["processes"])) + " |",
-        "| --- |" + " --- |" * r["processes"], *rss_rows, "",
+        "| minutes in | " + " | ".join(f"RSS, process {i + 1}" for i in range(r["processes"])) + " |",
+        "| --- |" + " --- |" * r["processes"], *rss_rows, "", "Process 1 is the one killed after the soak.", "",
         *(["Errors seen: " + "; ".join(f"“{e}”" for e in s["errors"] + k["errors"])] if s["errors"] or k["errors"]
           else ["Errors seen: none."]),
     ]
