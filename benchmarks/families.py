@@ -266,7 +266,7 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         "  dtype (bfloat16: 0.063, float16: 0.0079), states the measured gap and this bound, and refuses above it.",
         "  Measured: SmolLM2 0.033 in bfloat16 and 0.0054 in float16; MiniLM 0.011 and 0.0014; the tiny families",
         "  0.0016-0.0044 and 0.0002-0.0006 (tests/test_dtypes.py). In half precision each layer's output is the",
-        "  model's own kernel's (ours stands in only in float32).",
+        "  model's own kernel's (ours stands in only in float32). In the app: the Precision picker beside the model.",
         "- **memory** (attention.models.plan_memory, before any weight is read): the weights from the config on the",
         "  meta device × the dtype's bytes, plus per token of input q, k, v of every layer and the hidden states in",
         "  float32 and the pass's activations, plus the mask per pair of tokens, plus the largest tensor twice while",
