@@ -324,7 +324,8 @@ WATCH_GRID = """
 # What a page shows that its user would call an error: a traceback, an error box, or the connection lost.
 PAGE_ERRORS = """() => [
   ...[...document.querySelectorAll("[data-testid='stException']")].map(e => 'exception: ' + e.innerText),
-  ...[...document.querySelectorAll("[data-testid='stAlertContentError']")].map(e => 'error box: ' + e.innerText),
+  ...[...document.querySelectorAll("[data-testid='stAlertContentError']")]
+     .filter(e => !e.closest("[data-testid='stException']")).map(e => 'error box: ' + e.innerText),
   ...[...document.querySelectorAll("[data-testid='stConnectionStatus']")].map(e => 'connection: ' + e.innerText),
 ].map(t => t.slice(0, 300))"""
 

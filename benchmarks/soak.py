@@ -77,6 +77,16 @@ def sentence(rng: random.Random) -> str:
     return f"{rng.choice(SENTENCES)} {rng.choice(EXTRA)}"
 
 
+async def new_text(field, rng: random.Random) -> str:
+    """A sentence for `field` that differs from what it holds once cut to its length limit (a box that keeps
+    40 characters would otherwise get the same text twice, and an unchanged box starts no run)."""
+    text, limit = sentence(rng), int(await field.get_attribute("maxlength") or 10**6)
+    now = await field.input_value()
+    while text[:limit] == now:
+        text = f"{rng.choice(EXTRA)} {rng.randrange(1000)} {text}"
+    return text
+
+
 async def idle_after(page, runs_before: int) -> None:
     """Wait until a script run that started after `runs_before` runs has finished."""
     await page.wait_for_function(f"() => window.__runs > {runs_before} && document.querySelector(\"{DONE}\")",
@@ -98,8 +108,10 @@ async def act(page, url: str, rng: random.Random, here: str, doing: dict) -> tup
         await page.wait_for_selector(DONE, timeout=TIMEOUT_MS)
         return "open", target
     runs = await page.evaluate("() => window.__runs")
-    box = page.locator("[data-testid='stTextArea'] textarea, [data-testid='stTextInput'] input")
-    sliders = page.locator("[data-testid='stSlider'] [role='slider']")
+    # What the reader can reach: not the inputs of a tab that is not open, not a disabled one.
+    box = page.locator("[data-testid='stTextArea'] textarea:visible:enabled, "
+                       "[data-testid='stTextInput'] input:visible:enabled")
+    sliders = page.locator("[data-testid='stSlider'] [role='slider']:visible")
     if roll < 0.45 or not (await box.count() or await sliders.count()):  # the sidebar: same session, another page
         target = rng.choice([p for p in LEARNER + MODEL if p != here])
         doing.update(kind="go", page=target)
@@ -109,7 +121,7 @@ async def act(page, url: str, rng: random.Random, here: str, doing: dict) -> tup
     if await box.count() and (roll < 0.75 or not await sliders.count()):
         field = box.nth(rng.randrange(await box.count()))
         doing.update(kind="text")
-        await field.fill(sentence(rng), timeout=TIMEOUT_MS)
+        await field.fill(await new_text(field, rng), timeout=TIMEOUT_MS)
         await field.press("Control+Enter" if await field.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
         await idle_after(page, runs)
         return "text", here
@@ -281,9 +293,21 @@ def lines(r: dict) -> list[str]:
         *(f"| {m['minute']} | {m['actions']} | {m['p95_s']:.2f} s | {m['errors']} |" for m in s["minutes"]), "",
         "| minutes in | " + " | ".join(f"RSS, process {i + 1}" for i in range(r["processes"])) + " |",
         "| --- |" + " --- |" * r["processes"], *rss_rows, "", "Process 1 is the one killed after the soak.", "",
-        *(["Errors seen: " + "; ".join(f"“{e}”" for e in s["errors"] + k["errors"])] if s["errors"] or k["errors"]
-          else ["Errors seen: none."]),
+        *error_lines(s["errors"] + k["errors"]),
     ]
+
+
+def error_lines(errors: list[str]) -> list[str]:
+    """Each kind of error once (its first line, numbers and words after the colon dropped), how many times,
+    and where it was first seen; benchmarks/soak.json keeps every one whole."""
+    if not errors:
+        return ["Errors seen: none."]
+    kinds: dict[str, list[str]] = {}
+    for e in errors:
+        where, _, what = e.partition(": ")
+        kinds.setdefault(what.splitlines()[0][:160], []).append(where)
+    return ["Errors seen, by kind (benchmarks/soak.json has each whole):", "",
+            *(f"- {len(wheres)} × “{what}” (first: {wheres[0]})" for what, wheres in kinds.items())]
 
 
 def splice(doc: Path, section: list[str]) -> None:

@@ -47,8 +47,8 @@ from attention.models import (
 )
 from pages._text import md
 
+LOG = logging.getLogger("attention_explorer")  # a failed job's traceback, for the operator
 LONG_TEXT_CHARS = 2_000  # above this a text counts as long (~500 tokens): its results share one cache slot
-LOG = logging.getLogger("attention_explorer")
 HUGE_TEXT_CHARS = 8_000  # above this (~2,000 tokens, a SmolLM2 result of ~0.4 GB) collect garbage first
 
 

@@ -45,7 +45,7 @@ reading = reading_switches(a, log_scale=False)
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
 c1, c2 = st.columns(2)
 layer = min(c1.number_input("Layer", 1, L, L, key="layer", bind="query-params"), L) - 1
-head_choice = c2.selectbox("Head", ["mean of heads"] + [str(h + 1) for h in range(H)], key="head",
+head_choice = c2.selectbox("Head", ["mean of heads"] + [str(h + 1) for h in range(H)], key="amb.head",
                            bind="query-params")
 head = None if head_choice == "mean of heads" else int(head_choice) - 1
 cols = st.columns(2)

@@ -52,7 +52,7 @@ def sentence_pair(toy: AmbiguousWord) -> None:
         try:
             r = toy.attend(sentence, pull)
         except ValueError as err:
-            col.error(md(err))
+            col.warning(md(err))  # the sentence cannot be read: the reader's to change, not a failure
             continue
         results[sentence] = r
         for layer, (title, trace) in enumerate(r.layers, start=1):

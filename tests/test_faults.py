@@ -115,3 +115,33 @@ def test_the_first_pages_of_a_fresh_server_do_not_trip_over_torch_half_imported(
     half_made, threads = done.stdout.split()
     assert half_made == "True"  # the race was met: torch was half made when the process was configured
     assert threads == "1"
+
+
+ROUNDS = 4  # without load_model's lock this test failed in 3 runs of 3
+
+
+def test_two_sessions_loading_two_models_at_once_leave_transformers_as_they_found_it():
+    """from_pretrained patches process-wide names while it builds a model and puts back what it found: two
+    loads at once (two sessions, two models) put back each other's patches, and every SmolLM2 load after
+    that failed ("Cannot copy out of meta tensor": its tied LM head never tied). load_model takes one at a time."""
+    import threading
+
+    import torch
+    import transformers
+
+    tie_weights, linspace = transformers.PreTrainedModel.tie_weights, torch.linspace
+    failed = []
+
+    def load(name):
+        try:
+            load_model(name)
+        except Exception as err:  # noqa: BLE001 - any failure is the test's
+            failed.append(f"{name}: {err!r}"[:300])
+    for _ in range(ROUNDS):
+        threads = [threading.Thread(target=load, args=(name,)) for name in ("minilm", "smollm2", "minilm")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not failed
+    assert transformers.PreTrainedModel.tie_weights is tie_weights and torch.linspace is linspace

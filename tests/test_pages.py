@@ -183,7 +183,7 @@ def test_toy_ambiguity_pull_sharpens_bank():
     at.number_input(key="toy.pull").set_value(0.0).run()
     np.testing.assert_allclose(bar_values(at, "toy.bank_bar0.1"), 1 / 6)
     at.text_input(key="toy.bank0").set_value("I sat on the sofa bank").run()
-    assert at.error and "unknown word" in at.error[0].value
+    assert at.warning and "unknown word" in at.warning[0].value
 
 
 def test_positions_page_shuffle_keeps_weights_until_positions_are_added():

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -60,8 +61,22 @@ def load_model(name: str, *, dtype: str = "auto", device_map: str | dict | None 
     and the analyses work across devices; those that read weights outside the pass read a layer on disk from
     its offload files (attention.models.forward.anatomy.parameter).
 
-    Raises ModelUnavailable with a message for the user on every failure.
+    Raises ModelUnavailable with a message for the user on every failure. One load at a time per process
+    (LOADING).
     """
+    with LOADING:
+        return _load_model(name, dtype, device_map, progress, paths)
+
+
+# transformers' from_pretrained is not thread-safe: it patches process-wide names while it builds a model
+# (PreTrainedModel.tie_weights to a no-op, torch.linspace, the default dtype) and puts back what it found.
+# Two loads at once in one server (two sessions asking for two models) could each put back the other's
+# patch: tie_weights stayed a no-op, and every later SmolLM2 load left its tied LM head on the meta device
+# ("Cannot copy out of meta tensor", make soak, issue 33).
+LOADING = threading.Lock()
+
+
+def _load_model(name: str, dtype: str, device_map, progress, paths: bool) -> LoadedModel:
     if dtype not in DTYPES:
         raise ModelUnavailable(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
     progress = progress or (lambda message: None)
