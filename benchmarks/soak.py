@@ -48,12 +48,14 @@ SENTENCES = [*ex.BANK_SENTENCES, *ex.IT_SENTENCES, *ex.PLANT_SENTENCES,
              *(prompt for prompt, _, _ in ex.PREDICTION_EXAMPLES.values())]
 EXTRA = ["today", "again", "slowly", "at noon", "in the rain", "last week", "with care", "by the door"]
 TIMEOUT_MS = 180_000
-# Counts script runs as they start (an attribute change seen by a MutationObserver, never missed between
-# frames); installed after each full page load, kept across sidebar navigation (one page, one session).
+# Counts script runs as they end: every change of the app's state attribute is a MutationObserver record,
+# and a record whose old value is "running" is a run that ended (reading the attribute in the callback
+# instead missed runs that started and ended between two callbacks). Installed after each full page load,
+# kept across sidebar navigation (one page, one session).
 RUNS = """() => { if (window.__runs !== undefined) return; window.__runs = 0;
   const app = document.querySelector("[data-testid='stApp']");
-  new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'running') window.__runs += 1; })
-    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']}); }"""
+  new MutationObserver(ms => { window.__runs += ms.filter(m => m.oldValue === 'running').length; })
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true}); }"""
 # Sees Streamlit's connection status appear at any moment (a reconnect shows it for ~2 s).
 WATCH_CONNECTION = """() => { if (window.__lost !== undefined) return; window.__lost = 0;
   new MutationObserver(() => { if (document.querySelector("[data-testid='stConnectionStatus']")) window.__lost += 1; })
@@ -88,7 +90,7 @@ async def new_text(field, rng: random.Random) -> str:
 
 
 async def idle_after(page, runs_before: int) -> None:
-    """Wait until a script run that started after `runs_before` runs has finished."""
+    """Wait until a script run has ended since `runs_before` runs had, and the page is idle."""
     await page.wait_for_function(f"() => window.__runs > {runs_before} && document.querySelector(\"{DONE}\")",
                                  timeout=TIMEOUT_MS, polling=50)
 
@@ -121,7 +123,10 @@ async def act(page, url: str, rng: random.Random, here: str, doing: dict) -> tup
     if await box.count() and (roll < 0.75 or not await sliders.count()):
         field = box.nth(rng.randrange(await box.count()))
         doing.update(kind="text")
-        await field.fill(await new_text(field, rng), timeout=TIMEOUT_MS)
+        text = await new_text(field, rng)
+        await field.fill(text, timeout=TIMEOUT_MS)
+        if await field.input_value() != text:  # longer than the box takes (Streamlit's max_chars): a short one
+            await field.fill(f"{rng.choice(EXTRA)} {rng.randrange(1000)}", timeout=TIMEOUT_MS)
         await field.press("Control+Enter" if await field.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
         await idle_after(page, runs)
         return "text", here

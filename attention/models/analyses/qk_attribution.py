@@ -293,25 +293,27 @@ class _Run:
             return hook
 
         handles = []
-        try:
-            for m, block in enumerate(self.parts.blocks[:layer + 1]):
-                handles.append(block.register_forward_pre_hook(block_input(m), with_kwargs=True))
-                if m == layer:
-                    break
-                handles += [self.parts.outputs[m].register_forward_pre_hook(keep(z, m)),
-                            self.parts.outputs[m].register_forward_hook(keep(o, m))]
-                for i, path in enumerate(self.qk.post_norms):
-                    handles.append(block.get_submodule(path).register_forward_pre_hook(keep(norm_in, m, i)))
-            ids = torch.as_tensor(att.token_ids)[None].to(self.loaded.device)
-            with self.loaded.lock, torch.no_grad():
+        ids = torch.as_tensor(att.token_ids)[None].to(self.loaded.device)
+        # The hooks go on the shared model only while it is ours: put on before the lock, another session's
+        # pass ran into _Stop (make soak: "Running MiniLM-L6 failed: the work raised _Stop").
+        with self.loaded.lock, torch.no_grad():
+            try:
+                for m, block in enumerate(self.parts.blocks[:layer + 1]):
+                    handles.append(block.register_forward_pre_hook(block_input(m), with_kwargs=True))
+                    if m == layer:
+                        break
+                    handles += [self.parts.outputs[m].register_forward_pre_hook(keep(z, m)),
+                                self.parts.outputs[m].register_forward_hook(keep(o, m))]
+                    for i, path in enumerate(self.qk.post_norms):
+                        handles.append(block.get_submodule(path).register_forward_pre_hook(keep(norm_in, m, i)))
                 try:
                     self.loaded.network(input_ids=ids, **({"use_cache": False} if att.architecture ==
                                                           "decoder-only" else {}))
                 except _Stop:
                     pass
-        finally:
-            for h in handles:
-                h.remove()
+            finally:
+                for h in handles:
+                    h.remove()
         self._x, self._z, self._o, self._norm_in = x, z, o, norm_in
 
     def x(self, m: int, pos: torch.Tensor) -> torch.Tensor:
