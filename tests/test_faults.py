@@ -1,8 +1,9 @@
 """Faults a running server meets (issue 33): each gets a message, and the server goes on serving.
 
 A model folder deleted while the app lists it; the cache folder read-only or full when SmolLM2 is first
-converted; a model that raises inside its forward pass. (An app process killed under load is make soak's
-and tests/test_class.py's; hostile files are tests/test_hostile_files.py's.)
+converted; a model that raises inside its forward pass; torch half imported by another session's thread;
+two models loading at once; an analysis's hooks met by another session's pass. (An app process killed
+under load is make soak's and tests/test_class.py's; hostile files are tests/test_hostile_files.py's.)
 """
 
 import errno
@@ -145,3 +146,44 @@ def test_two_sessions_loading_two_models_at_once_leave_transformers_as_they_foun
             t.join()
     assert not failed
     assert transformers.PreTrainedModel.tie_weights is tie_weights and torch.linspace is linspace
+
+
+def _hooked(network) -> int:
+    return sum(len(m._forward_pre_hooks) + len(m._forward_hooks) for m in network.modules())
+
+
+@pytest.mark.parametrize("analysis", ["qk_attribution", "residual_stream"])
+def test_an_analysis_puts_its_hooks_on_the_shared_model_only_while_it_holds_the_lock(analysis, tok):
+    """Another session's pass never meets them: Why this key's were put on before its lock, and a pass that
+    ran meanwhile raised the analysis's private stop (make soak: 'the work raised _Stop'). Here another session
+    holds the lock while the analysis waits for it, and runs its own pass."""
+    import threading
+    import time
+
+    import torch
+
+    from attention.models import qk_attribution
+    from attention.models.analyses.readout import residual_stream
+    from benchmarks.families import TEXT, build
+
+    loaded, reference = build("bert" if analysis == "qk_attribution" else "gpt2", tok)  # bert: post-norm, one pass
+    att = loaded.attend(TEXT)
+    run = {"qk_attribution": lambda: qk_attribution(loaded, att, 1, 0, 4, 2).total,
+           "residual_stream": lambda: residual_stream(loaded, att, loaded.anatomy).streams}[analysis]
+    alone, own_hooks = run(), _hooked(loaded.network)
+    ids = torch.as_tensor(att.token_ids)[None]
+    with torch.no_grad():
+        want = reference(input_ids=ids)[0]  # logits, or bert's last hidden state
+    found = []
+    with loaded.lock:  # another session's pass in flight
+        waiting = threading.Thread(target=lambda: found.append(run()))
+        waiting.start()
+        time.sleep(0.5)  # the analysis is at the lock by now
+        assert waiting.is_alive()
+        assert _hooked(loaded.network) == own_hooks
+        with torch.no_grad():
+            theirs = loaded.network(input_ids=ids)[0]  # raised _Stop, or kept another's text, with hooks up
+        torch.testing.assert_close(theirs, want)
+    waiting.join(timeout=60)
+    assert found and torch.equal(torch.as_tensor(found[0]), torch.as_tensor(alone))
+    assert _hooked(loaded.network) == own_hooks
