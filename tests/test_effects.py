@@ -387,6 +387,45 @@ def test_the_grace_is_for_other_users_not_for_the_scans_own_session():
     assert 0.3 <= batch_wait("session a") < 2.0
 
 
+def test_long_work_gets_the_model_under_a_steady_stream_of_other_users_short_requests():
+    """Short requests go first, but long work that has waited `patience` goes next: other users' sentences
+    arriving without a pause (a class; a corpus survey, whose texts are short requests) left a scan's batch
+    waiting until they stopped (the soak: a scan of 410 s beside a survey)."""
+    import contextvars
+    import threading
+    import time
+
+    from attention.models.forward.model import REQUESTER, ModelLock
+
+    lock, stop = ModelLock(grace=0.4, patience=0.6), threading.Event()
+    passes = []
+
+    def stream():
+        REQUESTER.set("another session")
+        end = time.monotonic() + 3  # without patience the batch waits for the stream's end
+        while not stop.is_set() and time.monotonic() < end:
+            with lock:
+                time.sleep(0.02)  # a pass
+            passes.append(time.monotonic())
+            time.sleep(0.01)  # its page asks again at once: always within the grace
+
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(stream,))
+    thread.start()
+    try:
+        time.sleep(0.2)
+        started = time.monotonic()
+        with lock.background():
+            got = time.monotonic()
+            time.sleep(0.1)  # a batch
+        waited = got - started
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        thread.join(5)
+    assert 0.55 <= waited < 1.2, waited
+    assert any(t > got for t in passes)  # the stream went on after the batch: it was never paused for it
+
+
 def test_a_scans_first_batch_is_one_copy_and_its_wait_for_the_lock_does_not_shrink_the_next(monkeypatch):
     """A scan's first batch holds the lock for one copy (another user's sentence waits that long at most), and
     batches are sized by their own time: a batch that first waited for another user's grace is not taken for
