@@ -49,7 +49,6 @@ SENTENCES = [*ex.BANK_SENTENCES, *ex.IT_SENTENCES, *ex.PLANT_SENTENCES,
              *(prompt for prompt, _, _ in ex.PREDICTION_EXAMPLES.values())]
 EXTRA = ["today", "again", "slowly", "at noon", "in the rain", "last week", "with care", "by the door"]
 TIMEOUT_MS = 180_000  # no answer: nothing ended and no progress bar moved for this long
-LONG_WORK_S = 900  # long work (a survey, a scan) answers with a moving progress bar; past this, no answer either
 PROGRESS = "() => [...document.querySelectorAll(\"[data-testid='stProgress']\")].map(e => e.innerText).join('|')"
 # Sees Streamlit's connection status appear at any moment (a reconnect shows it for ~2 s).
 WATCH_CONNECTION = """() => { if (window.__lost !== undefined) return; window.__lost = 0;
@@ -76,6 +75,12 @@ class Action:
     errors: tuple[str, ...]  # what the page showed (PAGE_ERRORS), or that no answer came
     phase: str = "soak"  # "soak", or "after the kill"
     long_work: bool = False  # the page showed a progress bar on the way (idle_after)
+    unfinished: str = ""  # long work still moving when the walk ended: what its bar showed (StillMoving)
+
+
+class StillMoving(Exception):
+    """Long work whose progress bar was still moving when the walk ended: not an error (the work goes on,
+    nothing is lost), and not a page time either; the soak reports it apart."""
 
 
 def sentence(rng: random.Random) -> str:
@@ -120,7 +125,8 @@ class Runs:
 async def idle_after(page, runs: Runs, before: int, doing: dict) -> None:
     """Wait until a script run has ended since `before` had, and the page is idle. A page that shows long
     work's progress bar (a corpus survey, an ablation scan: minutes for SmolLM2 on 2 shared cores) is
-    answering while the bar moves: it gets up to LONG_WORK_S, and doing["long_work"] says it showed one."""
+    answering while the bar moves (doing["long_work"] says it showed one): it is waited for until the walk
+    ends (doing["until"]), then StillMoving. Nothing ended and nothing moved for TIMEOUT_MS: no answer."""
     start = moved = time.monotonic()
     shown = ""
     while not (runs.ended > before and await page.query_selector(DONE)):
@@ -128,8 +134,10 @@ async def idle_after(page, runs: Runs, before: int, doing: dict) -> None:
         if (bar := await page.evaluate(PROGRESS)) != shown:
             shown, moved = bar, now
             doing["long_work"] = doing.get("long_work", False) or bool(bar)
-        if now - moved > TIMEOUT_MS / 1000 or now - start > LONG_WORK_S:
+        if now - moved > TIMEOUT_MS / 1000:
             raise TimeoutError(f"no run ended in {now - start:.0f} s, nothing moved for {now - moved:.0f} s")
+        if shown and now > doing.get("until", float("inf")):
+            raise StillMoving(f"{shown[:80]} after {now - start:.0f} s")
         await asyncio.sleep(0.1)
 
 
@@ -189,11 +197,13 @@ async def session(n: int, browser, url: str, seed: int, start: float, until: flo
     done = 0
     while time.monotonic() < until and (most is None or done < most):
         t0 = time.monotonic()
-        doing, errors = {"kind": "?", "page": s["here"]}, []
+        doing, errors = {"kind": "?", "page": s["here"], "until": until}, []
         try:
             doing["kind"], s["here"] = await act(s["page"], s["runs"], url, s["rng"], s["here"], doing)
             doing["page"] = s["here"]
             seconds = time.monotonic() - t0
+        except StillMoving as e:  # the walk is over; the work goes on
+            seconds, doing["unfinished"] = None, str(e)
         except Exception as e:  # a timeout, a page that went away: the action had no answer
             seconds, errors = None, [f"no answer: {type(e).__name__}: {str(e).splitlines()[0][:200]}"]
             try:
@@ -207,7 +217,7 @@ async def session(n: int, browser, url: str, seed: int, start: float, until: flo
         except Exception as e:
             errors.append(f"page unreadable: {type(e).__name__}")
         actions.append(Action(n, t0 - start, doing["kind"], doing["page"], seconds, tuple(errors), phase,
-                              doing.get("long_work", False)))
+                              doing.get("long_work", False), doing.get("unfinished", "")))
         done += 1
 
 
@@ -304,8 +314,10 @@ def summarise(r: dict) -> dict:
             firsts[role[a["session"]]].append(a["seconds"])
     errors = [f"minute {int(a['at'] // 60) + 1}, session {a['session'] + 1}, {a['kind']} on {a['page']}: "
               + "; ".join(a["errors"]) for a in soak_actions if a["errors"]]
-    return {"minutes": minutes, "actions": len(soak_actions), "errors": errors, "p95_early_s": early,
-            "p95_late_s": late, "p95_growth": late / early, "rss_growth": growth,
+    unfinished = [f"session {a['session'] + 1}, {a['kind']} on {a['page']} at minute {int(a['at'] // 60) + 1}: "
+                  f"{a['unfinished']}" for a in soak_actions if a.get("unfinished")]
+    return {"minutes": minutes, "actions": len(soak_actions), "errors": errors, "unfinished": unfinished,
+            "p95_early_s": early, "p95_late_s": late, "p95_growth": late / early, "rss_growth": growth,
             "rss_peak": peak, "long_work_s": long_work,
             "median_s": statistics.median([a["seconds"] for a in soak_actions if a["seconds"] is not None]),
             "after_kill": {"victim_sessions": len(victims), "survivor_sessions": len(lost) - len(victims),
@@ -350,7 +362,9 @@ def lines(r: dict) -> list[str]:
         + (f"Actions whose page showed a progress bar on the way (model work over 0.3 s: a text's attention, a "
            f"survey, a scan), waited for while it moved: {len(s['long_work_s'])}, median "
            f"{statistics.median(s['long_work_s']):.1f} s, max {max(s['long_work_s']):.1f} s (in the page times "
-           "above)." if s["long_work_s"] else ""), "",
+           "above)." if s["long_work_s"] else "")
+        + (" Long work still moving when the walk ended (not an error: it went on; no page time): "
+           + "; ".join(s["unfinished"]) + "." if s.get("unfinished") else ""), "",
         "| minute | actions | p95 page time | errors |", "| --- | --- | --- | --- |",
         *(f"| {m['minute']} | {m['actions']} | {m['p95_s']:.2f} s | {m['errors']} |" for m in s["minutes"]), "",
         "| minutes in | " + " | ".join(f"RSS, process {i + 1}" for i in range(r["processes"])) + " |",
