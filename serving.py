@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 APP = Path(__file__).resolve().parent / "app.py"  # beside this file, in the repository and when installed
@@ -282,7 +283,9 @@ def nginx_config(app_ports: list[int], port: int, address: str, folder: Path) ->
 @contextlib.contextmanager
 def running_class(processes: int, port: int | None = None, address: str = "127.0.0.1", env: dict | None = None):
     """Yield the base URL (a ServerUrl; `.pids` the app processes) of `processes` app servers behind nginx;
-    stop them all afterwards. Each app process is started as running_app starts one."""
+    stop them all afterwards. Each app process is started as running_app starts one. `url.revive()` starts
+    again, on its port, each app process that has exited (killed, out of memory) and returns their addresses:
+    nginx sends new browsers to it again once its failure is 10 s old (nginx's fail_timeout)."""
     if not Path(NGINX).exists():
         raise RuntimeError(f"{NGINX} not found: install Debian's nginx first (make nginx)")
     port = port or free_port()
@@ -301,9 +304,27 @@ def running_class(processes: int, port: int | None = None, address: str = "127.0
             url.pid, url.pids, url.log = apps[0].pid, [a.pid for a in apps], Path(folder) / "error.log"
             url.app_logs = [a.log for a in apps]
             url.backends = [a.removeprefix("http://") for a in apps]
+
+            def revive() -> list[str]:
+                revived = []
+                for i, app in enumerate(apps):
+                    if app.proc.poll() is None:
+                        continue
+                    if app.log.exists():  # what it said before it died, kept beside the new process's log
+                        app.log.rename(app.log.with_name(f"{app.log.stem}-exited-{app.pid}.log"))
+                    apps[i] = stack.enter_context(running_app(port=int(app.rsplit(":", 1)[1]), env=env))
+                    url.pids[i], url.app_logs[i] = apps[i].pid, apps[i].log
+                    revived.append(url.backends[i])
+                url.pid = url.pids[0]
+                return revived
+
+            url.revive = revive
             yield url
         finally:
             stop(proc)
+
+
+REVIVE_EVERY_SECONDS = 5  # how often `attention-explorer class` looks for an app process that has exited
 
 
 def serve_class(processes: int, port: int, address: str) -> int:
@@ -321,11 +342,14 @@ def serve_class(processes: int, port: int, address: str) -> int:
         # As `attention-explorer run`: offline unless the environment says otherwise (running_app, made for the
         # tests, would force TRANSFORMERS_OFFLINE).
         with running_class(processes, port, address,
-                           env={"TRANSFORMERS_OFFLINE": os.environ.get("TRANSFORMERS_OFFLINE", "0")}):
+                           env={"TRANSFORMERS_OFFLINE": os.environ.get("TRANSFORMERS_OFFLINE", "0")}) as url:
             print(f"Attention Explorer for a class: http://{address}:{port} ({processes} app processes behind "
                   "nginx; each loads its own models). Ctrl+C stops them all.", flush=True)
-            while True:
-                time.sleep(3600)
+            while True:  # a process that exits is started again (its browsers are on another one meanwhile)
+                time.sleep(REVIVE_EVERY_SECONDS)
+                for backend in url.revive():
+                    print(f"The app process on {backend} had exited: started again (what it logged is kept as "
+                          f"attention-explorer-<port>-exited-<pid>.log in {tempfile.gettempdir()}).", flush=True)
     except KeyboardInterrupt:
         return 0
     except RuntimeError as e:
@@ -347,15 +371,18 @@ def free_port() -> int:
 
 
 class ServerUrl(str):
-    """The base URL of a running server; `.pid` is the streamlit process, `.log` its output file; behind
-    nginx (running_class), `.pids` lists every app process, `.pid` is the first, `.backends` their
-    addresses (host:port), `.app_logs` their output files and `.log` nginx's error log."""
+    """The base URL of a running server; `.pid` is the streamlit process (`.proc` its Popen), `.log` its output
+    file; behind nginx (running_class), `.pids` lists every app process, `.pid` is the first, `.backends`
+    their addresses (host:port), `.app_logs` their output files, `.log` nginx's error log and `.revive()`
+    starts again the app processes that have exited."""
 
     pid: int
+    proc: subprocess.Popen
     log: Path
     pids: list[int]
     backends: list[str]
     app_logs: list[Path]
+    revive: Callable[[], list[str]]
 
 
 def healthy(url: str, proc: subprocess.Popen, timeout: float) -> bool:
@@ -400,7 +427,7 @@ def running_app(port: int | None = None, timeout: float = 90.0, env: dict | None
     try:
         if not healthy(url, proc, timeout):
             raise RuntimeError(f"the app did not start (exit {proc.poll()}); see {log_path}")
-        url.pid, url.log = proc.pid, log_path
+        url.pid, url.proc, url.log = proc.pid, proc, log_path
         yield url
         failed = False
     finally:

@@ -3,13 +3,15 @@
 Checked over HTTP and a websocket, without a browser: a new browser is sent to the process with the
 fewest connections and told which one by a cookie; every later request carrying it, the websocket
 included, reaches that process (a Streamlit session lives in one process's memory); a cookie naming
-anything else is not followed; when a process dies, its browsers reach another (make soak kills one under
+anything else is not followed; when a process dies, its browsers reach another, and once started again
+(`url.revive()`, as `attention-explorer class` does) a cookie naming it reaches it again (make soak kills one under
 load, with browsers watching). The load test, one process against several, is in `make bench`.
 """
 
 import asyncio
 import os
 import signal
+import time
 import urllib.request
 from http.cookies import SimpleCookie
 
@@ -41,7 +43,7 @@ async def open_session_socket(url: str, cookie: str) -> None:
     socket.close()
 
 
-def test_browsers_are_spread_over_the_processes_each_stays_on_its_own_and_moves_when_it_dies():
+def test_browsers_are_spread_over_the_processes_each_stays_on_its_own_and_moves_when_it_dies_and_back():
     with running_class(2) as url:
         assert sorted(url.backends) == sorted(set(url.backends)) and len(url.backends) == 2
         first, second = backend_of(url + "/"), backend_of(url + "/")
@@ -52,11 +54,19 @@ def test_browsers_are_spread_over_the_processes_each_stays_on_its_own_and_moves_
         assert backend_of(url + "/", "evil.example:80") in url.backends  # not followed: a process of ours
         # A process killed: its browsers reach the other one, and the cookie then names that one.
         dead, alive = url.backends
-        os.kill(url.pids[0], signal.SIGKILL)
-        os.waitpid(url.pids[0], 0)
+        killed = url.pids[0]
+        os.kill(killed, signal.SIGKILL)
+        os.waitpid(killed, 0)
         assert backend_of(url + "/model_heads", dead) == alive
         asyncio.run(open_session_socket(url, dead))  # the reconnecting websocket too
         assert {backend_of(url + "/") for _ in range(3)} == {alive}  # new browsers: only the live one
+        # `attention-explorer class` starts it again, on its port; nginx tries it again after its fail_timeout.
+        assert url.revive() == [dead] and url.revive() == []
+        assert url.pids[0] != killed and os.path.exists(f"/proc/{url.pids[0]}")
+        deadline = time.monotonic() + 30
+        while backend_of(url + "/model_heads", dead) != dead:  # its browsers are its again
+            assert time.monotonic() < deadline, "nginx never sent the revived process's browsers back to it"
+            time.sleep(1)
 
 
 def test_a_missing_nginx_says_how_to_install_it(monkeypatch):
