@@ -368,7 +368,10 @@ def lines(r: dict) -> list[str]:
         "| minute | actions | p95 page time | errors |", "| --- | --- | --- | --- |",
         *(f"| {m['minute']} | {m['actions']} | {m['p95_s']:.2f} s | {m['errors']} |" for m in s["minutes"]), "",
         "| minutes in | " + " | ".join(f"RSS, process {i + 1}" for i in range(r["processes"])) + " |",
-        "| --- |" + " --- |" * r["processes"], *rss_rows, "", "Process 1 is the one killed after the soak.", "",
+        "| --- |" + " --- |" * r["processes"], *rss_rows, "",
+        "Process 1 is the one killed after the soak. What a process's growth after minute 5 is made of (a corpus "
+        "survey's sample of queries and keys, built up text by text: 80 MB for SmolLM2) is in benchmarks/NOTES.md "
+        "(\"The soak\").", "",
         *error_lines(s["errors"] + k["errors"]),
     ]
 
