@@ -347,9 +347,14 @@ def serve_class(processes: int, port: int, address: str) -> int:
                   "nginx; each loads its own models). Ctrl+C stops them all.", flush=True)
             while True:  # a process that exits is started again (its browsers are on another one meanwhile)
                 time.sleep(REVIVE_EVERY_SECONDS)
-                for backend in url.revive():
-                    print(f"The app process on {backend} had exited: started again (what it logged is kept as "
-                          f"attention-explorer-<port>-exited-<pid>.log in {tempfile.gettempdir()}).", flush=True)
+                try:
+                    for backend in url.revive():
+                        print(f"The app process on {backend} had exited: started again (what it logged is kept "
+                              f"as attention-explorer-<port>-exited-<pid>.log in {tempfile.gettempdir()}).",
+                              flush=True)
+                except RuntimeError as e:  # it did not start: the others go on serving; tried again next time
+                    print(f"attention-explorer class: an app process had exited and {e}", file=sys.stderr,
+                          flush=True)
     except KeyboardInterrupt:
         return 0
     except RuntimeError as e:

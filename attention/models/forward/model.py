@@ -49,11 +49,11 @@ class ModelLock:
     `grace` seconds after the last short request of another requester (REQUESTER: another user's session)
     ended, so the page that asked draws its figures without a scan's batches taking the cores (a 16-token grid
     during a scan: 2.2 s with no grace, 1.2 s alone). The long work's own user's short requests (its setup
-    pass, its page) give it no grace. But a batch that has waited `patience`
-    seconds goes next, ahead of grace and of short requests: under a steady stream of short requests (three
-    busy pages and a corpus survey, whose texts are short requests each) a scan otherwise got the model
-    twice in 36 s; now 14 times in 32 s, the pages' passes as fast (median 0.46 s; benchmarks/NOTES.md). A
-    sentence then waits for at most two batches."""
+    pass, its page) give it no grace. But a batch that has waited `patience` seconds goes next, ahead of grace
+    and of short requests: under a steady stream of short requests (three busy pages and a corpus survey,
+    whose texts are short requests each) a scan otherwise got the model twice in 31 s; now 14 times in 32 s,
+    the pages' passes as fast (median 0.46 s; benchmarks/contention.py, benchmarks/NOTES.md). A sentence
+    then waits for at most two batches."""
 
     def __init__(self, grace: float = SHORT_GRACE_SECONDS, patience: float = LONG_WORK_PATIENCE_SECONDS):
         self._turn = threading.Condition()
