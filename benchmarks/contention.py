@@ -23,9 +23,10 @@ import torch
 
 from attention.models import REQUESTER, attend, contrast, corpus_survey, default_corpus, head_ablation, load_model
 from attention.models.forward import model as model_module
+from attention.toy import examples as ex
 
-SENTENCES = ["The cat sat on the mat because it was tired.", "I paid money into the bank yesterday morning.",
-             "When Mary and John went to the store, John gave a drink to"]
+SENTENCES = [*ex.BANK_SENTENCES, *ex.IT_SENTENCES]  # the app's own examples (the seeds')
+PROMPT, TARGET, FOIL = ex.PREDICTION_EXAMPLES["Mary and John"]  # what the scan ablates every head on
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def scanner() -> None:
         REQUESTER.set("scan")
-        att = attend(loaded, SENTENCES[2])
-        made = contrast(att, loaded.tokenizer, " Mary", " John")
+        att = attend(loaded, PROMPT)
+        made = contrast(att, loaded.tokenizer, TARGET, FOIL)
         while not stop.is_set():
             head_ablation(loaded, att, made)
 
