@@ -154,13 +154,13 @@ if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{contrast.ty
                       contrast, ablation=ablation)
 c1, c2 = st.columns(2)
 with c1:
-    effects_heatmap(estimate, "Estimate: attribution patching (1 forward + 1 backward)", "pred.estimate")
+    effects_heatmap(estimate, "Estimate: attribution patching", "pred.estimate")  # its cost: beside it
 with c2:
     if exact is None:
         st.info("The estimate on the left costs one forward and one backward pass. Run the exact scan to see the "
                 "true effect of removing each head, and how well the estimate ranks them.")
     else:
-        effects_heatmap(exact, f"Exact: {exact.effect.size} heads removed one at a time", "pred.exact")
+        effects_heatmap(exact, f"Exact: {exact.effect.size} heads, one at a time", "pred.exact")
 st.latex(r"\widehat{\text{effect}}^{(\ell,h)} = \sum_{\text{pos}} \big(z^{(\ell,h)}_{\text{removed}} - "
          r"z^{(\ell,h)}\big) \cdot \frac{\partial m}{\partial z^{(\ell,h)}}")
 ranked = (exact or estimate).ranked(15)
