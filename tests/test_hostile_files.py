@@ -235,6 +235,23 @@ def _with_metadata(data: bytes, metadata) -> bytes:
     return len(raw).to_bytes(8, "little") + raw + data[8 + size:]
 
 
+def test_a_saved_survey_whose_sampled_queries_hold_an_infinity_is_refused(saved_survey):
+    """Found by the test below: one byte of a float16 query made +inf, and the picture's PCA raised LinAlgError."""
+    import numpy as np
+
+    from attention.models import load_corpus_survey
+
+    found = load_corpus_survey(saved_survey)
+    size = int.from_bytes(saved_survey[:8], "little")
+    start, _ = json.loads(saved_survey[8:8 + size])["q_sample"]["data_offsets"]
+    infinity = np.array([np.inf], dtype=np.float16).tobytes()  # the first query's first value
+    hostile = bytearray(saved_survey)
+    hostile[8 + size + start:8 + size + start + 2] = infinity
+    assert found.q_sample is not None
+    with pytest.raises(ValueError, match="finite"):
+        load_corpus_survey(bytes(hostile))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_hostile_saved_survey_gets_a_message(data, saved_survey, no_pickles):

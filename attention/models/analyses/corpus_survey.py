@@ -326,6 +326,8 @@ def _inconsistency(found: CorpusSurvey, first: int = 0) -> str | None:
     for sample in (found.q_sample, found.k_sample):
         if sample is not None and (sample.ndim != 4 or sample.shape[2] != found.sample_text.size):
             return "the sampled queries or keys do not match the sample"
+        if sample is not None and not np.isfinite(sample).all():  # an infinity made the picture's PCA fail
+            return "a sampled query or key is not a finite number"
     return None
 
 
