@@ -39,3 +39,23 @@ def test_load_model_takes_a_dtype_and_refuses_an_unknown_one():
     assert next(load_model("minilm").network.parameters()).dtype == torch.float32  # "auto": small, on the CPU
     with pytest.raises(ModelUnavailable, match="dtype must be one of"):
         load_model("minilm", dtype="int8")
+
+
+@pytest.mark.slow
+def test_smollm2_in_bfloat16_reads_its_heads_effects_and_why_this_key_like_float32(smollm2):
+    """Two analyses refused or raised in bfloat16 (issue 42): attribution patching ("Got unsupported ScalarType
+    BFloat16") and why this key (its norms "neither a layer norm nor an RMS norm"). In bfloat16 each now ranks
+    and adds up as in float32, within that dtype's rounding."""
+    from attention.models import attribution_patching, contrast, qk_attribution
+
+    half = load_model("smollm2", dtype="bfloat16")
+    text = "When Mary and John went to the store, John gave a drink to"
+    estimates = []
+    for model in (smollm2, half):
+        att = model.attend(text)
+        estimates.append(attribution_patching(model, att, contrast(att, model.tokenizer, " Mary", " John")).effect)
+        why = qk_attribution(model, att, 18, 4, len(att.tokens) - 1, 3)  # L19H5, the last token on " John"
+        assert why.total == pytest.approx(why.score, rel=max(why.rounding, 1e-3), abs=max(why.rounding, 1e-3))
+        assert (why.rounding > 0) == (model is half)
+    ranks = [np.argsort(np.argsort(e.ravel(), kind="stable"), kind="stable") for e in estimates]
+    assert np.corrcoef(*ranks)[0, 1] > 0.8  # Spearman's rho: the same heads matter

@@ -155,7 +155,10 @@ def attribution_patching(loaded: LoadedModel, att: ModelAttention, contrast: Con
     L, H = len(setup.projections), setup.n_heads
     estimate = np.zeros((L, H))
     for layer in range(L):
-        z, grad = seen[layer][0].detach(), seen[layer].grad[0]  # (n, H * d)
+        # In float64: a model in half precision has z and its gradient in bfloat16 or float16 (numpy has no
+        # bfloat16: issue 42's walk found "Got unsupported ScalarType BFloat16" here), and a sum of n * d products
+        # is better added up in float64 anyway.
+        z, grad = seen[layer][0].detach().double(), seen[layer].grad[0].double()  # (n, H * d)
         delta = -z if ablation == "zero" else z.mean(0, keepdim=True) - z
         estimate[layer] = (delta * grad).reshape(z.shape[0], H, d).sum((0, 2)).cpu().numpy()
     return HeadEffects(baseline=contrast.baseline, effect=estimate, ablation=ablation, estimated=True,

@@ -37,6 +37,7 @@ import torch
 
 from attention.models.analyses.readout import frozen_norm
 from attention.models.forward.anatomy import MissingAnatomy, home
+from attention.models.forward.guard import ROUNDING_UNITS
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
 
@@ -97,6 +98,8 @@ class QKAttribution:
     total: float  # the sum of everything
     score: float  # the model's own scaled score before softmax (minus the same for `against`)
     softcap: float | None  # softmax reads softcap * tanh(score / softcap) (for against=None)
+    rounding: float = 0.0  # in half precision: how far (relative) total may be from score, the model's own
+    # q and k being rounded to its dtype (_Run.tolerance); 0 in float32, where the two agree to 1e-3
 
     @property
     def biases(self) -> float:
@@ -212,12 +215,13 @@ def qk_attribution(loaded: LoadedModel, att: ModelAttention, layer: int, head: i
             "query parts × key's biases": float(matrix[:-1, -1].sum()),
             "query's biases × key's biases": float(matrix[-1, -1])}
     total = float(matrix.sum())
-    if not np.isclose(total, own, rtol=1e-3, atol=1e-3 * max(1.0, abs(own))):
+    tol = run.tolerance(1e-3)
+    if not np.isclose(total, own, rtol=tol, atol=tol * max(1.0, abs(own))):
         raise ValueError(f"{loaded.spec.name}: the parts add up to {total:.5g}, the model's own score is {own:.5g}: "
                          "its query or key is not rebuilt exactly here, so the split is not shown")
     return QKAttribution(layer=layer, head=head, query=query, key=key, against=against, query_parts=names,
                          key_parts=names, matrix=matrix[:-1, :-1], rest=rest, total=total, score=own,
-                         softcap=s.softcap if against is None else None)
+                         softcap=s.softcap if against is None else None, rounding=tol if tol > 1e-3 else 0.0)
 
 
 def _family(loaded: LoadedModel, att: ModelAttention) -> QKFamily:
@@ -266,6 +270,15 @@ class _Run:
 
     def kv_head(self, head: int) -> int:
         return head // (self.H // self.H_kv)
+
+    def tolerance(self, rtol: float) -> float:
+        """`rtol` for a model in float32. A model in half precision rounds its own q, k and residual stream to
+        its dtype, and the float64 parts can only equal them to that rounding: the guard's allowance then
+        (ROUNDING_UNITS unit roundoffs; bfloat16 ~6e-2, float16 ~8e-3), as for its attention weights."""
+        dtype = home(self.attention)[1]
+        if dtype in (torch.float32, torch.float64):
+            return rtol
+        return max(rtol, ROUNDING_UNITS * float(torch.finfo(dtype).eps) / 2)
 
     def _capture(self, att: ModelAttention) -> None:
         """What the parts are made of, at every position: block inputs x (layer + 1), W_O's input z and output o,
@@ -394,7 +407,8 @@ class _Run:
                 parts = [x_parts]
         stacked = torch.cat(parts)
         want = self.x(self.layer, pos)
-        if not torch.allclose(stacked.sum(0), want, rtol=1e-5, atol=1e-5 * float(want.abs().max())):
+        tol = self.tolerance(1e-5)
+        if not torch.allclose(stacked.sum(0), want, rtol=tol, atol=tol * float(want.abs().max())):
             raise ValueError(f"{self.loaded.spec.name}: the parts of the residual stream do not add up to what the "
                              "model computed there, so its scores are not split here.")
         return tuple(names), stacked
@@ -432,7 +446,8 @@ class _Run:
         one = self._rotate(one, pos)
         own = torch.from_numpy(np.asarray((self.captured_q if side == "query" else self.captured_k)[which]))
         want = own[pos].double()
-        if not torch.allclose(one.sum(0), want, rtol=1e-4, atol=1e-4 * max(1.0, float(want.abs().max()))):
+        tol = self.tolerance(1e-4)
+        if not torch.allclose(one.sum(0), want, rtol=tol, atol=tol * max(1.0, float(want.abs().max()))):
             raise ValueError(f"{self.loaded.spec.name}: its {side} is not rebuilt exactly from the parts of the "
                              "residual stream here, so its scores are not split.")
         return names, one

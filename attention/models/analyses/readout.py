@@ -118,9 +118,18 @@ def frozen_norm(norm: torch.nn.Module, x: torch.Tensor):
     bias = parameter(norm, "bias")
     beta = torch.zeros_like(x) if bias is None else bias.detach().double().to(x.device)
     eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
-    device, dtype = home(norm)  # the module runs where it lives, in its dtype; A and beta live with x
+    # Which form the module computes is asked of it in float64 (its own weights, made float64): run in the
+    # model's own half precision, its output is rounded to 3 significant digits and no form matches to rtol
+    # 1e-4 (the bfloat16 refusal of issue 42). A and beta are then the same map in float64, as for a float32
+    # model. A module offloaded to disk runs as it is, in its dtype: in half precision it is then refused.
+    tensors = dict(norm.named_parameters()) | dict(norm.named_buffers())
     with torch.inference_mode():
-        want = norm(x.to(device, dtype)[None])[0].double().to(x.device)
+        if any(t.is_meta for t in tensors.values()):  # offloaded to disk: accelerate's hook brings them, in place
+            device, dtype = home(norm)
+            want = norm(x.to(device, dtype)[None])[0].double().to(x.device)
+        else:
+            as_float64 = {name: t.detach().to(x.device, torch.float64) for name, t in tensors.items()}
+            want = torch.func.functional_call(norm, as_float64, (x[None],))[0].double()
     sigma = torch.sqrt(((x - x.mean()) ** 2).mean() + eps)
     rms = torch.sqrt((x ** 2).mean() + eps)
     candidates = {
@@ -131,8 +140,8 @@ def frozen_norm(norm: torch.nn.Module, x: torch.Tensor):
     for apply, b in candidates.values():
         if torch.allclose(apply(x) + b, want, rtol=1e-4, atol=1e-5):
             return apply, b
-    raise ValueError(f"the final norm ({type(norm).__name__}) is neither a layer norm nor an RMS norm as written "
-                     "here, so its scale cannot be frozen")
+    raise ValueError(f"this norm ({type(norm).__name__}) is neither a layer norm nor an RMS norm as written here, "
+                     "so its scale cannot be frozen")
 
 
 def direct_logit_attribution(loaded: LoadedModel, att: ModelAttention, contrast: Contrast) -> LogitAttribution:

@@ -126,7 +126,12 @@ class HeadSurvey:
         return np.arange(-(self.n_tokens - 1), self.offset_mass.shape[-1] - self.n_tokens + 1)
 
     def _offset(self, offset: int) -> np.ndarray:
-        return self.offset_mass[..., offset + self.n_tokens - 1]
+        """(L, H) mass at query - key = offset; zeros where the text is too short to have that offset (a
+        one-token text has no previous token: issue 42's IndexError on the Head atlas)."""
+        at = offset + self.n_tokens - 1
+        if not 0 <= at < self.offset_mass.shape[-1]:
+            return np.zeros(self.offset_mass.shape[:-1], self.offset_mass.dtype)
+        return self.offset_mass[..., at]
 
     @cached_property
     def previous(self) -> np.ndarray:
