@@ -12,7 +12,9 @@ from pages._lessons import seen
 from pages._site import HOME, SECTIONS
 
 serving.configure_process()  # torch threads and malloc settings, once per server process
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+# An emoji icon: Streamlit draws it as an inline SVG. A ":material/…:" icon is fetched from fonts.gstatic.com,
+# and the app runs offline (tests/test_journeys.py records every request a visit makes).
+st.set_page_config(page_title="Attention Explorer", page_icon="🔎", layout="wide")
 
 navigation = {"Start": [st.Page(HOME.path, title=HOME.title, icon=HOME.icon, default=True)]}
 for section, entries in SECTIONS.items():
