@@ -173,6 +173,8 @@ def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sink
 
 def main(argv: list[str] | None = None) -> int:
     """The console command `attention-explorer`."""
+    from attention.focus import DTYPES  # the one list of precisions (no torch: the command starts fast)
+
     parser = argparse.ArgumentParser(prog="attention-explorer", description="Attention in transformers, step "
                                      "by step, in a browser. Serves the app on the bundled offline models.")
     parser.add_argument("command", nargs="?", default="run", choices=["run", "class", "install-models", "corpus"],
@@ -189,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="corpus: survey on Ray (the [ray] extra), one model replica per worker: a local cluster "
                         "of --workers CPUs, or the cluster at ADDRESS ('auto', 'ray://HOST:10001'); put FILE first")
     parser.add_argument("--workers", type=int, default=2, help="corpus --ray: workers (default 2)")
-    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+    parser.add_argument("--dtype", default="auto", choices=DTYPES,
                         help="corpus: the precision the model loads in (auto: float32 for small models on the CPU)")
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument("--address", default="127.0.0.1", help="0.0.0.0 serves other machines too")

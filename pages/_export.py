@@ -7,31 +7,22 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from attention.models import AGGREGATIONS, MatrixView, ModelAttention, file_stem, matrix_csv, model_label, sentence_npz
+from attention.focus import LINK_TEXT_CHARS
+from attention.models import MatrixView, ModelAttention, file_stem, matrix_csv, sentence_npz
 from attention.toy import plotting
-from pages._carried import carried
-
-VIEW_KEYS = {  # widget key -> how its value is written in a URL (selectboxes by the label they show)
-    "model": model_label, "hub_id": str, "text": str, "layer": str, "head": str,
-    "agg": lambda key: AGGREGATIONS[key].label, "hide_special": str, "words": str, "no_sinks": str, "log": str,
-}
+from pages._focus import current
 
 
 def chart_config(*name_parts) -> dict:
     """st.plotly_chart's config: the camera saves `model_layer-3_head-5.png` (or .svg, as the sidebar's
     "Chart images" says) at 2×."""
-    return plotting.image_config(file_stem(*name_parts), carried("image_format", "png"))
+    return plotting.image_config(file_stem(*name_parts), current().image_format)
 
 
 def view_link(url: str) -> str:
-    """`url` with the query parameters that reopen this view. The URL alone misses some: a bound widget whose
-    value equals its default is left out of it, and defaults here are what was carried from the last page."""
-    params = st.query_params.to_dict()
-    for key, written in VIEW_KEYS.items():
-        value = st.session_state.get(key)
-        if key not in params and value is not None:
-            params[key] = str(value).lower() if isinstance(value, bool) else written(value)
-    return f"{url}?{urlencode(params)}"
+    """`url` with the query parameters that reopen this view: the focus's (pages/_focus.py writes them on
+    every model page) and the page's own widgets'."""
+    return f"{url.split('?')[0]}?{urlencode(st.query_params.to_dict())}"
 
 
 def _npz_of(result: weakref.ref) -> bytes:
@@ -60,7 +51,7 @@ def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
         url = st.context.url
         if url:
             st.code(view_link(url), language=None, wrap_lines=True)
-            if len(att.text) > 2000:
+            if len(att.text) > LINK_TEXT_CHARS:
                 st.caption("This text is too long for a link: the link keeps the view, the text must be pasted.")
         else:
             st.caption("The link is known once the page is open in a browser.")

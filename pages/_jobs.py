@@ -10,8 +10,8 @@ attention.models the same way, naming the function it calls:
     effects = result_of(head_ablation, (name, text, *contrast.typed, "zero"), "Ablating every head…",
                         loaded, att, contrast, ablation="zero")
 
-A model is named by its model_key (attention.models.model_key: its name, and the precision picked when
-not "auto"), and every cache below is keyed by that, so results of two precisions are never mixed.
+A model is named by a ModelChoice (its name and precision, attention.focus), and every cache below is
+keyed by it, so results of two precisions are never mixed; a result opened from a file by a SavedResult.
 
 Results are read-only numpy arrays shared by every session. Memory: a result stores q, k, v and the
 hidden states (they grow as n, not n²); long texts get a cache of their own with room for one entry,
@@ -25,6 +25,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -36,6 +37,7 @@ from attention.models import (
     Corpus,
     LoadedModel,
     ModelAttention,
+    ModelChoice,
     ModelUnavailable,
     Progress,
     corpus_survey,
@@ -43,7 +45,6 @@ from attention.models import (
     load_npz,
     model_label,
     own_attention,
-    split_model_key,
 )
 from pages._text import md
 
@@ -116,11 +117,20 @@ def follow_or_stop(job: Job):
         st.stop()
 
 
+@dataclass(frozen=True)
+class SavedResult:
+    """A result opened from a .npz file (what the pages show instead of running a model)."""
+
+    digest: str  # the first 16 hex digits of the file's sha256
+
+
+Source = ModelChoice | SavedResult  # what a model page reads: a model it runs, or a result opened from a file
+
+
 @st.cache_resource(max_entries=4, show_spinner=False)
-def cached_model(key: str) -> LoadedModel:
-    """The model a model_key names (its name, and the precision picked), loaded once per process."""
-    name, dtype = split_model_key(key)
-    return load_model(name, dtype=dtype, paths=False)  # a name typed in the app is never opened as a path
+def cached_model(choice: ModelChoice) -> LoadedModel:
+    """The model chosen, in the precision chosen, loaded once per process."""
+    return load_model(choice.name, dtype=choice.dtype, paths=False)  # a name typed in the app is never a path
 
 
 def _attention_job(text: str, decoder_text: str | None, loaded: LoadedModel) -> Job:
@@ -136,12 +146,12 @@ def _attention_job(text: str, decoder_text: str | None, loaded: LoadedModel) -> 
 
 
 @st.cache_resource(max_entries=4, show_spinner=False, validate=Job.usable)
-def _short_attention(name: str, text: str, decoder_text: str | None, _loaded: LoadedModel) -> Job:
+def _short_attention(choice: ModelChoice, text: str, decoder_text: str | None, _loaded: LoadedModel) -> Job:
     return _attention_job(text, decoder_text, _loaded)
 
 
 @st.cache_resource(max_entries=1, show_spinner=False, validate=Job.usable)
-def _long_attention(name: str, text: str, decoder_text: str | None, _loaded: LoadedModel) -> Job:
+def _long_attention(choice: ModelChoice, text: str, decoder_text: str | None, _loaded: LoadedModel) -> Job:
     return _attention_job(text, decoder_text, _loaded)
 
 
@@ -152,7 +162,7 @@ def _analysis(analysis: str, key: tuple, message: str, _work: Callable[[Progress
 
 def shared(analysis: Callable, key: tuple, message: str, *args, **kwargs) -> Job:
     """`analysis(*args, **kwargs)` as a Job that every session asking with the same `key` shares: `key` holds
-    the strings and numbers its arguments are made from (model name, text, options), since the model and
+    the values its arguments are made from (the ModelChoice, text, options), since the model and
     results themselves are not hashed. `progress` is passed when `analysis` takes it."""
     reports = "progress" in inspect.signature(analysis).parameters
 
@@ -169,7 +179,7 @@ def result_of(analysis: Callable, key: tuple, message: str, *args, **kwargs):
 
 
 @st.cache_resource(max_entries=2, show_spinner=False, validate=Job.usable)
-def corpus_job(name: str, corpus_key: str, include_sinks: bool, _loaded: LoadedModel, _corpus: Corpus) -> Job:
+def corpus_job(choice: ModelChoice, corpus_key: str, include_sinks: bool, _loaded: LoadedModel, _corpus: Corpus) -> Job:
     """A corpus survey, one per (model, corpus, setting), shared by the sessions asking for it. Two are kept:
     each holds a sample of queries and keys (about 15 MB for MiniLM, 70 MB for SmolLM2)."""
     return Job(lambda progress: corpus_survey(_loaded, _corpus, include_sinks=include_sinks, progress=progress),
@@ -177,11 +187,8 @@ def corpus_job(name: str, corpus_key: str, include_sinks: bool, _loaded: LoadedM
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_own_attention(name: str, text: str, layer: int, _loaded: LoadedModel, _att: ModelAttention):
+def cached_own_attention(choice: ModelChoice, text: str, layer: int, _loaded: LoadedModel, _att: ModelAttention):
     return own_attention(_loaded, _att, layer)
-
-
-RESULT_PREFIX = "saved:"  # a model key naming a result opened from a .npz file, not a model
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -196,8 +203,8 @@ def ask_as_this_session() -> None:
     REQUESTER.set(None if ctx is None else ctx.session_id)
 
 
-def open_saved(file_name: str, data: bytes) -> str | None:
-    """Read an uploaded .npz once (shared by the pages while cached); its key, or None after a message."""
+def open_saved(file_name: str, data: bytes) -> SavedResult | None:
+    """Read an uploaded .npz once (shared by the pages while cached); what names it, or None after a message."""
     digest = hashlib.sha256(data).hexdigest()[:16]
     try:
         _saved(digest, file_name, data)
@@ -205,55 +212,55 @@ def open_saved(file_name: str, data: bytes) -> str | None:
         st.error(f"**{md(file_name)} cannot be opened.** {md(err)}")
         return None
     _NAMES[digest] = file_name
-    return RESULT_PREFIX + digest
+    return SavedResult(digest)
 
 
 _NAMES: dict[str, str] = {}  # digest -> the file's name, for captions
 
 
-def is_saved(name: str) -> bool:
-    """`name` is a result opened from a file, not a model."""
-    return name.startswith(RESULT_PREFIX)
+def is_saved(source: Source) -> bool:
+    """`source` is a result opened from a file, not a model."""
+    return isinstance(source, SavedResult)
 
 
-def model_or_stop(name: str) -> LoadedModel:
+def model_or_stop(source: Source) -> LoadedModel:
     """The loaded model, with a spinner that says what is happening; an unavailable model ends the page."""
     ask_as_this_session()
-    if name.startswith(RESULT_PREFIX):
+    if isinstance(source, SavedResult):
         st.info("This result was opened from a file: this part needs the model itself. Close the file (above) to "
                 "run a model.")
         st.stop()
-    first = BUNDLED[bare].first_load if (bare := split_model_key(name)[0]) in BUNDLED else None
+    first = BUNDLED[source.name].first_load if source.name in BUNDLED else None
     try:
-        with st.spinner(f"Loading {model_label(name)}" + (f" ({first})" if first else "") + "…"):
-            return cached_model(name)
+        with st.spinner(f"Loading {model_label(source)}" + (f" ({first})" if first else "") + "…"):
+            return cached_model(source)
     except ModelUnavailable as err:
         st.error(f"**Model unavailable.** {md(err)}")
         st.stop()
 
 
-def attention_or_stop(name: str, text: str, decoder_text: str | None = None, *,
+def attention_or_stop(source: Source, text: str, decoder_text: str | None = None, *,
                       say_check: bool = True) -> ModelAttention:
     """Load the model and run it (a progress bar per layer on long texts); errors end the page cleanly.
     The guard's measure of the model is stated under it (once a page: say_check=False for a second text)."""
-    if name.startswith(RESULT_PREFIX):
-        return _saved_or_stop(name)
-    loaded = model_or_stop(name)  # also marks this session as the requester
+    if isinstance(source, SavedResult):
+        return _saved_or_stop(source)
+    loaded = model_or_stop(source)  # also marks this session as the requester
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
-    att = follow_or_stop(cache(name, text, decoder_text, loaded))
+    att = follow_or_stop(cache(source, text, decoder_text, loaded))
     if loaded.check is not None and say_check:
-        auto = f" (precision auto: {loaded.check.dtype})" if split_model_key(name)[1] == "auto" else ""
-        st.caption(f"{md(model_label(name))}{auto}: {loaded.check.summary}; it reads up to "
+        auto = f" (precision auto: {loaded.check.dtype})" if source.dtype == "auto" else ""
+        st.caption(f"{md(model_label(source))}{auto}: {loaded.check.summary}; it reads up to "
                    f"{loaded.spec.token_limit(loaded.device):,} tokens here (its memory check, "
                    "attention.models.plan_memory).")
     if att.truncated:
-        st.warning(f"The text has {att.n_input_tokens:,} tokens; {model_label(name)} reads at most "
+        st.warning(f"The text has {att.n_input_tokens:,} tokens; {md(model_label(source))} reads at most "
                    f"{len(att.tokens):,} here, so only the beginning is shown.")
     return att
 
 
-def _saved_or_stop(name: str) -> ModelAttention:
-    digest = name[len(RESULT_PREFIX):]
+def _saved_or_stop(saved: SavedResult) -> ModelAttention:
+    digest = saved.digest
     try:
         att = _saved(digest, _NAMES[digest], b"")  # cached when it was opened: the bytes are not read again
     except (KeyError, ValueError):

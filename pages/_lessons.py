@@ -2,8 +2,10 @@
 
 A question is asked in a small form: the learner picks an answer (arrow keys move between choices) and
 commits; the commit sets the page to the question's state (before its widgets draw, so the charts show
-it), and the answer, computed by attention/ from that state, appears with its numbers and one sentence on
-why. Answers and the pages seen are kept in the session only.
+it): a toy page's widgets, or for a model question the visit's focus (pages/_focus.py). The answer,
+computed by attention/ from that state, appears with its numbers and one sentence on why. A model question
+about one subject ("it", not "bank") is asked while the page shows it, and offers to show it otherwise.
+Answers and the pages seen are kept in the session only.
 """
 
 import functools
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages._carried import fill, switch_to
+from pages._focus import current, switch_to, update
 from pages._site import PATH, entry
 from pages._text import md
 
@@ -26,6 +28,11 @@ def predict_then_see(questions, results: dict | None = None) -> None:
         answered = st.session_state.get(ANSWERS, {}).get(q.key)
         with st.container(border=True, key=f"lesson-{q.key.replace('.', '-')}"):
             st.markdown(f"**Predict, then see.** {md(q.ask)}")
+            if answered is None and not _asked_here(q):
+                st.caption(f"This question is about {md(q.about)}; the page shows something else now.")
+                st.button(f"Show {q.about}", key=f"lesson.show.{q.key}", icon=":material/visibility:",
+                          on_click=functools.partial(update, **dict(q.subject)))
+                continue
             if answered is None:
                 with st.form(f"lesson.form.{q.key}", border=False):
                     st.radio("Your prediction", q.choices, index=None, key=f"lesson.choice.{q.key}", horizontal=True)
@@ -60,7 +67,16 @@ def _commit(q, results) -> None:
     answers = st.session_state.setdefault(ANSWERS, {})
     answer = q.reveal().answer if results is None else None  # a model question is judged once its page ran
     answers[q.key] = (choice, None if answer is None else choice == answer)
-    fill(dict(q.state))  # the page now shows the question's state
+    if hasattr(q, "focus"):  # a model question: the visit's focus
+        update(**dict(q.focus))
+    else:  # a toy question: the page's own widgets
+        for key, value in q.state:
+            st.session_state[key] = value
+
+
+def _asked_here(q) -> bool:
+    """A toy question is asked wherever its page is; a model question while the focus shows its subject."""
+    return not hasattr(q, "asked_on") or q.asked_on(current())
 
 
 def _forget(key: str) -> None:

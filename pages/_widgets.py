@@ -1,14 +1,21 @@
-"""The widgets the model pages share: the model and sentence, layer and head, the reading switches, and
-what a click on a chart opens. Each is kept in the URL and carried across pages (pages/_carried.py)."""
+"""The widgets the model pages share. Each shows a part of the visit's focus and sets it (pages/_focus.py):
+the model and its precision, the sentence, a result opened from a file, the layer and head, the token
+followed, the reading switches, a prediction's example, target and foil, and what a click on a chart opens.
+
+Every widget's key starts with the `slot` it is drawn for (the page, or one of two pickers on a page):
+"heads.layer" on Model heads, "inside.layer" on Inside one head. Setters are module functions bound with
+functools.partial, never lambdas in a page (pages/_labels.py says why).
+"""
 
 import functools
+import zlib
 from collections.abc import Callable
 
 import streamlit as st
 
+from attention.focus import from_visible_spaces, with_visible_spaces
 from attention.models import (
     BUNDLED,
-    DEFAULT_DECODER,
     DEFAULT_ENCODER,
     DTYPES,
     LOCAL_PREFIX,
@@ -16,156 +23,199 @@ from attention.models import (
     NPZ_MAX_BYTES,
     SMALL_MODEL_BYTES,
     Contrast,
+    Focus,
     LoadedModel,
     ModelAttention,
+    ModelChoice,
     Reading,
+    TokenAt,
     contrast,
+    default_focus,
     hub_allowlist,
     local_models,
-    model_key,
     model_label,
+    model_name,
+    spaced_alternative,
     word_groups,
 )
 from attention.toy import examples as ex
-from pages._carried import carried, example_filler, fill, remember, switch_to
-from pages._jobs import attention_or_stop, model_or_stop, open_saved
+from pages._focus import current, on_change, on_page, put, setting, show, shown, switch_to, update
+from pages._jobs import SavedResult, Source, attention_or_stop, model_or_stop, open_saved
+from pages._labels import token_labels
 from pages._text import md
 
 OTHER = "other (Hugging Face id)…"
+HUB_EXAMPLE = "bert-base-uncased"  # what the id box holds when "other" is first picked
 PRECISION_HELP = (
     f"The dtype the model runs in. auto: float32 for a model whose float32 weights take at most "
     f"{SMALL_MODEL_BYTES / 1e9:g} GB on the CPU, else the checkpoint's own (bfloat16 when it names none). Half "
     "precision halves the weights' memory. Our weights are computed in float32 from the model's own q and k in any "
     "precision, and the check under the page holds them to the model's own attention in that precision.")
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
+OWN_SENTENCE = "your own sentence"  # the example picker's value when the sentence is none of its examples
 
 
-def pick_model(col=st, default: str = DEFAULT_ENCODER) -> str:
-    """The model selectbox (bundled models, or an allowlisted hub id typed in) and its precision, kept across
-    pages; `default` when no model page has chosen one yet. Returns the model_key (name, and precision when
-    not "auto")."""
-    name = _model_name(col, default)
-    precision = col.selectbox("Precision", DTYPES, index=DTYPES.index(carried("precision", "auto")), key="precision",
-                              bind="query-params", help=PRECISION_HELP)
-    remember("precision", precision)
-    return model_key(name, precision)
+# --- the model ---------------------------------------------------------------------------------------------
+def chosen_model(focus: Focus, default: str) -> ModelChoice:
+    """The model the focus names (a bundled model's label from an older link read as its key), else
+    `default`, the page's own."""
+    if focus.model is None:
+        return ModelChoice(default)
+    return ModelChoice(model_name(focus.model.name), focus.model.dtype)
 
 
-def _model_name(col, default: str) -> str:
+def model_picker(col, focus: Focus, *, slot: str, default: str = DEFAULT_ENCODER) -> ModelChoice:
+    """The model selectbox (bundled models, an operator's folders, or an allowlisted hub id typed in) and its
+    precision. Returns the model chosen (the page's `default` until the visit chooses one)."""
+    chosen = chosen_model(focus, default)
     listed = list(local_models())  # an operator's folders: ATTENTION_EXPLORER_MODEL_DIRS, read at every run
-    carried_model = carried("model", default)
-    # A folder this session chose that the operator has since removed stays in the list, so the page says
-    # so when it is loaded (or goes on from memory when it already was) instead of showing another model.
-    chosen = (st.session_state.get("model"), st.query_params.get("model"), carried_model)
-    gone = [x for x in dict.fromkeys(chosen) if isinstance(x, str) and x.startswith(LOCAL_PREFIX) and x not in listed]
-    options = list(BUNDLED) + listed + gone + [OTHER]
-    index = options.index(carried_model if carried_model in options else default)
+    # A folder this visit chose that the operator has since removed stays in the list, so the page says so
+    # when it is loaded (or goes on from memory when it already was) instead of showing another model.
+    gone = [chosen.name] if chosen.name.startswith(LOCAL_PREFIX) and chosen.name not in listed else []
+    options = [*BUNDLED, *listed, *gone, OTHER]
+    key = show(f"{slot}.model", chosen.name if chosen.name in options else OTHER)
     bundled = "; ".join(f"{spec.label}: {spec.about}" for spec in BUNDLED.values())
-    choice = col.selectbox("Model", options, index=index, key="model", bind="query-params", format_func=model_label,
-                           help=f"{bundled}. A local folder is one an operator listed; a Hugging Face id must be on "
-                                "the server's allowlist.")
-    remember("model", choice)
-    if choice != OTHER:
-        return choice
-    hub_id = col.text_input("Hugging Face model id", value=carried("hub_id", "bert-base-uncased"), key="hub_id",
-                            bind="query-params", max_chars=100, help="Allowed here: " + ", ".join(hub_allowlist()))
-    remember("hub_id", hub_id)
-    return hub_id
+    col.selectbox("Model", options, key=key, format_func=model_label,
+                  on_change=on_change(key, functools.partial(_pick_model, default)),
+                  help=f"{bundled}. A local folder is one an operator listed; a Hugging Face id must be on the "
+                       "server's allowlist.")
+    if st.session_state[key] == OTHER:
+        key = show(f"{slot}.hub_id", chosen.name)
+        col.text_input("Hugging Face model id", key=key, max_chars=100,
+                       on_change=on_change(key, functools.partial(_pick_hub_id, default)),
+                       help="Allowed here: " + ", ".join(hub_allowlist()))
+    key = show(f"{slot}.precision", chosen.dtype)
+    col.selectbox("Precision", DTYPES, key=key, help=PRECISION_HELP,
+                  on_change=on_change(key, functools.partial(_pick_dtype, default)))
+    return chosen
 
 
-def prediction_example(prefix: str) -> tuple[str, str, str]:
-    """The example picker of the pages that read a prediction: the chosen example's (prompt, target, foil);
-    choosing one fills the sentence box and the `<prefix>.target` and `<prefix>.foil` inputs."""
-    example = st.selectbox("Example", list(ex.PREDICTION_EXAMPLES), key=f"{prefix}.example",
-                           on_change=example_filler(ex.PREDICTION_EXAMPLES, f"{prefix}.example",
-                                                    ("text", f"{prefix}.target", f"{prefix}.foil")))
-    return ex.PREDICTION_EXAMPLES[example]
+def _pick_model(default: str, focus: Focus, option: str) -> Focus:
+    name = HUB_EXAMPLE if option == OTHER else option
+    return focus.with_model(ModelChoice(name, chosen_model(focus, default).dtype))
 
 
-def prediction_start(prefix: str) -> tuple[str, str, ModelAttention, LoadedModel, tuple[str, str]]:
-    """What both pages that read a prediction start with: the example picker, the sentence and model (the
-    bundled decoder by default), the model's result on it. Returns (model name, text, result, model, the
-    example's (target, foil))."""
-    prompt, target, foil = prediction_example(prefix)
-    name, text = sentence_and_model(prompt, model=DEFAULT_DECODER)
-    return name, text, attention_or_stop(name, text), model_or_stop(name), (target, foil)
+def _pick_hub_id(default: str, focus: Focus, typed: str) -> Focus:
+    if not typed or not typed.strip():
+        return focus  # an empty box keeps the model it had
+    return focus.with_model(ModelChoice(typed.strip(), chosen_model(focus, default).dtype))
 
 
-def target_and_foil(prefix: str, att: ModelAttention, tokenizer, defaults: tuple[str, str]) -> Contrast:
-    """The target and foil inputs side by side, read once into a Contrast (attention.models.contrast: its
-    target.text and foil.text are the words as typed), what each word became, and m in a formula; words that
-    cannot be read end the page with their message."""
-    c1, c2 = st.columns(2)
-    target = c1.text_input("expected next token (target)", value=defaults[0], key=f"{prefix}.target", max_chars=40)
-    foil = c2.text_input("an alternative (foil)", value=defaults[1], key=f"{prefix}.foil", max_chars=40)
-    try:
-        made = contrast(att, tokenizer, target, foil)  # tokenized here, once, for everything the page reads
-    except ValueError as err:
-        st.warning(md(err))
-        st.stop()
-    for choice, col in ((made.target, c1), (made.foil, c2)):
-        col.caption(f"“{md(choice.text)}” is one token." if choice.pieces == 1 else
-                    f"“{md(choice.text)}” is {choice.pieces} tokens; the first, “{md(choice.token)}”, is used. A "
-                    "leading space matters: “ Mary” and “Mary” are different tokens.")
-    st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {made.target_logit:.2f} - "
-             rf"{made.foil_logit:.2f} = {made.baseline:.2f}")
-    return made
+def _pick_dtype(default: str, focus: Focus, dtype: str) -> Focus:
+    return focus.with_model(ModelChoice(chosen_model(focus, default).name, dtype))
 
 
-def sentence_and_model(default: str = DEFAULT_TEXT, model: str = DEFAULT_ENCODER) -> tuple[str, str]:
-    """The sentence box and, beside it, the model picker (both kept in the URL and across model pages).
-    Returns (model, text)."""
+# --- the sentence ------------------------------------------------------------------------------------------
+def sentence_and_model(focus: Focus, *, slot: str, default_text: str = DEFAULT_TEXT,
+                       default_model: str = DEFAULT_ENCODER) -> tuple[Source, str]:
+    """The sentence box and, beside it, the model picker, then a result saved as .npz to open instead.
+    Returns (what the page reads: the model, or the opened file; the sentence)."""
     c1, c2 = st.columns([2, 1])  # at 800 px a quarter of the row cut "SmolLM2-135M" to "SmolLM2-", 3/10 to "…-135"
     limits = ", ".join(f"{spec.max_tokens:,} for {spec.label}" for spec in BUNDLED.values())
-    text = c1.text_area("Sentence", value=carried("text", default), key="text", bind="query-params",
-                        max_chars=MAX_TEXT_CHARS, height=80, help=f"Tokens read at most: {limits}.")
-    remember("text", text)
-    picked = pick_model(c2, model)
-    opened = saved_result()
-    return (opened, text) if opened else (picked, text)
+    text = focus.text if focus.text is not None else default_text
+    key = show(f"{slot}.text", text[:MAX_TEXT_CHARS])
+    c1.text_area("Sentence", key=key, max_chars=MAX_TEXT_CHARS, height=80, help=f"Tokens read at most: {limits}.",
+                 on_change=on_change(key, _type_text))
+    picked = model_picker(c2, focus, slot=slot, default=default_model)
+    opened = saved_result(focus, slot=slot)
+    return (opened or picked), text
 
 
-def saved_result() -> str | None:
+def _type_text(focus: Focus, text: str) -> Focus:
+    return focus.with_text(text)
+
+
+def saved_result(focus: Focus, *, slot: str) -> SavedResult | None:
     """An expander to open a result saved as .npz (the .npz button, or attention's export_npz in a notebook:
-    a model too big for this machine, run where it fits). Returns its key (RESULT_PREFIX + its digest),
-    kept across pages until closed, or None: the page then runs the model picked above."""
-    key = carried("saved_result", None)
-    with st.expander("Open a result saved as .npz (no model needed)", expanded=key is not None):
-        file = st.file_uploader(".npz file", type=["npz"], key=f"npz_file.{carried('saved_round', 0)}",
+    a model too big for this machine, run where it fits). Returns it, kept in the focus across pages until
+    closed, or None: the page then runs the model picked above."""
+    opened = None if focus.saved is None else SavedResult(focus.saved)
+    with st.expander("Open a result saved as .npz (no model needed)", expanded=opened is not None):
+        # a new key once a file is opened or closed: the next visit to the box finds it empty
+        file = st.file_uploader(".npz file", type=["npz"], key=f"{slot}.npz.{focus.saved or 'none'}",
                                 max_upload_size=NPZ_MAX_BYTES // 1_000_000,
                                 help="What the .npz button downloads, or attention.models.export_npz(att) writes. "
                                      "Only plain arrays are read (never pickled objects).")
         if file is not None:
-            key = open_saved(file.name, file.getvalue())
-            remember("saved_result", key)
-        if key is not None:
-            st.button("Close it and run the model again", key="npz_close", on_click=close_saved)
-    return key
+            opened = open_saved(file.name, file.getvalue()) or opened
+            if opened is not None and opened.digest != focus.saved:
+                update(saved=opened.digest, query=None)
+        if opened is not None:
+            st.button("Close it and run the model again", key=f"{slot}.npz_close",
+                      on_click=functools.partial(update, saved=None, query=None))
+    return opened
 
 
-def close_saved() -> None:
-    """on_click: forget the opened file, and give the next visit a fresh, empty uploader."""
-    remember("saved_result", None)
-    remember("saved_round", carried("saved_round", 0) + 1)
+# --- fitting the focus to what the page reads --------------------------------------------------------------
+def fit(att: ModelAttention | None = None, *, n_layers: int | None = None, n_heads: int | None = None,
+        tokens=None) -> Focus:
+    """The focus made valid for the result the page shows (its layers, heads and tokens; or the counts
+    given), kept, written into the URL, and what had to change said in a line each. Every model page calls
+    it once, after reading its result and before drawing the layer, head and token pickers; it reads the
+    focus afresh, with whatever this run changed in it (a file opened above)."""
+    if att is not None:
+        n_layers, n_heads, tokens = att.n_layers, att.n_heads, att.tokens
+    focus = put(*current().fitted(n_layers=n_layers, n_heads=n_heads, tokens=tokens))
+    shown(focus)
+    return focus
 
 
-def layer_and_head(col_layer, col_head, n_layers: int, n_heads: int, *, head_disabled: bool = False) -> tuple[int, int]:
-    """The Layer and Head inputs (1-based on screen), kept in the URL and across model pages. Returns
-    0-based (layer, head)."""
-    layer = col_layer.number_input("Layer", 1, n_layers, min(carried("layer", 1), n_layers), key="layer",
-                                   bind="query-params")
-    head = col_head.number_input("Head", 1, n_heads, min(carried("head", 1), n_heads), key="head",
-                                 bind="query-params", disabled=head_disabled)
-    layer, head = min(layer, n_layers), min(head, n_heads)
-    remember("layer", layer)
-    remember("head", head)
-    return layer - 1, head - 1
+# --- layer, head, token ------------------------------------------------------------------------------------
+def layer_and_head(col_layer, col_head, focus: Focus, n_layers: int, n_heads: int, *, slot: str,
+                   head_disabled: bool = False) -> tuple[int, int]:
+    """The Layer and Head inputs (from 1 on screen) of a fitted focus. Returns 0-based (layer, head)."""
+    layer, head = layer_input(col_layer, focus, n_layers, slot=slot), min(focus.head, n_heads - 1)
+    key = show(f"{slot}.head", head + 1)
+    col_head.number_input("Head", 1, n_heads, key=key, disabled=head_disabled, on_change=on_change(key, _set_head))
+    return layer, head
 
 
-def reading_switches(att, *, log_scale: bool = True) -> Reading:
-    """The row of switches every model page offers, kept in the URL and across pages: words instead of
-    pieces, attention sinks removed, a log colour scale (where the page draws weights as colours). The
-    views apply the Reading themselves (attention.models.recorded.views)."""
+def layer_input(col, focus: Focus, n_layers: int, *, slot: str) -> int:
+    """The Layer input alone (from 1 on screen). Returns the 0-based layer."""
+    layer = min(focus.layer, n_layers - 1)
+    key = show(f"{slot}.layer", layer + 1)
+    col.number_input("Layer", 1, n_layers, key=key, on_change=on_change(key, _set_layer))
+    return layer
+
+
+def _set_layer(focus: Focus, shown_layer: int | None) -> Focus:
+    return focus if shown_layer is None else focus.replace(layer=int(shown_layer) - 1)
+
+
+def _set_head(focus: Focus, shown_head: int | None) -> Focus:
+    return focus if shown_head is None else focus.replace(head=int(shown_head) - 1, aggregation="head")
+
+
+def query_picker(col, focus: Focus, att: ModelAttention, *, slot: str, default: int | None = None,
+                 grouping=None, label: str | None = None, source: Source | None = None) -> int:
+    """The token (or, reading words, the word) followed: the focus's, else `default` (the page's; the
+    seeds' "bank" when the text has it). Returns its index among the tokens, or among the words."""
+    position = focus.query_or(default_focus(att.tokens) if default is None else default)
+    units = att.tokens if grouping is None else grouping.words
+    index = position if grouping is None else grouping.word_of(position)
+    firsts = None if grouping is None else tuple(pieces[0] for pieces in grouping.pieces)
+    key = show(labelled_key(f"{slot}.query", units), index)
+    pin = source if isinstance(source, ModelChoice) else None
+    col.selectbox(label or ("Word" if grouping is not None else "Token"), range(len(units)),
+                  format_func=token_labels(units), key=key,
+                  on_change=on_change(key, functools.partial(_pick_query, tuple(att.tokens), firsts, att.text, pin)))
+    return index
+
+
+def _pick_query(tokens, firsts, text: str, model: ModelChoice | None, focus: Focus, index: int) -> Focus:
+    """A token picked: followed in this text with this model (a page's example sentence and default model become
+    the visit's choice, since the position means nothing without them)."""
+    position = index if firsts is None else firsts[index]
+    pinned = focus.replace(text=focus.text if focus.text is not None else text,
+                           model=focus.model if focus.model is not None or model is None else model)
+    return pinned.replace(query=TokenAt(position, tokens[position]))
+
+
+# --- reading switches --------------------------------------------------------------------------------------
+def reading_switches(focus: Focus, att, *, slot: str, log_scale: bool = True) -> Reading:
+    """The row of switches every model page offers: words instead of pieces, attention sinks removed, a log
+    colour scale (where the page draws weights as colours). The views apply the Reading themselves
+    (attention.models.recorded.views)."""
     c1, c2, c3 = st.columns(3)
     try:
         word_groups(att)
@@ -173,70 +223,169 @@ def reading_switches(att, *, log_scale: bool = True) -> Reading:
         why = str(err)
     else:
         why = None
-    words = c1.toggle("Words", value=carried("words", False), key="words", bind="query-params",
-                      disabled=why is not None,
-                      help=why or "Words, not pieces: merge sub-word pieces into the words the tokenizer split the "
-                                  "text into. Attention to a word is the sum over its pieces, attention from a word "
-                                  "the mean of its pieces' rows (rows still sum to 1).")
-    without_sinks = c2.toggle("Without sinks", value=carried("no_sinks", False), key="no_sinks",
-                              bind="query-params",
-                              help="Remove each head's sink tokens (the first token, [CLS]/[SEP]/BOS, and any token "
-                                   "holding over half the weight of most rows) and renormalise every row to sum to 1.")
-    log = log_scale and c3.toggle("Log colours", value=carried("log", False), key="log", bind="query-params",
-                                  help="Colour by log10(weight) from 0.0001 to 1: small weights stay visible beside "
-                                       "a sink.")
-    for key, value in (("words", words), ("no_sinks", without_sinks)) + ((("log", log),) if log_scale else ()):
-        remember(key, value)
-    image_format()
-    return Reading(words=words and why is None, without_sinks=without_sinks, log=log)
+    key = show(f"{slot}.words", focus.words)
+    c1.toggle("Words", key=key, disabled=why is not None, on_change=on_change(key, setting("words")),
+              help=why or "Words, not pieces: merge sub-word pieces into the words the tokenizer split the text "
+                          "into. Attention to a word is the sum over its pieces, attention from a word the mean of "
+                          "its pieces' rows (rows still sum to 1).")
+    key = show(f"{slot}.no_sinks", focus.without_sinks)
+    c2.toggle("Without sinks", key=key, on_change=on_change(key, setting("without_sinks")),
+              help="Remove each head's sink tokens (the first token, [CLS]/[SEP]/BOS, and any token holding over "
+                   "half the weight of most rows) and renormalise every row to sum to 1.")
+    if log_scale:
+        key = show(f"{slot}.log", focus.log)
+        c3.toggle("Log colours", key=key, on_change=on_change(key, setting("log")),
+                  help="Colour by log10(weight) from 0.0001 to 1: small weights stay visible beside a sink.")
+    image_format(focus)
+    return Reading(words=focus.words and why is None, without_sinks=focus.without_sinks,
+                   log=focus.log and log_scale)
 
 
-def image_format() -> str:
-    """The sidebar's choice of format for the charts' camera button (PNG or SVG), kept across pages; once
-    per page run (reading_switches calls it)."""
-    fmt = st.sidebar.segmented_control("Chart images", ["png", "svg"], default=carried("image_format", "png"),
-                                       key="image_format", bind="query-params",
-                                       help="The camera button of every chart saves this format at 2× size.")
-    fmt = fmt or "png"
-    remember("image_format", fmt)
-    return fmt
+def image_format(focus: Focus) -> str:
+    """The sidebar's choice of format for the charts' camera button (PNG or SVG); once per page run
+    (reading_switches calls it)."""
+    key = show("sidebar.image_format", focus.image_format)
+    st.sidebar.segmented_control("Chart images", ["png", "svg"], key=key, on_change=on_change(key, _set_format),
+                                 help="The camera button of every chart saves this format at 2× size.")
+    return focus.image_format
 
 
+def _set_format(focus: Focus, fmt: str | None) -> Focus:
+    return focus.replace(image_format=fmt or "png")
+
+
+# --- predictions: example, target and foil -----------------------------------------------------------------
+def prediction_example(focus: Focus, *, slot: str) -> tuple[str, str, str]:
+    """The example picker of the pages that read a prediction. It shows the example whose prompt is the
+    sentence (else "your own sentence"); picking one sets the sentence, target and foil. Returns the
+    (prompt, target, foil) the page starts from: the example shown, else the first."""
+    examples = ex.PREDICTION_EXAMPLES
+    first = next(iter(examples))
+    text = examples[first][0] if focus.text is None else focus.text
+    matched = next((name for name, (prompt, _, _) in examples.items() if prompt == text), None)
+    options = [*examples] + ([] if matched else [OWN_SENTENCE])
+    key = show(f"{slot}.example", matched or OWN_SENTENCE)
+    st.selectbox("Example", options, key=key, on_change=on_change(key, _pick_example),
+                 help="Each example is a prompt, the next token expected (target) and an alternative (foil).")
+    return examples[matched or first]
+
+
+def _pick_example(focus: Focus, name: str) -> Focus:
+    if name not in ex.PREDICTION_EXAMPLES:
+        return focus
+    prompt, target, foil = ex.PREDICTION_EXAMPLES[name]
+    return focus.with_text(prompt).replace(target=target, foil=foil)
+
+
+def prediction_start(*, slot: str, model: str) -> tuple[Focus, Source, str, ModelAttention, LoadedModel,
+                                                        tuple[str, str]]:
+    """What both pages that read a prediction start with: the example picker, the sentence and model (the
+    bundled decoder, `model`, by default), the model's result on it, and the focus fitted to it. Returns
+    (focus, source, text, result, model, the example's (target, foil))."""
+    focus = on_page()
+    prompt, target, foil = prediction_example(focus, slot=slot)
+    source, text = sentence_and_model(focus, slot=slot, default_text=prompt, default_model=model)
+    att = attention_or_stop(source, text)
+    focus = fit(att)
+    return focus, source, text, att, model_or_stop(source), (target, foil)
+
+
+def target_and_foil(focus: Focus, att: ModelAttention, tokenizer, defaults: tuple[str, str], *,
+                    slot: str) -> Contrast:
+    """The target and foil inputs side by side (a space shown as ␣: " Mary" and "Mary" are different tokens),
+    read once into a Contrast (attention.models.contrast), what each word became, and m in a formula; words
+    that cannot be read end the page with their message."""
+    c1, c2 = st.columns(2)
+    words = (focus.target if focus.target is not None else defaults[0],
+             focus.foil if focus.foil is not None else defaults[1])
+    for col, field, label, word in ((c1, "target", "expected next token (target)", words[0]),
+                                    (c2, "foil", "an alternative (foil)", words[1])):
+        key = show(f"{slot}.{field}", with_visible_spaces(word))
+        col.text_input(label, key=key, max_chars=40, on_change=on_change(key, functools.partial(_set_token, field)),
+                       help=f"The token exactly as the model reads it; a space is shown as ␣. After a word the "
+                            f"model writes “{with_visible_spaces(' Mary')}”, a token of its own: “Mary” without "
+                            "the space is another token.")
+    try:
+        made = contrast(att, tokenizer, *words)  # tokenized here, once, for everything the page reads
+    except ValueError as err:
+        st.warning(md(err))
+        st.stop()
+    for choice, col in ((made.target, c1), (made.foil, c2)):
+        shown_text = md(with_visible_spaces(choice.text))
+        line = (f"“{shown_text}” is one token." if choice.pieces == 1 else
+                f"“{shown_text}” is {choice.pieces} tokens; the first, “{md(with_visible_spaces(choice.token))}”, "
+                "is used.")
+        spaced = spaced_alternative(tokenizer, choice)
+        if spaced is not None:
+            line += (f" After a word the model writes “{md(with_visible_spaces(spaced.token))}” (with its space), "
+                     "another token: type ␣ or a space before the word to read that one.")
+        col.caption(line)
+    st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {made.target_logit:.2f} - "
+             rf"{made.foil_logit:.2f} = {made.baseline:.2f}")
+    return made
+
+
+def _set_token(field: str, focus: Focus, shown_word: str) -> Focus:
+    return focus.replace(**{field: from_visible_spaces(shown_word or "")})
+
+
+# --- a page's own pickers ---------------------------------------------------------------------------------
+def labelled_key(key: str, labels) -> str:
+    """`key` made for one list of option labels: a selectbox whose labels change while its value stays (token 6
+    of a new sentence, token 0 of another model's) kept showing the old label in the browser ("6: bank" above
+    a chart of "box"). A new key for new labels makes a new widget, which shows its own."""
+    return f"{key}.{zlib.crc32(chr(31).join(map(str, labels)).encode()):08x}"
+
+
+def among(key: str, options) -> str:
+    """A page's own picker keyed `key` (not a part of the focus) whose options depend on the text or model:
+    a value kept from before that is no longer an option is forgotten, so the picker shows its default
+    instead of a choice the page does not have. Returns the key."""
+    kept = st.session_state.get(key)
+    if kept is not None and (any(v not in options for v in kept) if isinstance(kept, list) else kept not in options):
+        del st.session_state[key]
+    return key
+
+
+# --- what a click opens ------------------------------------------------------------------------------------
 def open_head_buttons(layer: int, head: int, *, key: str) -> None:
     """Buttons that open Model heads and Inside one head on this model, text, layer and head (0-based)
-    in this tab: the text may be far too long for a link, and every model page reads what is carried."""
+    in this tab: the text may be far too long for a link, and every model page reads the focus."""
     c1, c2 = st.columns(2)
     for col, page, label, icon in ((c1, "pages/model_heads.py", "Zoom into it in Model heads", ":material/zoom_in:"),
                                    (c2, "pages/inside_head.py", "See its math in Inside one head",
                                     ":material/calculate:")):
         if col.button(label, icon=icon, key=f"{key}.{page}"):
-            remember("layer", layer + 1)
-            remember("head", head + 1)
-            remember("agg", "head")
+            update(layer=layer, head=head, aggregation="head")
             switch_to(page)
 
 
-def tile_opener(chart_key: str) -> Callable[[], None]:
-    """on_select for the all-heads grid (a partial, not a page lambda: pages/_labels.py says why)."""
-    return functools.partial(_open_tile, chart_key)
+def head_opener(chart_key: str, *, first: int = 0, from_customdata: bool = False) -> Callable[[], None]:
+    """on_select for a chart of heads: the clicked head becomes the focus's. Its layer and head are the point's
+    y and x, counted from `first` (a layer x head heatmap from 0; the all-heads grid's tiles from 1), or the
+    first two values of its customdata, from 0 (a scatter of heads)."""
+    return functools.partial(_open_head, chart_key, first, from_customdata)
 
 
-def query_picker(chart_key: str, row_ids) -> Callable[[], None]:
-    """on_select for the zoom: a click on a cell follows its query below."""
-    return functools.partial(_pick_query, chart_key, row_ids)
-
-
-def _open_tile(chart_key: str) -> None:
-    """The clicked tile's layer and head go to the zoom (one head)."""
+def _open_head(chart_key: str, first: int, from_customdata: bool) -> None:
     points = st.session_state[chart_key]["selection"]["points"]
     if points:
-        fill({"layer": int(round(points[0]["y"])), "head": int(round(points[0]["x"])), "agg": "head"})
+        point = points[0]
+        layer, head = point["customdata"][:2] if from_customdata else (point["y"] - first, point["x"] - first)
+        update(layer=int(round(layer)), head=int(round(head)), aggregation="head")
 
 
-def _pick_query(chart_key: str, row_ids) -> None:
-    """The clicked cell's row becomes the token followed below."""
+def cell_query(chart_key: str, att: ModelAttention, row_ids, grouping) -> Callable[[], None]:
+    """on_select for the zoom: a click on a cell follows its query token (or word) below."""
+    firsts = None if grouping is None else tuple(pieces[0] for pieces in grouping.pieces)
+    return functools.partial(_pick_cell, chart_key, tuple(att.tokens), row_ids, firsts)
+
+
+def _pick_cell(chart_key: str, tokens, row_ids, firsts) -> None:
     points = st.session_state[chart_key]["selection"]["points"]
     if points:
         y = points[0]["y"]  # a row number, or in a large heatmap its category "12·bank"
         row = int(y.split("·")[0]) if isinstance(y, str) else int(round(y))
-        fill({"focus": row_ids[row] if row_ids is not None else row})
+        index = row_ids[row] if row_ids is not None else row
+        position = index if firsts is None else firsts[index]
+        update(query=TokenAt(position, tokens[position]))

@@ -10,6 +10,7 @@ from attention.models import (
     KINDS,
     ROLES,
     SITES,
+    ModelChoice,
     activation_patching,
     composition,
     direct_logit_attribution,
@@ -20,7 +21,7 @@ from attention.models import (
     swap_words,
 )
 from attention.toy import plotting
-from pages._carried import head_opener, model_switcher
+from pages._focus import changing
 from pages._frame import ensure_app_frame
 from pages._jobs import (
     attention_or_stop,
@@ -37,15 +38,15 @@ st.title("What heads do")
 st.markdown("The prediction, read part by part: which heads and MLPs **write** it directly into the output, "
             "how it **forms** layer by layer, where the information **enters** (patch the clean run into a "
             "corrupted one), and which earlier heads a head **reads** from.")
-name, text, att, loaded, defaults = prediction_start("circ")
+focus, name, text, att, loaded, defaults = prediction_start(slot="circ", model=DEFAULT_DECODER)
 if att.next_logits is None:  # an encoder: nothing predicted, nothing to read part by part
     st.info(f"{md(model_label(name))} predicts no next token: this page reads a prediction. Its heads' roles are "
             "on the Head atlas.")
     st.button(f"Switch to {model_label(DEFAULT_DECODER)}", icon=":material/swap_horiz:", key="circ.decoder",
-              on_click=model_switcher(DEFAULT_DECODER))
+              on_click=changing(model=ModelChoice(DEFAULT_DECODER), query=None))
     path_links("pages/circuits.py")
     st.stop()
-contrast = target_and_foil("circ", att, loaded.tokenizer, defaults)
+contrast = target_and_foil(focus, att, loaded.tokenizer, defaults, slot="circ")
 st.caption("Positive m means the model prefers the target.")
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
@@ -126,9 +127,9 @@ st.markdown(f"The strongest induction head here is **layer {best[0] + 1}, head {
             f"{inductions[best]:.2f} on the probe). An induction head finds the earlier occurrence of the current "
             "token through its **keys**: it reads a previous-token head by K-composition (Elhage et al. 2021).")
 st.button("Read that head", icon=":material/arrow_downward:", key="circ.induction",
-          on_click=head_opener(*best))
+          on_click=changing(layer=best[0], head=best[1], aggregation="head"))
 c1, c2 = st.columns(2)
-layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
+layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="circ")
 try:
     comp = composition(loaded, layer, head)
 except ValueError as err:

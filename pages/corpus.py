@@ -6,28 +6,28 @@ import functools
 import streamlit as st
 
 from attention import figures
-from attention.models import DEFAULT_ENCODER, METRICS, listed_corpora, model_label, survey, survey_bytes
-from pages._carried import carried, fill, remember, switch_to
+from attention.models import (
+    DEFAULT_ENCODER,
+    METRICS,
+    TokenAt,
+    listed_corpora,
+    model_label,
+    survey,
+    survey_bytes,
+)
 from pages._corpora import corpus_or_stop, saved_survey_or_stop
+from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, corpus_job, follow_or_stop, model_or_stop, result_of
 from pages._labels import label_of
 from pages._lessons import path_links
 from pages._text import md
-from pages._widgets import layer_and_head, pick_model
+from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker
 
 ensure_app_frame()
 SOURCES = {"default": "the default corpus", "file": "a file of yours", "listed": "the server's corpora",
            "saved": "a saved survey"}
 STATISTICS = {name: METRICS[name] for name in ("entropy", "mean_distance", "previous", "sink_mass")}
-
-
-def open_head(chart_key: str) -> None:
-    """on_select of the map: the clicked head becomes the layer and head below."""
-    points = st.session_state[chart_key]["selection"]["points"]
-    if points:
-        layer, head = points[0]["customdata"][:2]
-        fill({"layer": int(layer) + 1, "head": int(head) + 1})
 
 
 st.title("A head across a corpus")
@@ -38,7 +38,8 @@ st.markdown("What does a head do, over many texts rather than one sentence? The 
 offered = [s for s in SOURCES if s != "listed" or listed_corpora()]  # an operator's folders, if any
 source = st.segmented_control("Texts", offered, format_func=label_of(SOURCES), default="default",
                               key="corpus.source") or "default"
-current = None  # the page's sentence through the same model, for "your sentence" on the distributions
+focus = on_page()
+yours = None  # the visit's sentence through the same model, for "your sentence" on the distributions
 if source == "saved":
     found = saved_survey_or_stop()
     st.caption(f"{md(model_label(found.model_name))} over {len(found.texts):,} texts, opened from a file: no model "
@@ -46,7 +47,7 @@ if source == "saved":
 else:
     c1, c2 = st.columns([5, 2])
     corpus, corpus_key = corpus_or_stop(source, c1)
-    name = pick_model(c2, DEFAULT_ENCODER)
+    name = model_picker(c2, focus, slot="corpus", default=DEFAULT_ENCODER)
     include = st.toggle("Top examples may land on sinks", key="corpus.sinks",
                         help="By default keys that are special tokens or the first token are skipped: most heads park "
                              "weight there, and the top examples would all be [CLS] or the first word.")
@@ -56,14 +57,13 @@ else:
                f"{found.max_tokens} tokens: {found.truncated:,} were cut there"
                + (f", {corpus.cut:,} were cut to their first characters when read" if corpus.cut else "") + ".")
     st.download_button("Save this survey (.safetensors)", data=functools.partial(survey_bytes, found),
-                       file_name=f"corpus-survey-{name.replace('/', '_')}.safetensors", on_click="ignore",
+                       file_name=f"corpus-survey-{name.name.replace('/', '_')}.safetensors", on_click="ignore",
                        icon=":material/download:", key="corpus.save",
                        help="Arrays any numpy or torch reads with the safetensors package, and a JSON header (texts, "
                             "tokens, model) in its metadata. Open it here without the model, or in Python with "
                             "attention.models.load_corpus_survey.")
-    text = carried("text", "I sat on the river bank and watched the water.")
-    current = result_of(survey, (name, text), "Surveying every head…",
-                        attention_or_stop(name, text, say_check=False))
+    text = focus.text if focus.text is not None else DEFAULT_TEXT
+    yours = result_of(survey, (name, text), "Surveying every head…", attention_or_stop(name, text, say_check=False))
     st.caption(f"Heads are named L3H7, counting from 1. “Your sentence” below is the sentence of the model pages: "
                f"“{md(text[:80])}”.")
 
@@ -74,9 +74,11 @@ x = c1.selectbox("Across", list(STATISTICS), index=1, format_func=lambda k: STAT
 y = c2.selectbox("Up", list(STATISTICS), index=0, format_func=lambda k: STATISTICS[k][0], key="corpus.y")
 c1, c2, c3 = st.columns(3)
 colour = c1.segmented_control("Colour by", ["layer", "type"], default="layer", key="corpus.colour") or "layer"
-layer, head = layer_and_head(c2, c3, found.n_layers, found.n_heads)
+focus = fit(n_layers=found.n_layers, n_heads=found.n_heads)
+layer, head = layer_and_head(c2, c3, focus, found.n_layers, found.n_heads, slot="corpus")
 st.plotly_chart(figures.corpus_map(found, x=x, y=y, colour=colour, selected=(layer, head)), width="stretch",
-                key="corpus.map", on_select=functools.partial(open_head, "corpus.map"), selection_mode="points")
+                key="corpus.map",
+                on_select=head_opener("corpus.map", from_customdata=True), selection_mode="points")
 st.caption(f"{md(STATISTICS[x][1])} {md(STATISTICS[y][1])} Each point is one head's median over the texts; click "
            "one to open it below. Type: previous-token or sink when the median share there is over one half.")
 
@@ -93,10 +95,11 @@ else:
     st.caption("The largest weights of this head anywhere in the corpus: the query token in «», the key it attends "
                "to in [ ]. Select a row to open that text in Model heads at this head, its query followed.")
     chosen = picked.selection.rows if picked else []
-    if chosen and source != "saved":
+    if chosen and source != "saved":  # that text, this model and head, its query followed: on Model heads
         example = found.top_examples(layer, head)[chosen[0]]
-        remember("text", found.texts[example.text_index])
-        fill({"focus": example.query, "agg": "head"})
+        tokens = found.tokens[example.text_index]
+        update(model=name, saved=None, text=found.texts[example.text_index],
+               query=TokenAt(example.query, tokens[example.query]), layer=layer, head=head, aggregation="head")
         switch_to("pages/model_heads.py")
     elif chosen:
         st.info("This survey was opened from a file: open its model on Model heads to see the text there.")
@@ -115,7 +118,7 @@ except ValueError as err:
 
 st.header(f"{shown}: over the texts")
 name_of = st.selectbox("Statistic", list(STATISTICS), format_func=lambda k: STATISTICS[k][0], key="corpus.stat")
-value = None if current is None else float(getattr(current, name_of)[layer, head])
+value = None if yours is None else float(getattr(yours, name_of)[layer, head])
 st.plotly_chart(figures.corpus_statistic(found, layer, head, name_of, current=value), width="stretch",
                 key="corpus.distribution")
 st.caption(f"{md(STATISTICS[name_of][1])} One point per text (hover: the text)"

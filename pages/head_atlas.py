@@ -7,17 +7,21 @@ from attention import figures
 from attention.models import BROAD_FRACTION, METRICS, ROLE_THRESHOLD, ROLES, TYPE_THRESHOLD, head_roles, survey, zoom
 from attention.toy import plotting
 from attention.toy.plotting import Colours
+from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
 from pages._labels import label_of
 from pages._lessons import path_links
-from pages._widgets import layer_and_head, open_head_buttons, sentence_and_model
+from pages._widgets import fit, head_opener, layer_and_head, open_head_buttons, sentence_and_model
 
 ensure_app_frame()
 
 st.title("Head atlas")
-name, text = sentence_and_model("The animal didn't cross the street because it was too tired. It lay down.")
+focus = on_page()
+name, text = sentence_and_model(focus, slot="atlas", default_text="The animal didn't cross the street because it was "
+                                                                  "too tired. It lay down.")
 att = attention_or_stop(name, text)
+focus = fit(att)
 head_survey = result_of(survey, (name, text), "Surveying every head…", att)
 L, H = att.n_layers, att.n_heads
 
@@ -33,10 +37,8 @@ fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for 
                        x_title="head", y_title="layer", value_name=title,
                        colours=Colours(0.0, head_survey.upper_bound(metric)),
                        show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L), clickable=True)
-picked = st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select="rerun", selection_mode="points")
-if picked and picked.selection.points:  # a click on a cell opens that head below
-    point = picked.selection.points[0]
-    st.session_state["layer"], st.session_state["head"] = int(point["y"]) + 1, int(point["x"]) + 1
+st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select=head_opener("atlas.metric"),
+                selection_mode="points")  # a click on a cell opens that head below
 
 st.subheader("Head types")
 st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink** when more than "
@@ -66,12 +68,9 @@ else:
     st.caption(f"{ROLES[role][1]} The probe: a beginning-of-text token, then {roles.repeat} random tokens, then the "
                f"same {roles.repeat} again (seed {roles.seed}; Olsson et al. 2022). Scores are mean attention weights, "
                "0 to 1; click a cell to see that head's pattern on the probe below.")
-    picked = st.plotly_chart(figures.layer_head_heatmap(getattr(roles, role), title=f"{ROLES[role][0]} score",
-                                                        value_name="score", signed=False, zmax=1.0, clickable=True),
-                             width="stretch", key="atlas.roles", on_select="rerun", selection_mode="points")
-    if picked and picked.selection.points:
-        point = picked.selection.points[0]
-        st.session_state["layer"], st.session_state["head"] = int(point["y"]) + 1, int(point["x"]) + 1
+    st.plotly_chart(figures.layer_head_heatmap(getattr(roles, role), title=f"{ROLES[role][0]} score",
+                                               value_name="score", signed=False, zmax=1.0, clickable=True),
+                    width="stretch", key="atlas.roles", on_select=head_opener("atlas.roles"), selection_mode="points")
     labels = roles.labels(threshold)
     labelled = [{"layer": l_ + 1, "head": h + 1, "role": labels[l_, h],
                  **{ROLES[f][0]: getattr(roles, f)[l_, h] for f in ROLES}} for l_ in range(L) for h in range(H)
@@ -84,7 +83,7 @@ else:
 
 st.subheader("Open a head (or click a cell above)")
 c1, c2, c3 = st.columns([1, 1, 2])
-layer, head = layer_and_head(c1, c2, L, H)
+layer, head = layer_and_head(c1, c2, focus, L, H, slot="atlas")
 head_type = head_survey.head_types[layer, head] or "no clear type"
 role_text = "not measured" if labels is None else labels[layer, head] or "no role"
 c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, **{role_text}** "
@@ -92,8 +91,8 @@ c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, 
             f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
 open_head_buttons(layer, head, key="atlas.open")
 if probe is not None:
-    st.plotly_chart(figures.view_heatmap(zoom(probe, "head", layer=layer, head=head)), width="stretch",
-                    key="atlas.probe_pattern")
+    st.plotly_chart(figures.named(figures.view_heatmap(zoom(probe, "head", layer=layer, head=head)), layer=layer,
+                                  head=head), width="stretch", key="atlas.probe_pattern")
     st.caption("The head on the probe: an induction head lights up the diagonal R − 1 positions below the main "
                "one (each token of the second repeat looks at what followed it the first time); a previous-token "
                "head the diagonal right under it.")

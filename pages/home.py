@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages._carried import switch_to
+from pages._focus import switch_to
 from pages._frame import ensure_app_frame
 from pages._lessons import progress, was_seen
 from pages._site import PATH, SECTIONS, entry

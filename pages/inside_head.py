@@ -3,36 +3,49 @@
 import pandas as pd
 import streamlit as st
 
-from attention.figures import qk_attribution_heatmap
-from attention.models import default_focus, key_choices, part_in_words, qk_attribution, query_row
+from attention.figures import named, qk_attribution_heatmap
+from attention.models import key_choices, part_in_words, qk_attribution, query_row
 from attention.toy import plotting
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
 from attention.toy.plotting import SIGNED, Ticks
 from pages._export import chart_config, export_row
+from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop, result_of
 from pages._labels import token_labels
 from pages._lessons import path_links
 from pages._live import live_sliders
 from pages._text import md
-from pages._widgets import layer_and_head, reading_switches, sentence_and_model
+from pages._widgets import (
+    among,
+    fit,
+    labelled_key,
+    layer_and_head,
+    query_picker,
+    reading_switches,
+    sentence_and_model,
+)
 
 ensure_app_frame()
 SHOWN_KEYS = 24  # above this many keys, the steps show the keys with the largest weights
 AUTO_CHECK_TOKENS = 512  # up to this length the model's own weights are fetched without asking
 
 st.title("Inside one head")
-name, text = sentence_and_model()
+focus = on_page()
+name, text = sentence_and_model(focus, slot="inside")
 att = attention_or_stop(name, text)
+focus = fit(att)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 
-reading = reading_switches(att, log_scale=False)
+reading = reading_switches(focus, att, slot="inside", log_scale=False)
 c1, c2, c3 = st.columns(3)
-layer, head = layer_and_head(c1, c2, L, H)
+layer, head = layer_and_head(c1, c2, focus, L, H, slot="inside")
+if focus.aggregation != "head":
+    st.caption(f"This page follows one head: layer {layer + 1}, head {head + 1} (another page showed the layer's "
+               "heads together).")
 label = token_labels(att.tokens)
-i = c3.selectbox("Query token", range(n), index=default_focus(att.tokens), format_func=label, key="focus",
-                 bind="query-params")
-i = min(i, n - 1)
+i = query_picker(c3, focus, att, slot="inside", label="Query token", source=name)
+lh = f"L{layer + 1}H{head + 1}"  # every chart's title names the head and the token it shows
 try:
     t = att.head_trace(layer, head, query=i)  # one query row: q (1, d), weights (1, n)
 except ValueError as err:
@@ -67,13 +80,13 @@ dims = [str(j) for j in range(d)]
 
 
 def vectors(matrix, rows, title, key, y_title="key token", value_name="value", height=None):
-    """Rows of d-dimensional vectors, diverging colours centred on 0."""
-    fig = plotting.heatmap(matrix, dims, rows, title=title, x_title="dimension", y_title=y_title,
+    """Rows of d-dimensional vectors, diverging colours centred on 0; the title names the head and the query."""
+    fig = plotting.heatmap(matrix, dims, rows, title=f"{lh}, “{word}”: {title}", x_title="dimension", y_title=y_title,
                            value_name=value_name, colours=SIGNED, height=height, ticks=Ticks(x=16, y=SHOWN_KEYS * 2))
-    st.plotly_chart(fig, width="stretch", key=key)
+    st.plotly_chart(named(fig, layer=layer, head=head, token=word), width="stretch", key=key)
 
 
-vectors(t.q, [word], f"q for “{word}”", "inside.q", y_title="", height=170)
+vectors(t.q, [word], "its q", "inside.q", y_title="", height=170)
 vectors(t.k[shown], keys, "k for every token" if n <= 2 * SHOWN_KEYS else "k for the keys shown", "inside.k")
 
 st.header("2 · q × k, element by element")
@@ -98,12 +111,12 @@ def pick_key() -> None:
     """on_select of the weights: the clicked key becomes section 6's key."""
     points = st.session_state["inside.bar"]["selection"]["points"]
     if points:
-        st.session_state["inside.key"] = int(shown[points[0]["point_index"]])
+        st.session_state[labelled_key("inside.key", att.tokens)] = int(shown[points[0]["point_index"]])
 
 
-st.plotly_chart(plotting.weights_bar(keys, t.weights[0, shown], title=f"What “{word}” attends to (click a key: "
-                                     "section 6 says why)"), width="stretch", key="inside.bar", on_select=pick_key,
-                selection_mode="points")
+st.plotly_chart(named(plotting.weights_bar(keys, t.weights[0, shown], title=f"{lh}: what “{word}” attends to (click "
+                                           "a key: section 6 says why)"), layer=layer, head=head, token=word),
+                width="stretch", key="inside.bar", on_select=pick_key, selection_mode="points")
 
 st.subheader("Softmax temperature, live")
 st.latex(r"\alpha_j(T) = \operatorname{softmax}(\tilde s / T)_j")
@@ -123,7 +136,7 @@ st.caption(f"T = 1 is the model's own softmax. Drag T: below 1 the largest score
 st.header("4 · weighted values and the output")
 st.latex(rf"z_{{{i}}} = \sum_j \alpha_j v_j")
 vectors(t.weighted_values(0)[shown], keys, "α_j · v_j", "inside.weighted", y_title="value token")
-vectors(t.output, [word], f"z: this head's output for “{word}”", "inside.output", y_title="", height=170)
+vectors(t.output, [word], "z, this head's output", "inside.output", y_title="", height=170)
 if n > 2 * SHOWN_KEYS:
     st.caption(f"z sums α_j · v_j over all {n:,} keys, not only the {SHOWN_KEYS} shown.")
 
@@ -138,8 +151,9 @@ if row.reading.words or row.reading.without_sinks:
         notes.append("In words: the query is the whole word (the mean of its pieces' rows); each key word gets the "
                      "sum over its pieces.")
     st.caption(" ".join(notes))
-    st.plotly_chart(plotting.weights_bar(row.col_labels, row.matrix[0], title=row.title), width="stretch",
-                    key="inside.reread", config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
+    st.plotly_chart(named(plotting.weights_bar(row.col_labels, row.matrix[0], title=row.title), layer=layer, head=head),
+                    width="stretch", key="inside.reread",
+                    config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
 
 st.header("6 · why this key: where q and k come from")
@@ -151,10 +165,11 @@ if is_saved(name):
     st.info("Splitting a score needs the model itself; a saved result holds only Q, K and V.")
 else:
     visible, strongest = key_choices(t.weights[0])
-    if st.session_state.get("inside.key") not in visible:
-        st.session_state["inside.key"] = strongest
+    key_picker = labelled_key("inside.key", att.tokens)  # page-local: the key this section explains
+    if st.session_state.get(among(key_picker, visible)) is None:
+        st.session_state[key_picker] = strongest
     c1, c2 = st.columns(2)
-    key = c1.selectbox("Key token", visible, format_func=label, key="inside.key")
+    key = c1.selectbox("Key token", visible, format_func=label, key=key_picker)
     versus = c2.radio("Against", ["nothing: the score itself", "the mean over the keys it sees", "another key"],
                       key="inside.against", help="Why this key and not the others: the same pairs for this key "
                       "minus those of the mean key, or of a second key.")
@@ -162,7 +177,8 @@ else:
                          help="On: one part per earlier head. Off: each layer's heads summed into one part.")
     against = {"the mean over the keys it sees": "mean"}.get(versus)
     if versus == "another key":
-        against = st.selectbox("Second key", visible, format_func=label, key="inside.second",
+        against = st.selectbox("Second key", visible, format_func=label,
+                               key=among(labelled_key("inside.second", att.tokens), visible),
                                index=visible.index(0) if 0 in visible else 0)
     loaded = model_or_stop(name)
     found = result_of(qk_attribution, (name, text, layer, head, i, key, against), "Splitting the score into parts…",
@@ -178,6 +194,10 @@ else:
     if layer == 0:
         st.caption("In layer 1 only the embeddings have written to the stream: pick a later layer to see which "
                    "heads and MLPs make the query and the key match.")
+    if found.rounding:
+        st.caption(f"This model runs in {md(loaded.check.dtype if loaded.check else 'half precision')}: its own q and "
+                   f"k are rounded to it, while the parts are added in float64, so the sum equals the model's score "
+                   f"to that rounding (within {found.rounding:.0%} of it here), not to the last digit.")
     if found.softcap:
         st.caption(f"This model soft-caps its scores after the sum: softmax reads {found.softcap:g} · "
                    f"tanh(score / {found.softcap:g}).")

@@ -7,7 +7,7 @@ from attention.toy import examples as ex
 from attention.toy.lessons import FRUIT_QUERY_KEYS, questions_for
 from attention.toy.live import lookup_payload
 from attention.toy.lookup import hard_lookup, parse_table, soft_lookup
-from pages._carried import fill, switch_to
+from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
 from pages._live import live_lookup
@@ -121,7 +121,7 @@ st.markdown("A real head does this lookup for every token at once: its query is 
             "its keys every token's vector times W_K, and the weights are the same softmax of q · k / √d_k.")
 if st.button("See q · k in a real head (pick “apple” as its query there)", icon=":material/open_in_new:",
              key="lookup.real"):
-    fill({"text": REAL_LOOKUP, "layer": 1, "head": 1})
+    update(text=REAL_LOOKUP, query=None, layer=0, head=0, aggregation="head")
     switch_to("pages/inside_head.py")
 
 path_links("pages/lookup.py")

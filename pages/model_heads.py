@@ -8,37 +8,49 @@ from attention.models import (
     LINE_VIEW_MAX_UNITS,
     LINE_VIEW_TOKENS,
     SINKS_NOTE,
-    default_focus,
     line_view,
     survey,
     token_focus,
     zoom,
 )
 from attention.toy.plotting import CLICKABLE_CELLS, Ticks
-from pages._carried import carried, remember
 from pages._export import chart_config, export_row
+from pages._focus import on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, result_of
-from pages._labels import label_of, label_or_every, token_labels
+from pages._labels import label_of, label_or_every
 from pages._lessons import path_links
 from pages._text import md
-from pages._widgets import layer_and_head, query_picker, reading_switches, sentence_and_model, tile_opener
+from pages._widgets import (
+    among,
+    cell_query,
+    fit,
+    head_opener,
+    labelled_key,
+    layer_and_head,
+    query_picker,
+    reading_switches,
+    sentence_and_model,
+)
 
 ensure_app_frame()
 
 st.title("Model heads")
-name, text = sentence_and_model()
+focus = on_page()
+name, text = sentence_and_model(focus, slot="heads")
 att = attention_or_stop(name, text)
+focus = fit(att)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
            "v and hidden states; weights are recomputed from q and k for each view)")
 
-reading = reading_switches(att)
+reading = reading_switches(focus, att, slot="heads")
 
 st.subheader("All heads at once")
 head_survey = result_of(survey, (name, text), "Surveying every head…", att)
 st.plotly_chart(figures.head_grid(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass"),
-                width="stretch", key="heads.grid", on_select=tile_opener("heads.grid"), selection_mode="points",
+                width="stretch", key="heads.grid", on_select=head_opener("heads.grid", first=1),
+                selection_mode="points",
                 config=chart_config(name, "all-heads"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
            + (f", each cell the largest weight in a block of {head_survey.block}×{head_survey.block} tokens, so thin "
@@ -49,12 +61,15 @@ with st.expander("Attention sinks: why most heads stare at one token"):
 
 st.subheader("Zoom")
 c1, c2, c3, c4 = st.columns(4)
-aggregations = list(AGGREGATIONS)
-how = c1.selectbox("Show", aggregations, index=aggregations.index(carried("agg", "head")),
-                   format_func=label_of(AGGREGATIONS, "label"), key="agg", bind="query-params")
-remember("agg", how)
-layer, head = layer_and_head(c2, c3, L, H, head_disabled=how != "head")
-hide = c4.toggle("Hide special tokens", value=False, key="hide_special", bind="query-params",
+how = focus.aggregation if focus.aggregation in AGGREGATIONS else "head"
+if how != focus.aggregation:  # from a link: a view this page does not have
+    st.caption(f"“{md(focus.aggregation)}” is not a way to show a layer's heads here: one head is shown.")
+    focus = update(aggregation="head")
+key = show("heads.agg", how)
+c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
+             on_change=on_change(key, setting("aggregation")))
+layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head")
+hide = c4.toggle("Hide special tokens", value=False, key="heads.hide_special", bind="query-params",
                  help="Drop [CLS]/[SEP]/BOS rows and columns and renormalise each row")
 st.latex(AGGREGATIONS[how].formula)
 try:
@@ -63,8 +78,12 @@ except ValueError as err:
     st.warning(md(err))
     st.stop()
 small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
-st.plotly_chart(figures.view_heatmap(view, clickable=small), width="stretch", key="heads.zoom", selection_mode="points",
-                on_select=query_picker("heads.zoom", view.row_ids) if small else "ignore",
+grouping = reading.groups(att)
+st.plotly_chart(figures.named(figures.view_heatmap(view, clickable=small), layer=layer,
+                              head=head if how == "head" else None),
+                width="stretch", key="heads.zoom", selection_mode="points",
+                on_select=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None) if small
+                else "ignore",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how))
 notes = []
 if view.reading.words:
@@ -78,25 +97,23 @@ if small:
 if notes:
     st.caption(" ".join(notes))
 export_row(att, view, name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
-if how == "head":  # the layer, head and token carry over (pages/_carried.py)
+if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
     st.page_link("pages/inside_head.py", label=f"Why does L{layer + 1}H{head + 1} look there? Inside one head",
                  icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
                  "the model that wrote its query and its key (section 6).")
 
 st.subheader("Where does one token look, in every head?")
-grouping = reading.groups(att)
 units = att.tokens if grouping is None else grouping.words
-first = default_focus(att.tokens)
-focus = st.selectbox("Word" if grouping is not None else "Token", range(len(units)), format_func=token_labels(units),
-                     key="focus", bind="query-params", index=first if grouping is None else grouping.word_of(first))
-focus_view = token_focus(att, min(focus, len(units) - 1), reading=reading)
-st.plotly_chart(figures.view_heatmap(focus_view, x_title="key word" if grouping else "key token",
-                                     y_title="layer · head", height=min(1400, max(320, 120 + 12 * L * H)),
-                                     ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
-                width="stretch", key="heads.focus", config=chart_config(name, "token", focus))
+followed = query_picker(st, focus, att, slot="heads", grouping=grouping, source=name)
+focus_view = token_focus(att, followed, reading=reading)
+st.plotly_chart(figures.named(figures.view_heatmap(focus_view, x_title="key word" if grouping else "key token",
+                                                   y_title="layer · head", height=min(1400, max(320, 120 + 12 * L * H)),
+                                                   ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
+                              token=units[followed]),
+                width="stretch", key="heads.focus", config=chart_config(name, "token", followed))
 
 st.subheader("Lines: one layer's heads, query to key")
-if st.toggle("Show the line view", value=False, key="show_lines", bind="query-params",
+if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",
              help=f"BertViz's picture: queries left, keys right, a line per pair whose opacity is the weight. Up to "
                   f"{LINE_VIEW_MAX_UNITS} tokens (or words)."):
     if len(units) > LINE_VIEW_MAX_UNITS:
@@ -104,9 +121,11 @@ if st.toggle("Show the line view", value=False, key="show_lines", bind="query-pa
                 f"{len(units):,}. The zoom and the token focus above show every one.")
     else:
         c1, c2 = st.columns([2, 1])
-        picked = c1.multiselect("Heads of this layer", [h + 1 for h in range(H)], default=[head + 1],
-                                key="line_heads", max_selections=8, help="One colour per head; up to 8.")
-        only = c2.selectbox("Lines of", [None, *range(len(units))], key="line_query",
+        heads_shown, queries = [h + 1 for h in range(H)], [None, *range(len(units))]
+        picked = c1.multiselect("Heads of this layer", heads_shown, default=[head + 1],
+                                key=among("heads.line_heads", heads_shown), max_selections=8,
+                                help="One colour per head; up to 8.")
+        only = c2.selectbox("Lines of", queries, key=among(labelled_key("heads.line_query", units), queries),
                             format_func=label_or_every(units))
         if picked:
             lines = line_view(att, layer, [h - 1 for h in picked], query=only, reading=reading)
@@ -119,8 +138,8 @@ if st.toggle("Show the line view", value=False, key="show_lines", bind="query-pa
 
 if att.architecture == "encoder-decoder":
     st.subheader("Cross-attention: each target token reads the source")
-    decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)", key="decoder_text",
-                           bind="query-params", max_chars=2000)
+    decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)",
+                                 key="heads.decoder_text", bind="query-params", max_chars=2000)
     translation = attention_or_stop(name, text, decoder_text.strip() or None, say_check=False)
     cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
     if cross_how != how:

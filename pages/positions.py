@@ -129,21 +129,25 @@ st.subheader("In SmolLM2")
 st.caption("SmolLM2 rotates 32 pairs of each 64-dimensional head, pair i by θ_i = 100000^(−2i/64) per position: "
            "pair 0 turns a radian per token, the last pair barely moves over 4,096 tokens.")
 if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key="pos.real", bind="query-params"):
-    from attention.models import DEFAULT_DECODER, rotary_base, rotary_view
+    from attention.models import DEFAULT_DECODER, ModelChoice, rotary_base, rotary_view
     from pages._jobs import attention_or_stop, model_or_stop
-    from pages._widgets import layer_and_head
+    from pages._widgets import among, fit, labelled_key, layer_and_head
 
     text = st.text_input("Sentence", "The cat sat on the mat because the cat was tired.", key="pos.text",
                          bind="query-params", max_chars=400)
-    loaded = model_or_stop(DEFAULT_DECODER)
-    att = attention_or_stop(DEFAULT_DECODER, text)
+    smollm2 = ModelChoice(DEFAULT_DECODER)  # SmolLM2's rotary positions, whatever the visit's model
+    loaded = model_or_stop(smollm2)
+    att = attention_or_stop(smollm2, text)
     base = rotary_base(loaded)
     n = len(att.tokens)
     c1, c2, c3, c4 = st.columns(4)
-    layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
+    focus = fit(n_layers=att.n_layers, n_heads=att.n_heads)  # the visit's layer and head, in SmolLM2
+    layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pos")
     labels = token_labels(att.tokens)
-    query = c3.selectbox("Query token", range(n), index=n - 1, format_func=labels, key="pos.query")
-    key_tok = c4.selectbox("Key token", range(query + 1), index=min(1, query), format_func=labels, key="pos.key",
+    query = c3.selectbox("Query token", range(n), index=n - 1, format_func=labels,
+                         key=among(labelled_key("pos.query", att.tokens), range(n)))
+    key_tok = c4.selectbox("Key token", range(query + 1), index=min(1, query), format_func=labels,
+                           key=among(labelled_key("pos.key", att.tokens), range(query + 1)),
                            help="A decoder's query sees only itself and earlier tokens.")
     view = rotary_view(att, base, layer, head, query, key_tok)
     m1, m2, m3 = st.columns(3)

@@ -3,10 +3,12 @@
 import pandas as pd
 import streamlit as st
 
+from attention.figures import named
 from attention.models import (
     ABLATIONS,
     DEFAULT_DECODER,
     MAX_NEW_TOKENS,
+    ModelChoice,
     agreement,
     attribution_patching,
     default_focus,
@@ -22,12 +24,10 @@ from attention.models import questions_for as model_questions
 from attention.toy import examples as ex
 from attention.toy import plotting
 from attention.toy.plotting import SIGNED, WEIGHTS, Ticks
-from pages._carried import carried, example_filler, model_switcher
 from pages._export import chart_config, export_row
+from pages._focus import changing, update
 from pages._frame import ensure_app_frame
-from pages._jobs import (
-    result_of,
-)
+from pages._jobs import result_of
 from pages._labels import label_of, token_labels
 from pages._lessons import path_links, predict_then_see
 from pages._text import md, md_token
@@ -43,6 +43,15 @@ ensure_app_frame()
 LAYER_HEADS = "layer · head"
 
 
+def vector_example() -> None:
+    """on_change of the encoder's example picker: its sentence becomes the visit's, its word this page's."""
+    chosen = st.session_state["pred.vector_example"]
+    if chosen is not None:
+        sentence, word = ex.VECTOR_EXAMPLES[chosen]
+        update(text=sentence, query=None)
+        st.session_state["pred.word"] = word
+
+
 def effects_heatmap(effects, title: str, key: str):
     L, H = effects.effect.shape
     fig = plotting.heatmap(effects.effect, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)],
@@ -55,9 +64,9 @@ st.title("Predictions and head effects")
 st.markdown("Attention weights say where a head looks, not whether it matters. Here the model **predicts**, "
             "then each head is **removed** in turn to see how much the prediction changes: a head that looks "
             "at “Mary” may or may not be the one that makes the model say “ Mary”.")
-name, text, att, loaded, defaults = prediction_start("pred")
+focus, name, text, att, loaded, defaults = prediction_start(slot="pred", model=DEFAULT_DECODER)
 predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
-reading = reading_switches(att)
+reading = reading_switches(focus, att, slot="pred")
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
                                             "position.")
@@ -66,13 +75,13 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
     st.info(f"{md(loaded.spec.label)} is an encoder: it has no language-model head and predicts no next token. "
             "Its heads are measured by how far removing each one moves a word's final vector.")
     st.button(f"Switch to {model_label(DEFAULT_DECODER)}, which predicts next tokens", icon=":material/swap_horiz:",
-              key="pred.decoder", on_click=model_switcher(DEFAULT_DECODER))
+              key="pred.decoder", on_click=changing(model=ModelChoice(DEFAULT_DECODER), query=None))
     st.selectbox("Example for an encoder", list(ex.VECTOR_EXAMPLES), index=None, key="pred.vector_example",
-                 placeholder="choose one to fill the sentence and the word",
-                 on_change=example_filler(ex.VECTOR_EXAMPLES, "pred.vector_example", ("text", "pred.word")))
-    focus = default_focus(att.tokens) if "bank" in att.tokens else last_word(att.tokens, att.special)
-    word = st.text_input("Word to follow", value=carried("pred.word", att.tokens[focus]), key="pred.word",
-                         max_chars=40)
+                 placeholder="choose one to fill the sentence and the word", on_change=vector_example)
+    followed = default_focus(att.tokens) if "bank" in att.tokens else last_word(att.tokens, att.special)
+    if st.session_state.get("pred.word") is None:  # the page's own box: the token the page follows at first
+        st.session_state["pred.word"] = att.tokens[followed]
+    word = st.text_input("Word to follow", key="pred.word", max_chars=40)
     st.latex(r"\text{effect}^{(\ell,h)} = 1 - \cos\big(x^{\text{final}}_{w},\ x^{\text{final}}_{w}\,"
              r"\text{without head }(\ell,h)\big)")
     effects = result_of(head_ablation_cosine, (name, text, word, ablation), "Ablating every head…", loaded, att,
@@ -137,7 +146,7 @@ if asked or st.session_state.get("pred.generated"):
 
 # --- 3. Target and foil -----------------------------------------------------------------------------------
 st.header("3 · Target and foil")
-contrast = target_and_foil("pred", att, loaded.tokenizer, defaults)
+contrast = target_and_foil(focus, att, loaded.tokenizer, defaults, slot="pred")
 st.caption("Positive: the model prefers the target. A head's effect is m with the head removed, minus m: negative "
            "means the head supported the target.")
 
@@ -175,15 +184,15 @@ st.dataframe(pd.DataFrame(rows).style.format(precision=3),
 # --- 5. A head's pattern ----------------------------------------------------------------------------------
 st.header("5 · What a head that matters looks at")
 c1, c2 = st.columns(2)
-layer, head = layer_and_head(c1, c2, att.n_layers, att.n_heads)
+layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pred")
 pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=reading)
 by_word = pattern.reading.words
 last = pattern.row_labels[0] if by_word else token_labels(att.tokens)(len(att.tokens) - 1)
-st.plotly_chart(plotting.weights_bar(pattern.col_labels, pattern.matrix[0],
-                                     title=f"Layer {layer + 1}, head {head + 1}: where the last "
-                                     f"{'word' if by_word else 'token'} ({last}) looks"
-                                     + (", without sinks" if pattern.reading.without_sinks else "")),
-                width="stretch", key="pred.pattern",
+st.plotly_chart(named(plotting.weights_bar(pattern.col_labels, pattern.matrix[0],
+                                           title=f"Layer {layer + 1}, head {head + 1}: where the last "
+                                           f"{'word' if by_word else 'token'} ({last}) looks"
+                                           + (", without sinks" if pattern.reading.without_sinks else "")),
+                      layer=layer, head=head), width="stretch", key="pred.pattern",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
 effect = (exact or estimate).effect[layer, head]

@@ -2,11 +2,12 @@
 
 import streamlit as st
 
+from attention.focus import WordPair
 from attention.toy import plotting
 from attention.toy.ambiguity import AMBIGUOUS_WORDS, AmbiguousWord
 from attention.toy.lessons import questions_for
 from attention.toy.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
-from pages._carried import fill, switch_to
+from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
 from pages._lessons import path_links, predict_then_see
 from pages._live import live_sliders
@@ -74,7 +75,7 @@ for col, (word, toy) in zip((c1, c2), AMBIGUOUS_WORDS.items(), strict=True):
     if col.button(f"See “{word}” in MiniLM, head by head", icon=":material/open_in_new:", key=f"toy.real.{word}"):
         sentences = [st.session_state.get(f"toy.{word}{n}", default) for n, default in enumerate(toy.sentences)]
         # the example follows: Ambiguous words opens on these two sentences
-        fill({"pair": word, f"a_{word}": sentences[0], f"b_{word}": sentences[1], f"w_{word}": word})
+        update(pair=WordPair(sentences[0], sentences[1], word))
         switch_to("pages/ambiguous_words.py")
 
 path_links("pages/toy_ambiguity.py")

@@ -259,7 +259,7 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     wait_idle(page)
     page.get_by_role("button", name="Link").first.click()
     link = page.locator("[data-testid='stPopoverBody'] code").first.inner_text()
-    assert "layer=3" in link and "head=5" in link and "agg=" in link
+    assert "layer=3" in link and "head=5" in link and "agg=" not in link  # one head: the focus's default
     page.keyboard.press("Escape")
     _click_cell(page, "heads.zoom", 2, 6)  # zoom cell: query row 6 ("bank"), key column 2
     page.wait_for_function("() => (document.querySelector(\".st-key-heads-focus .js-plotly-plot\")"

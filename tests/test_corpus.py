@@ -244,30 +244,40 @@ def test_an_operators_corpus_folders_are_listed_and_nothing_outside_them(tmp_pat
 
 @pytest.mark.slow
 def test_the_corpus_page_shows_the_map_examples_and_projection_and_opens_an_example():
+    """A visitor who typed a sentence of their own on Model heads picks a top example here: Model heads opens on
+    that example's text (not the visitor's), at this head, its query token followed (issue 42: it opened the
+    visitor's sentence with an unrelated token picked)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file("../app.py", default_timeout=600)
     at.run()
+    at.switch_page("pages/model_heads.py").run()
+    at.text_area(key="heads.text").set_value("My own sentence, which fits nothing in the corpus.").run()
     at.switch_page("pages/corpus.py").run()
     assert not at.exception and not at.error
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert len(specs) == 3  # the map, the queries and keys, the distribution
     assert len(specs[0]["data"][0]["customdata"]["shape"].split(",")) == 2 or specs[0]["data"][0]["customdata"]
-    at.number_input(key="layer").set_value(3).run()
-    at.number_input(key="head").set_value(4).run()
+    at.number_input(key="corpus.layer").set_value(3).run()
+    at.number_input(key="corpus.head").set_value(4).run()
     assert not at.exception
     frame = at.dataframe(key="corpus.examples")
     assert len(frame.value) == 20
     first = frame.value.iloc[0]
     assert "«" in first["in context («query», [key])"] and "[" in first["in context («query», [key])"]
     # A click on a row opens Model heads on that text, at this layer and head, its query followed.
+    query = first["query"]
     state = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.session_state["corpus.examples"] = state
     at.run()
-    assert not at.exception
-    assert at.session_state["carried.layer"] == 3 and at.session_state["carried.head"] == 4
-    text = at.session_state["carried.text"]
+    assert not at.exception and at.title[0].value == "Model heads"
+    text = at.text_area(key="heads.text").value
     assert text in default_corpus().texts
+    assert at.number_input(key="heads.layer").value == 3 and at.number_input(key="heads.head").value == 4
+    picked = next(s for s in at.selectbox if s.label == "Token")
+    assert picked.options[picked.index].split(": ", 1)[1] == query  # the example's query token, followed
+    assert query in json.loads(next(c for c in at.get("plotly_chart")
+                                    if "heads.focus" in c.proto.id).proto.spec)["layout"]["title"]["text"]
 
 
 @pytest.mark.slow

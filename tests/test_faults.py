@@ -25,12 +25,12 @@ def test_a_model_folder_deleted_while_listed_gets_a_message(tmp_path, tok, monke
     saved("llama", root / "doomed", tok)
     monkeypatch.setenv("ATTENTION_EXPLORER_MODEL_DIRS", str(root))
     at = open_page("pages/model_heads.py")
-    assert "models/doomed (local folder)" in at.selectbox(key="model").options
+    assert "models/doomed (local folder)" in at.selectbox(key="heads.model").options
     shutil.rmtree(root / "doomed")  # after the list was drawn, before it is picked
-    at.selectbox(key="model").set_value("local:models/doomed").run()
+    at.selectbox(key="heads.model").set_value("local:models/doomed").run()
     assert not at.exception
     assert any("not among the operator's model folders now" in e.value for e in at.error), at.error
-    at.selectbox(key="model").set_value("local:models/plain").run()  # the server goes on: another works
+    at.selectbox(key="heads.model").set_value("local:models/plain").run()  # the server goes on: another works
     assert not at.exception and not at.error and chart(at, "heads.grid")
     with pytest.raises(ModelUnavailable, match="not among"):
         load_model("local:models/doomed")
@@ -78,13 +78,13 @@ def test_a_model_that_raises_inside_its_forward_pass_gets_a_message_and_the_next
     def broken(self, *args, **kwargs):
         raise RuntimeError("an illegal memory access was encountered")
     monkeypatch.setattr(modeling_bert.BertModel, "forward", broken)
-    at.text_area(key="text").set_value("The forward pass breaks on this sentence").run()
+    at.text_area(key="heads.text").set_value("The forward pass breaks on this sentence").run()
     assert not at.exception
     assert any("RuntimeError" in e.value and "illegal memory access" in e.value for e in at.error), at.error
     monkeypatch.setattr(modeling_bert.BertModel, "forward", forward)
-    at.text_area(key="text").set_value("The forward pass works on this one").run()
+    at.text_area(key="heads.text").set_value("The forward pass works on this one").run()
     assert not at.exception and not at.error and chart(at, "heads.grid")
-    at.text_area(key="text").set_value("The forward pass breaks on this sentence").run()  # the failure was not kept
+    at.text_area(key="heads.text").set_value("The forward pass breaks on this sentence").run()  # its failure: not kept
     assert not at.exception and not at.error and chart(at, "heads.grid")
 
 

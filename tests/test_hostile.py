@@ -32,17 +32,17 @@ MAX_CHARS = ("The river bank was quiet and the money stayed in the bank. " * 110
 NEWER_TEXT_BOXES = {  # the text boxes the list above does not reach: id -> (page, a widget to set first, boxes)
     "circuits": ("pages/circuits.py", None, [("text_input", "circ.corrupt", 2_000), ("text_input", "circ.target", 40)]),
     "predictions": ("pages/predictions.py", None, [("text_input", "pred.target", 40)]),
-    "predictions, an encoder": ("pages/predictions.py", ("selectbox", "model", "minilm"),
+    "predictions, an encoder": ("pages/predictions.py", ("selectbox", "pred.model", "minilm"),
                                 [("text_input", "pred.word", 40)]),
     "positions": ("pages/positions.py", ("toggle", "pos.real", True), [("text_input", "pos.text", 400)]),
     "bottleneck": ("pages/bottleneck.py", None, [("text_input", "bn.digits", 200)]),
 }
 TEXT_WIDGETS = {  # page -> (widget kind, key, max chars)
-    "pages/model_heads.py": ("text_area", "text", 20_000),
-    "pages/inside_head.py": ("text_area", "text", 20_000),
-    "pages/head_atlas.py": ("text_area", "text", 20_000),
-    "pages/predictions.py": ("text_area", "text", 20_000),
-    "pages/ambiguous_words.py": ("text_input", "a_bank", 2000),
+    "pages/model_heads.py": ("text_area", "heads.text", 20_000),
+    "pages/inside_head.py": ("text_area", "inside.text", 20_000),
+    "pages/head_atlas.py": ("text_area", "atlas.text", 20_000),
+    "pages/predictions.py": ("text_area", "pred.text", 20_000),
+    "pages/ambiguous_words.py": ("text_input", "amb.a", 2000),
     "pages/toy_ambiguity.py": ("text_input", "toy.bank0", 200),
     "pages/lookup.py": ("text_input", "lookup.hard_query", 40),
 }
@@ -59,7 +59,7 @@ def test_bad_text_gives_a_message_never_a_traceback(page, name):
     kind, key, limit = TEXT_WIDGETS[page]
     at = open_page(page)
     if name == "long" and page.endswith("predictions.py"):  # SmolLM2 would read all 4,096 tokens: the same
-        at.selectbox(key="model").set_value("minilm").run()  # path as Model heads, at a tenth of the time
+        at.selectbox(key="pred.model").set_value("minilm").run()  # path as Model heads, at a tenth of the time
     getattr(at, kind)(key=key).set_value(BAD_TEXT[name][:limit]).run()
     assert not at.exception, at.exception
     shown = at.get("plotly_chart") or at.warning or at.error or at.success
@@ -103,7 +103,7 @@ def test_the_longest_text_a_box_takes_is_cut_to_the_models_limit_with_a_notice()
 
     assert len(MAX_CHARS) == MAX_TEXT_CHARS
     at = open_page("pages/model_heads.py")
-    at.text_area(key="text").set_value(MAX_CHARS).run()
+    at.text_area(key="heads.text").set_value(MAX_CHARS).run()
     assert not at.exception, at.exception
     assert any("reads at most 512" in w.value for w in at.warning) and at.get("plotly_chart")
 
@@ -168,10 +168,11 @@ def test_memory_stays_bounded_over_200_sentences(capsys):
 
     at = open_page("pages/model_heads.py")
     for i in range(20):  # warm-up: fill the caches
-        at.text_area(key="text").set_value(f"Warm-up sentence number {i} about the river bank.").run()
+        at.text_area(key="heads.text").set_value(f"Warm-up sentence number {i} about the river bank.").run()
     start = rss_mb()
     for i in range(200):
-        at.text_area(key="text").set_value(f"Sentence {i}: the animal didn't cross the street, it was tired.").run()
+        sentence = f"Sentence {i}: the animal didn't cross the street, it was tired."
+        at.text_area(key="heads.text").set_value(sentence).run()
         assert not at.exception
     growth = rss_mb() - start
     with capsys.disabled():

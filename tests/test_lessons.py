@@ -61,6 +61,8 @@ def test_a_model_question_is_answered_from_the_models_own_result(minilm):
 
     at = open_page("pages/ambiguous_words.py")
     q = questions_for("ambiguous_words")[0]
+    assert not [r for r in at.radio if str(r.key).startswith("lesson.")]  # about “it”: the page shows “bank”
+    at.button(key=f"lesson.show.{q.key}").click().run()
     _commit(at, q.key, "animal")
     att = minilm.attend(ex.IT_SENTENCES[0])
     row = query_row(att, att.tokens.index("it"), layer=4, reading=Reading()).matrix[0]  # what the page draws
@@ -91,9 +93,9 @@ def test_the_toy_examples_open_the_same_sentences_in_a_real_model():
     at = open_page("pages/toy_ambiguity.py")
     at.text_input(key="toy.bank0").set_value("I sat on the bank").run()
     at.button(key="toy.real.bank").click().run()
-    assert not at.exception and at.text_input(key="a_bank").value == "I sat on the bank"
-    assert at.text_input(key="b_bank").value == ex.BANK_SENTENCES[1] and at.selectbox(key="pair").value == "bank"
+    assert not at.exception and at.text_input(key="amb.a").value == "I sat on the bank"
+    assert at.text_input(key="amb.b").value == ex.BANK_SENTENCES[1] and at.text_input(key="amb.word").value == "bank"
     at = open_page("pages/lookup.py")
     at.button(key="lookup.real").click().run()
-    assert not at.exception and "apple" in at.text_area(key="text").value
+    assert not at.exception and "apple" in at.text_area(key="inside.text").value
     assert any(s.label == "Query token" for s in at.selectbox)  # Inside one head, on that sentence

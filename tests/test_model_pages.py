@@ -21,15 +21,15 @@ def test_model_heads_grid_and_zoom_follow_the_sentence():
     at = open_page("pages/model_heads.py")
     grid = array(chart(at, "heads.grid")["data"][0]["z"])
     assert grid.shape[0] > 6 and np.nanmax(grid) <= 1.0
-    at.text_area(key="text").set_value("Hello world").run()
+    at.text_area(key="heads.text").set_value("Hello world").run()
     zoom = array(chart(at, "heads.zoom")["data"][0]["z"])
     assert zoom.shape == (4, 4)  # [CLS] hello world [SEP]
     np.testing.assert_allclose(zoom.sum(-1), 1.0, atol=1e-5)
-    at.toggle(key="hide_special").set_value(True).run()
+    at.toggle(key="heads.hide_special").set_value(True).run()
     zoom = array(chart(at, "heads.zoom")["data"][0]["z"])
     assert zoom.shape == (2, 2)
     np.testing.assert_allclose(zoom.sum(-1), 1.0, atol=1e-5)
-    at.selectbox(key="agg").set_value("rollout").run()
+    at.selectbox(key="heads.agg").set_value("rollout").run()
     assert not at.exception
 
 
@@ -38,13 +38,13 @@ def test_inside_head_matches_the_models_weights():
     table = table_with(at, "softmax weight")
     np.testing.assert_allclose(table["softmax weight"], table["model's own weight"], atol=1e-4)
     np.testing.assert_allclose(table["softmax weight"].sum(), 1.0, atol=1e-5)
-    at.number_input(key="layer").set_value(4).run()
-    at.number_input(key="head").set_value(7).run()
+    at.number_input(key="inside.layer").set_value(4).run()
+    at.number_input(key="inside.head").set_value(7).run()
     table2 = table_with(at, "softmax weight")
     assert not np.allclose(table["softmax weight"], table2["softmax weight"])
     np.testing.assert_allclose(table2["softmax weight"], table2["model's own weight"], atol=1e-4)
     _why_this_key_shows_the_sum_beside_the_score(at)
-    at.selectbox(key="model").set_value("smollm2").run()
+    at.selectbox(key="inside.model").set_value("smollm2").run()
     _why_this_key_shows_the_sum_beside_the_score(at)
     at.radio(key="inside.against").set_value("the mean over the keys it sees").run()
     _why_this_key_shows_the_sum_beside_the_score(at)
@@ -68,10 +68,10 @@ def test_ambiguous_words_pairs():
     at = open_page("pages/ambiguous_words.py")
     shift = array(chart(at, "amb.shift")["data"][0]["z"])
     assert shift.shape == (6, 12) and np.all((shift >= 0) & (shift <= 1))
-    at.selectbox(key="pair").set_value("it").run()
+    at.selectbox(key="amb.example").set_value("it").run()
     cosine = array(chart(at, "amb.cosine")["data"][0]["y"])
     assert cosine.shape == (7,) and cosine[-1] < 1.0
-    at.text_input(key="w_it").set_value("zebra").run()
+    at.text_input(key="amb.word").set_value("zebra").run()
     assert at.warning and "not among the tokens" in at.warning[0].value
 
 
@@ -79,8 +79,8 @@ def test_head_atlas_and_hub_refusal(monkeypatch):
     at = open_page("pages/head_atlas.py")
     ent = array(chart(at, "atlas.metric")["data"][0]["z"])
     assert ent.shape == (6, 12) and np.all(ent >= 0)
-    at.selectbox(key="model").set_value("other (Hugging Face id)…").run()
-    at.text_input(key="hub_id").set_value("someone/unknown-model").run()
+    at.selectbox(key="atlas.model").set_value("other (Hugging Face id)…").run()
+    at.text_input(key="atlas.hub_id").set_value("someone/unknown-model").run()
     assert at.error and "allowlist" in at.error[0].value
 
 
@@ -97,12 +97,12 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
     loaded, reference = tiny("marian", AutoTokenizer.from_pretrained(minilm_dir()))
     monkeypatch.setattr("pages._jobs.load_model", lambda name, **kw: loaded)
     at = open_page("pages/model_heads.py")
-    at.selectbox(key="model").set_value(OTHER).run()
-    at.text_input(key="hub_id").set_value("tiny/marian").run()
+    at.selectbox(key="heads.model").set_value(OTHER).run()
+    at.text_input(key="heads.hub_id").set_value("tiny/marian").run()
     assert not at.exception and chart(at, "heads.cross")  # the model's own translation first
-    at.text_input(key="decoder_text").set_value("le chat").run()
-    at.number_input(key="layer").set_value(2).run()
-    at.number_input(key="head").set_value(3).run()
+    at.text_input(key="heads.decoder_text").set_value("le chat").run()
+    at.number_input(key="heads.layer").set_value(2).run()
+    at.number_input(key="heads.head").set_value(3).run()
     shown = array(chart(at, "heads.cross")["data"][0]["z"])
     att = loaded.attend(DEFAULT_TEXT, decoder_text="le chat")
     with torch.no_grad():
@@ -114,7 +114,7 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
 
 def test_predictions_page_tells_the_story_from_prediction_to_heads():
     at = open_page("pages/predictions.py")
-    assert at.selectbox(key="model").value == "smollm2"  # opened from the menu: the bundled decoder
+    assert at.selectbox(key="pred.model").value == "smollm2"  # opened from the menu: the bundled decoder
     next_chart = chart(at, "pred.next")
     assert next_chart["layout"]["xaxis"]["ticktext"][0] == "“ Mary”"
     assert array(next_chart["data"][0]["y"])[0] == pytest.approx(0.92, abs=0.03)
@@ -132,11 +132,11 @@ def test_predictions_page_tells_the_story_from_prediction_to_heads():
     assert any("same token" in w.value for w in at.warning)
     at.text_input(key="pred.target").set_value("").run()
     assert any("empty" in w.value for w in at.warning)
-    at.selectbox(key="model").set_value("minilm").run()
+    at.selectbox(key="pred.model").set_value("minilm").run()
     assert "encoder" in at.info[0].value  # MiniLM predicts no next token
     assert chart(at, "pred.vector")  # its heads measured on a word's vector instead
     at.button(key="pred.decoder").click().run()
-    assert at.selectbox(key="model").value == "smollm2" and not at.exception
+    assert at.selectbox(key="pred.model").value == "smollm2" and not at.exception
 
 
 def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm2):
@@ -148,7 +148,7 @@ def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm
     assert not at.exception and not at.error
     text = at.text_input(key="pos.text").value
     att = smollm2.attend(text)
-    query, key = at.selectbox(key="pos.query").value, at.selectbox(key="pos.key").value
+    query, key = (next(s for s in at.selectbox if s.label == label).value for label in ("Query token", "Key token"))
     view = rotary_view(att, rotary_base(smollm2), 0, 0, query, key)  # layer 1, head 1 on screen
     shown = {m.label: float(m.value) for m in at.metric if "rotation" in m.label}
     assert shown["after rotation (the model's score)"] == pytest.approx(view.rotated_score, abs=1e-3)
@@ -161,20 +161,20 @@ def test_word_view_and_sinks_on_every_page_that_draws_weights(minilm):
 
     text = "The unbelievably tired cat sat on the riverbank."
     at = open_page("pages/model_heads.py")
-    at.text_area(key="text").set_value(text).run()
-    at.toggle(key="words").set_value(True).run()
+    at.text_area(key="heads.text").set_value(text).run()
+    at.toggle(key="heads.words").set_value(True).run()
     wa = word_level(minilm.attend(text))
     zoom = chart(at, "heads.zoom")["data"][0]
     np.testing.assert_allclose(array(zoom["z"]), wa.weights[0, 0], atol=1e-5)
     assert "unbelievably" in chart(at, "heads.zoom")["layout"]["xaxis"]["ticktext"] and not at.exception
-    at.toggle(key="log").set_value(True).run()
+    at.toggle(key="heads.log").set_value(True).run()
     assert chart(at, "heads.zoom")["data"][0]["colorbar"]["ticktext"][-1] == "1" and not at.exception
-    for path, key in (("pages/inside_head.py", "inside.reread"), ("pages/ambiguous_words.py", "amb.barA"),
-                      ("pages/predictions.py", None)):
+    for path, slot, key in (("pages/inside_head.py", "inside", "inside.reread"),
+                            ("pages/ambiguous_words.py", "amb", "amb.barA"), ("pages/predictions.py", "pred", None)):
         at.switch_page(path).run()
-        at.toggle(key="no_sinks").set_value(True).run()
+        at.toggle(key=f"{slot}.no_sinks").set_value(True).run()
         assert not at.exception, (path, at.exception)
-        assert at.toggle(key="words").value  # carried from Model heads
+        assert at.toggle(key=f"{slot}.words").value  # the visit's focus, set on Model heads
         if key:
             bars = array(chart(at, key)["data"][0]["y"])
             assert bars.sum() == pytest.approx(1.0, abs=1e-4) and len(bars) < len(minilm.attend(text).tokens)
@@ -183,9 +183,9 @@ def test_word_view_and_sinks_on_every_page_that_draws_weights(minilm):
 def test_line_view_draws_the_heads_weights(minilm):
     text = "The cat sat on the mat."
     at = open_page("pages/model_heads.py")
-    at.text_area(key="text").set_value(text).run()
+    at.text_area(key="heads.text").set_value(text).run()
     assert not [c for c in at.get("plotly_chart") if "heads.lines" in c.proto.id]  # off until asked
-    at.toggle(key="show_lines").set_value(True).run()
+    at.toggle(key="heads.show_lines").set_value(True).run()
     fig = chart(at, "heads.lines")
     w = minilm.attend(text).head_weights(0, 0)
     hovers = [h for trace in fig["data"] if trace.get("hovertext") for h in trace["hovertext"]]
@@ -205,16 +205,16 @@ def test_an_operators_folders_open_in_the_app_and_a_family_without_q_k_v_says_so
         tok.save_pretrained(tmp_path / "tiny" / name)
     monkeypatch.setenv("ATTENTION_EXPLORER_MODEL_DIRS", str(tmp_path / "tiny"))
     at = open_page("pages/model_heads.py")
-    assert "tiny/gpt_neox (local folder)" in at.selectbox(key="model").options
-    at.selectbox(key="model").set_value("local:tiny/gpt_neox").run()
+    assert "tiny/gpt_neox (local folder)" in at.selectbox(key="heads.model").options
+    at.selectbox(key="heads.model").set_value("local:tiny/gpt_neox").run()
     assert not at.exception and chart(at, "heads.grid")
     assert any("equal the model's own" in c.value for c in at.caption)  # the guard's measured gap
     at.switch_page("pages/predictions.py").run()
     assert not at.exception and chart(at, "pred.estimate")  # head effects through its anatomy
-    at.selectbox(key="model").set_value("local:tiny/bloom").run()
+    at.selectbox(key="pred.model").set_value("local:tiny/bloom").run()
     assert not at.exception and any("the model's own" in c.value for c in at.caption)
-    at.switch_page("pages/inside_head.py").run()  # (AppTest keeps the first page's ?model=: choose again)
-    at.selectbox(key="model").set_value("local:tiny/bloom").run()
+    at.switch_page("pages/inside_head.py").run()  # the model chosen on Predictions
+    assert at.selectbox(key="inside.model").value == "local:tiny/bloom"
     assert not at.exception and any("q, k and v were not captured" in w.value for w in at.warning)
 
 
@@ -226,7 +226,7 @@ def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2
     from attention.models.analyses.target_foil import contrast
 
     at = open_page("pages/circuits.py")
-    text = at.text_area(key="text").value
+    text = at.text_area(key="circ.text").value
     att = smollm2.attend(text)
     shares = direct_logit_attribution(smollm2, att, contrast(att, smollm2.tokenizer, " Mary", " John"))
     np.testing.assert_allclose(array(chart(at, "circ.direct")["data"][0]["z"]), shares.heads, atol=1e-6)
@@ -247,11 +247,11 @@ def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
     from attention.models.analyses.roles import head_roles
 
     at = open_page("pages/head_atlas.py")
-    at.selectbox(key="model").set_value("smollm2").run()
+    at.selectbox(key="atlas.model").set_value("smollm2").run()
     roles = head_roles(smollm2)
     np.testing.assert_allclose(array(chart(at, "atlas.roles")["data"][0]["z"]), roles.induction, atol=1e-6)
-    at.number_input(key="layer").set_value(19).run()
-    at.number_input(key="head").set_value(7).run()
+    at.number_input(key="atlas.layer").set_value(19).run()
+    at.number_input(key="atlas.head").set_value(7).run()
     assert "induction" in " ".join(m.value for m in at.markdown) and chart(at, "atlas.probe_pattern")
 
 
@@ -262,14 +262,15 @@ def test_a_saved_result_opens_on_the_model_pages_without_its_model(smollm2):
 
     att = smollm2.attend("The otter dove into the cold river and came up with a fish.")
     at = open_page("pages/model_heads.py")
-    at.file_uploader(key="npz_file.0").set_value(("otter.npz", export_npz(att), "application/octet-stream")).run()
+    at.file_uploader(key="heads.npz.none").set_value(("otter.npz", export_npz(att), "application/octet-stream")).run()
     assert not at.exception and any("Opened from otter.npz" in c.value.replace("\\", "") for c in at.caption)
     zoom = array(chart(at, "heads.zoom")["data"][0]["z"])
     np.testing.assert_allclose(np.nan_to_num(zoom), att.head_weights(0, 0), atol=1e-6)  # layer 1, head 1
     at.switch_page("pages/head_atlas.py").run()
     assert not at.exception and any("running the model on a probe" in i.value for i in at.info)
     at.switch_page("pages/model_heads.py").run()
-    at.file_uploader(key="npz_file.0").set_value(("evil.npz", b"PK\x03\x04 not really", "application/zip")).run()
+    at.button(key="heads.npz_close").click().run()
+    at.file_uploader(key="heads.npz.none").set_value(("evil.npz", b"PK\x03\x04 not really", "application/zip")).run()
     assert not at.exception and any("evil.npz cannot be opened" in e.value.replace("\\", "") for e in at.error)
 
 
@@ -280,7 +281,7 @@ def test_a_precision_picked_runs_the_model_in_it_and_keeps_its_results_apart():
     at = open_page("pages/inside_head.py")
     float32 = table_with(at, "softmax weight")
     assert "precision auto: float32" in " ".join(c.value for c in at.caption)
-    at.selectbox(key="precision").set_value("bfloat16").run()
+    at.selectbox(key="inside.precision").set_value("bfloat16").run()
     assert not at.exception, at.exception
     half = table_with(at, "softmax weight")
     captions = " ".join(c.value for c in at.caption)
@@ -288,5 +289,5 @@ def test_a_precision_picked_runs_the_model_in_it_and_keeps_its_results_apart():
     np.testing.assert_allclose(half["softmax weight"], half["model's own weight"], atol=6e-2)
     assert not np.allclose(half["model's own weight"], float32["model's own weight"], atol=1e-6)  # bf16's own
     np.testing.assert_allclose(half["softmax weight"].sum(), 1.0, atol=1e-5)
-    at.selectbox(key="precision").set_value("auto").run()
+    at.selectbox(key="inside.precision").set_value("auto").run()
     np.testing.assert_array_equal(table_with(at, "softmax weight")["softmax weight"], float32["softmax weight"])

@@ -73,7 +73,7 @@ from attention.models.analyses.roles import (
     probe_ids,
     roles_of,
 )
-from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast
+from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast, spaced_alternative
 
 __all__ = [
     "ABLATIONS", "CORPUS_FORMATS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "QK_FAMILIES", "ROLES",
@@ -83,6 +83,7 @@ __all__ = [
     "composition", "contrast", "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution",
     "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices", "listed_corpora",
     "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed", "part_in_words",
-    "probe_attention", "probe_ids", "qk_attribution", "qk_projection", "read_corpus", "roles_of", "survey_bytes",
+    "probe_attention", "probe_ids", "qk_attribution", "qk_projection", "read_corpus", "roles_of",
+    "spaced_alternative", "survey_bytes",
     "survey_file", "survey_file_on_ray", "swap_words",
 ]

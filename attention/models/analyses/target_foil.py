@@ -41,6 +41,15 @@ def choose_token(tokenizer, word: str, role: str = "target") -> TokenChoice:
     return TokenChoice(text=word, token_id=int(ids[0]), token=tokenizer.decode([ids[0]]), pieces=len(ids))
 
 
+def spaced_alternative(tokenizer, choice: TokenChoice) -> TokenChoice | None:
+    """The token the model writes for the same word after another word, when `choice` was typed without the
+    space before it and the spaced word is another single token (" Mary", not "Mary"); else None."""
+    if choice.text.startswith(" "):
+        return None
+    spaced = choose_token(tokenizer, " " + choice.text)
+    return spaced if spaced.pieces == 1 and spaced.token_id != choice.token_id else None
+
+
 def logit_difference(logits, target: int, foil: int):
     """m = logit(target) - logit(foil), from logits (..., V) (numpy or torch): the one place m is computed.
     Shapes: (..., V) -> (...)."""

@@ -25,6 +25,7 @@ Nothing here imports the other two wings (attention.models.recorded, attention.m
 what this wing records.
 """
 
+from attention.focus import DTYPES, Focus, ModelChoice, TokenAt, WordPair
 from attention.models.forward.guard import GUARD_GAP, ModelCheck
 from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey, survey
 from attention.models.forward.loading import SMALL_MODEL_BYTES, from_model, load_model
@@ -36,26 +37,25 @@ from attention.models.forward.registry import (
     DEFAULT_DECODER,
     DEFAULT_ENCODER,
     DEFAULT_MODEL,
-    DTYPES,
     LOCAL_PREFIX,
     ModelSpec,
     ModelUnavailable,
     hub_allowlist,
     local_models,
-    model_key,
     model_label,
-    split_model_key,
+    model_name,
 )
 from attention.models.forward.running import MAX_TEXT_CHARS, attend, own_attention
 from attention.models.forward.sinks import SINKS_NOTE
 from attention.models.forward.tokens import default_focus, find_word, last_word
 
 __all__ = [
+    "Focus", "ModelChoice", "TokenAt", "WordPair",
     "BROAD_FRACTION", "BUNDLED", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "DTYPES", "GUARD_GAP",
     "LOCAL_PREFIX", "MAX_TEXT_CHARS", "MEMORY_ENV", "METRICS", "REQUESTER", "MemoryPlan", "NotEnoughMemory",
     "SINKS_NOTE", "SMALL_MODEL_BYTES", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel",
     "ModelAttention", "ModelCheck", "ModelSpec", "ModelUnavailable", "attend", "default_focus", "find_word",
     "Progress", "from_model", "has_lm_head", "hub_allowlist", "last_word", "load_model", "local_models",
-    "model_key", "model_label", "own_attention", "plan_memory", "rotary_base", "split_model_key", "survey",
+    "model_label", "model_name", "own_attention", "plan_memory", "rotary_base", "survey",
     "weight_bytes",
 ]

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from attention.focus import DTYPES
 from attention.models.forward.capture import CAPTURE
 from attention.models.forward.guard import check_model
 from attention.models.forward.memory import NotEnoughMemory, long_input_tokens, plan_memory, weight_bytes
@@ -30,7 +31,6 @@ from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import compute_device
 from attention.models.forward.registry import (
     BUNDLED,
-    DTYPES,
     INSTALL_COMMAND,
     LOCAL_PREFIX,
     ModelSpec,

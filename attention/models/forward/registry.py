@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from attention.focus import ModelChoice
+
 DEFAULT_HUB_ALLOWLIST = (
     "bert-base-uncased", "distilbert-base-uncased", "roberta-base", "gpt2", "distilgpt2",
     "facebook/bart-base", "t5-small", "Helsinki-NLP/opus-mt-en-fr", "Helsinki-NLP/opus-mt-en-de",
@@ -28,7 +30,6 @@ DEFAULT_HUB_ALLOWLIST = (
     "google/gemma-2-2b", "meta-llama/Llama-3.2-1B", "answerdotai/ModernBERT-base", "microsoft/deberta-v3-base",
 )
 LOCAL_PREFIX = "local:"  # registry key of a model folder under an operator's root
-DTYPES = ("auto", "float32", "bfloat16", "float16")  # load_model's precisions ("auto": attention.models.load_model)
 INSTALL_COMMAND = "attention-explorer install-models"  # what error messages tell the user to run
 
 
@@ -77,29 +78,22 @@ DEFAULT_DECODER = "smollm2"  # the bundled decoder: what Predictions opens on, a
 DEFAULT_MODEL = DEFAULT_ENCODER
 
 
-def model_label(name: str) -> str:
-    """What a model picker shows for a registry key or hub id (and so what ?model= holds in a URL); a
-    model_key's precision after it ("SmolLM2-135M in bfloat16")."""
-    name, dtype = split_model_key(name)
-    if dtype != "auto":
-        return f"{model_label(name)} in {dtype}"
-    if name in BUNDLED:
-        return BUNDLED[name].label
-    if name.startswith(LOCAL_PREFIX):
-        return f"{name[len(LOCAL_PREFIX):]} (local folder)"
-    return name
+def model_label(model: ModelChoice | str) -> str:
+    """What a model picker shows for a model (a registry key, a local folder's key or a hub id), and its
+    precision after it when one was picked ("SmolLM2-135M in bfloat16")."""
+    if isinstance(model, ModelChoice):
+        return model_label(model.name) + ("" if model.dtype == "auto" else f" in {model.dtype}")
+    if model in BUNDLED:
+        return BUNDLED[model].label
+    if model.startswith(LOCAL_PREFIX):
+        return f"{model[len(LOCAL_PREFIX):]} (local folder)"
+    return model
 
 
-def model_key(name: str, dtype: str = "auto") -> str:
-    """What the app keys a loaded model and its results by: the model's name, and `@dtype` after it for a
-    precision other than "auto" (`smollm2@bfloat16`), so that results of two precisions are never mixed."""
-    return name if dtype == "auto" else f"{name}@{dtype}"
-
-
-def split_model_key(key: str) -> tuple[str, str]:
-    """(name, dtype) of a model_key."""
-    name, _, dtype = key.rpartition("@")
-    return (name, dtype) if name and dtype in DTYPES else (key, "auto")
+def model_name(text: str) -> str:
+    """The model a picker's label or a link names: a bundled model's label ("SmolLM2-135M", what links of
+    earlier versions held) is its registry key; anything else is a name already."""
+    return next((key for key, spec in BUNDLED.items() if text == spec.label), text)
 
 
 def model_dirs() -> tuple[Path, ...]:

@@ -1,7 +1,9 @@
 """Predict, then see, on real models: questions whose answers come from the model's own result.
 
-The page sets itself to the question's state (widget key -> value), runs the model as it always does, and
-hands its results to `solve`; see attention.toy.lessons for the toy pages' questions and the Reveal they give.
+Committing an answer sets the visit's focus to the question's state (attention.focus.Focus fields -> values);
+the page runs the model as it always does and hands its results to `solve`. A question may be about one
+subject (Ambiguous words' "it", not "bank"): the page asks it only while the focus holds that subject, and
+offers to show it otherwise. See attention.toy.lessons for the toy pages' questions and the Reveal they give.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention.focus import ModelChoice, WordPair
 from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER
 from attention.models.recorded.views import Reading, query_row
 from attention.toy import examples as ex
@@ -23,11 +26,17 @@ class ModelQuestion:
     page: str  # the page's file stem
     ask: str
     choices: tuple[str, ...]
-    state: tuple[tuple[str, object], ...]  # (widget key, value) pairs the page is set to when the answer shows
+    focus: tuple[tuple[str, object], ...]  # (Focus field, value): what the page shows when the answer does
     solve: Callable[[dict], Reveal]  # from the page's results, {"a": ModelAttention, ...} (the page says which)
+    subject: tuple[tuple[str, object], ...] = ()  # (Focus field, value) that must hold for the question to be asked
+    about: str = ""  # the subject in words, for the button that shows it ("the sentences with “it”")
 
     def reveal(self, results: dict) -> Reveal:
         return self.solve(results)
+
+    def asked_on(self, focus) -> bool:
+        """Whether the page, showing `focus`, shows what the question is about."""
+        return all(getattr(focus, field) == value for field, value in self.subject)
 
 
 def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
@@ -59,21 +68,25 @@ def _next_token(results: dict) -> Reveal:
                   "unembedding: the capital is the continuation it has seen most often after such a sentence.")
 
 
+IT_PAIR = WordPair(*ex.AMBIGUOUS_PAIRS["it"])  # the "it" sentences of Ambiguous words
+_ABOUT_IT = (("pair", IT_PAIR),)
 QUESTIONS = (
     ModelQuestion("amb.it_sink", "ambiguous_words", "In “…because it was too tired”, which token will “it” look "
                   "at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
-                  (("model", DEFAULT_ENCODER), ("pair", "it"), ("layer", 5), ("head", "mean of heads"),
-                   ("no_sinks", False)),
-                  _it_looks_at(Reading(), 4)),
+                  (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
+                   ("without_sinks", False)),
+                  _it_looks_at(Reading(), 4), subject=_ABOUT_IT, about="the two sentences with “it”"),
     ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks: which token does “it” look at most in "
                   "layer 5?", ("animal", "street", "tired", "because"),
-                  (("model", DEFAULT_ENCODER), ("pair", "it"), ("layer", 5), ("head", "mean of heads"),
-                   ("no_sinks", True)),
-                  _it_looks_at(Reading(without_sinks=True), 4)),
+                  (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
+                   ("without_sinks", True)),
+                  _it_looks_at(Reading(without_sinks=True), 4), subject=_ABOUT_IT,
+                  about="the two sentences with “it”"),
     ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
                   "predict next?", (" Paris", " London", " a", " the"),
-                  (("model", DEFAULT_DECODER), ("pred.example", "capital of France"),
-                   ("text", ex.PREDICTION_EXAMPLES["capital of France"][0])),
+                  (("model", ModelChoice(DEFAULT_DECODER)), ("text", ex.PREDICTION_EXAMPLES["capital of France"][0]),
+                   ("query", None), ("target", ex.PREDICTION_EXAMPLES["capital of France"][1]),
+                   ("foil", ex.PREDICTION_EXAMPLES["capital of France"][2])),
                   _next_token),
 )
 

@@ -1,0 +1,238 @@
+"""What a visit looks at: one value, `Focus`, that every model page reads, changes and hands to the next.
+
+A visitor types a sentence on Model heads, opens a head on the Head atlas, answers a question on Ambiguous
+words and goes on to Inside one head: each page reads the same Focus, and a choice made on one page is the
+choice on the next. The app keeps it in the session and in the URL (pages/_focus.py, the one module that
+does); here it is plain data that a notebook can build too: no Streamlit, no torch.
+
+    >>> f = Focus().with_text("I sat on the river bank.").replace(layer=2, head=4)
+    >>> f.to_params()                      # what the URL holds: {"text": ..., "layer": "3", "head": "5"}
+    >>> f.fitted(n_layers=6, n_heads=12, tokens=tokens)   # (Focus, notes): checked against a model's result
+
+Counting: `layer`, `head` and token positions count from 0, as arrays do. The URL and the pages say
+layer 3, head 5 ("L3H5") from 1; token positions are shown as the pickers show them, from 0 ("6: bank").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from dataclasses import dataclass
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")  # load_model's precisions ("auto": attention.models.load_model)
+IMAGE_FORMATS = ("png", "svg")  # what a chart's camera button saves
+LINK_TEXT_CHARS = 2_000  # a longer text is not written into a URL (servers refuse request lines over ~16 KB)
+VISIBLE_SPACE = "␣"  # how a space inside a token is shown in a box: " Mary" and "Mary" are different tokens
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model and the precision it runs in: one value, never a packed string."""
+
+    name: str  # what load_model opens: a bundled model's key ("minilm"), "local:<root>/<folder>", or a hub id
+    dtype: str = "auto"  # one of DTYPES
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("a model choice needs the model's name")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"precision must be one of {', '.join(DTYPES)}, not {self.dtype!r}")
+
+
+@dataclass(frozen=True)
+class TokenAt:
+    """A token picked in a text: its position and its text there. The text tells a position that a new
+    sentence or another tokenizer gave to another token, instead of following that token silently."""
+
+    position: int  # from 0
+    token: str  # "" when not known yet (a link names only the position): filled in by Focus.fitted
+
+
+@dataclass(frozen=True)
+class WordPair:
+    """One word in two sentences (Ambiguous words): does the word look at different things in each?"""
+
+    a: str
+    b: str
+    word: str
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the visit looks at. Every field has a default, and None means "the page's own default"."""
+
+    model: ModelChoice | None = None  # None: the page's default model (MiniLM; SmolLM2 where a prediction is read)
+    saved: str | None = None  # a result opened from a .npz file (its digest): pages show it instead of a model's
+    text: str | None = None  # the sentence; None: the page's example sentence
+    layer: int = 0
+    head: int = 0  # the one head shown where a page shows one (always a head: see `aggregation`)
+    aggregation: str = "head"  # how a layer's heads are shown: "head" (the one above) or "mean", "max", ...
+    query: TokenAt | None = None  # the token followed; None: the page's default token
+    words: bool = False  # the reading switches (attention.models.Reading): words, not pieces
+    without_sinks: bool = False  # each head's sinks removed and rows rescaled
+    log: bool = False  # weights coloured by log10
+    target: str | None = None  # the contrast's expected next token, exactly as the tokenizer reads it (" Mary")
+    foil: str | None = None  # its alternative (" John"); None for either: the example's
+    pair: WordPair | None = None  # Ambiguous words' two sentences; None: its first example
+    image_format: str = "png"  # what the charts' camera button saves, one of IMAGE_FORMATS
+
+    def __post_init__(self):
+        for name in ("layer", "head"):
+            value = getattr(self, name)
+            try:  # a numpy integer from an array is a whole number too; a string or a float is not
+                whole = None if isinstance(value, bool) else operator.index(value)
+            except TypeError:
+                whole = None
+            if whole is None or whole < 0:
+                raise ValueError(f"{name} must be a position from 0, not {value!r}")
+            object.__setattr__(self, name, whole)  # a plain int, whatever whole number type it was given as
+        if self.query is not None and (not isinstance(self.query, TokenAt) or self.query.position < 0):
+            raise ValueError(f"query must be a TokenAt with a position from 0, not {self.query!r}")
+        if self.image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image format must be one of {', '.join(IMAGE_FORMATS)}, not {self.image_format!r}")
+
+    def replace(self, **changes) -> Focus:
+        """A copy with some fields changed (dataclasses.replace, checked)."""
+        return dataclasses.replace(self, **changes)
+
+    def with_model(self, model: ModelChoice) -> Focus:
+        """Another model: the token followed is forgotten (another tokenizer numbers other tokens), and so is a
+        result opened from a file."""
+        return self if model == self.model and self.saved is None else self.replace(model=model, saved=None,
+                                                                                      query=None)
+
+    def with_text(self, text: str) -> Focus:
+        """Another sentence: the token followed is forgotten (it was a position in the old one)."""
+        return self if text == self.text else self.replace(text=text, query=None)
+
+    def with_query(self, position: int, tokens) -> Focus:
+        """Follow token `position` of `tokens` (the tokens the page shows)."""
+        return self.replace(query=TokenAt(position, str(tokens[position])))
+
+    def query_or(self, default: int) -> int:
+        """The token followed, else the page's `default` position."""
+        return default if self.query is None else self.query.position
+
+    def fitted(self, *, n_layers: int, n_heads: int, tokens=None) -> tuple[Focus, tuple[str, ...]]:
+        """This focus made valid for a model with n_layers x n_heads heads reading `tokens`, and a note in words
+        for each thing changed: a layer or head past the model's last is clamped to it; a token followed that
+        the text no longer has at its position is dropped (the page follows its default token)."""
+        notes, changes = [], {}
+        if self.layer >= n_layers:
+            changes["layer"] = n_layers - 1
+            notes.append(f"Layer {self.layer + 1} is past this model's {n_layers} layers: layer {n_layers} is shown.")
+        if self.head >= n_heads:
+            changes["head"] = n_heads - 1
+            notes.append(f"Head {self.head + 1} is past this model's {n_heads} heads per layer: head {n_heads} is "
+                         "shown.")
+        if self.query is not None and tokens is not None:
+            at, n = self.query.position, len(tokens)
+            if at >= n:
+                changes["query"] = None
+                notes.append(f"This text has {n} tokens, so token {at} (“{self.query.token}”) cannot be followed: "
+                             "the page's default token is.")
+            elif self.query.token and str(tokens[at]) != self.query.token:
+                changes["query"] = None
+                notes.append(f"Token {at} is now “{tokens[at]}”, not “{self.query.token}”: the page's default "
+                             "token is followed.")
+            elif not self.query.token:
+                changes["query"] = TokenAt(at, str(tokens[at]))
+        return (self.replace(**changes) if changes else self), tuple(notes)
+
+    # --- the URL ---------------------------------------------------------------------------------------------
+    def to_params(self) -> dict[str, str]:
+        """The query parameters that reopen this focus in a fresh session (layer and head from 1, as pages
+        say them). A text over LINK_TEXT_CHARS is left out, and so is a result opened from a file: neither
+        fits in a link."""
+        out: dict[str, str] = {}
+        if self.model is not None:
+            out["model"] = self.model.name
+            if self.model.dtype != "auto":
+                out["precision"] = self.model.dtype
+        if self.text is not None and len(self.text) <= LINK_TEXT_CHARS:
+            out["text"] = self.text
+        out["layer"], out["head"] = str(self.layer + 1), str(self.head + 1)
+        if self.aggregation != "head":
+            out["agg"] = self.aggregation
+        if self.query is not None:
+            out["query"] = str(self.query.position)
+        for name, field in (("words", "words"), ("no_sinks", "without_sinks"), ("log", "log")):
+            if getattr(self, field):
+                out[name] = "true"
+        for name in ("target", "foil"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.pair is not None:
+            out.update(pair_a=self.pair.a, pair_b=self.pair.b, pair_word=self.pair.word)
+        if self.image_format != "png":
+            out["images"] = self.image_format
+        return out
+
+    @classmethod
+    def from_params(cls, params, base: Focus | None = None) -> tuple[Focus, tuple[str, ...]]:
+        """The focus a link's query parameters name, and a note for each parameter that cannot be read (it
+        is ignored). A link names a whole focus: what it leaves out takes its default, except what no link can
+        hold, kept from `base`: a result opened from a file, a text too long for a link, the image format."""
+        base = cls() if base is None else base
+        notes: list[str] = []
+        changes: dict = {"saved": base.saved, "image_format": base.image_format,
+                         "text": base.text if base.text is not None and len(base.text) > LINK_TEXT_CHARS else None}
+
+        def number(name: str, least: int) -> int | None:
+            raw = params.get(name)
+            if raw is None:
+                return None
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                value = None
+            if value is None or value < least:
+                notes.append(f"The link's {name} “{raw}” is not a whole number from {least}: it is ignored.")
+                return None
+            return value
+
+        dtype = str(params.get("precision", "auto"))
+        if dtype not in DTYPES:
+            notes.append(f"The link's precision “{dtype}” is not one of {', '.join(DTYPES)}: auto is used.")
+            dtype = "auto"
+        if str(params.get("model", "")).strip():
+            changes["model"], changes["saved"] = ModelChoice(str(params["model"])[:200], dtype), None
+        if "text" in params:
+            changes["text"] = str(params["text"])
+        for name in ("layer", "head"):
+            value = number(name, 1)
+            if value is not None:
+                changes[name] = value - 1
+        if "agg" in params:
+            changes["aggregation"] = str(params["agg"])
+        position = number("query", 0)
+        if position is not None:
+            changes["query"] = TokenAt(position, "")
+        for name, field in (("words", "words"), ("no_sinks", "without_sinks"), ("log", "log")):
+            if name in params:
+                changes[field] = str(params[name]).lower() == "true"
+        for name in ("target", "foil"):
+            if name in params:
+                changes[name] = str(params[name])
+        if all(f"pair_{part}" in params for part in ("a", "b", "word")):
+            changes["pair"] = WordPair(*(str(params[f"pair_{part}"]) for part in ("a", "b", "word")))
+        if "images" in params:
+            if params["images"] in IMAGE_FORMATS:
+                changes["image_format"] = params["images"]
+            else:
+                notes.append(f"The link's image format “{params['images']}” is not png or svg: it is ignored.")
+        return cls(**changes), tuple(notes)
+
+
+PARAMS = ("model", "precision", "text", "layer", "head", "agg", "query", "words", "no_sinks", "log", "target", "foil",
+          "pair_a", "pair_b", "pair_word", "images")  # every query parameter a focus writes (Focus.to_params)
+
+
+def with_visible_spaces(token: str) -> str:
+    """A token's text as a box shows it: each space drawn as ␣, so that " Mary" does not look like "Mary"."""
+    return token.replace(" ", VISIBLE_SPACE)
+
+
+def from_visible_spaces(shown: str) -> str:
+    """What a box shows (with ␣ or plain spaces) back into the token's text."""
+    return shown.replace(VISIBLE_SPACE, " ")

@@ -1,0 +1,109 @@
+"""The typed focus (attention.focus): one value for what a visit looks at, checked against a model's result,
+written into a URL and read back."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention.focus import (
+    DTYPES,
+    LINK_TEXT_CHARS,
+    Focus,
+    ModelChoice,
+    TokenAt,
+    WordPair,
+    from_visible_spaces,
+    with_visible_spaces,
+)
+
+TOKENS = ("[CLS]", "i", "sat", "on", "the", "river", "bank", "[SEP]")
+
+
+def test_a_model_choice_is_a_value_and_refuses_what_is_not_one():
+    assert ModelChoice("smollm2", "bfloat16") == ModelChoice("smollm2", "bfloat16")
+    assert len({ModelChoice("smollm2"), ModelChoice("smollm2", "auto"), ModelChoice("smollm2", "float32")}) == 2
+    with pytest.raises(ValueError, match="precision"):
+        ModelChoice("smollm2", "float8")
+    with pytest.raises(ValueError, match="name"):
+        ModelChoice("  ")
+
+
+def test_layer_and_head_are_whole_numbers_from_0_and_the_mean_of_heads_is_a_value_of_its_own():
+    assert Focus(layer=np.int64(3), head=np.int32(2)) == Focus(layer=3, head=2)  # from an array: plain ints
+    assert type(Focus(layer=np.int64(3)).layer) is int
+    for bad in ("mean of heads", 1.5, -1, True, None):
+        with pytest.raises(ValueError):
+            Focus(head=bad)
+    mean = Focus(head=4, aggregation="mean")
+    assert mean.head == 4 and mean.aggregation == "mean"  # the head stays a head: a page showing one keeps it
+
+
+def test_fitting_clamps_a_layer_and_head_and_drops_a_token_the_text_does_not_have():
+    focus = Focus(layer=24, head=8, query=TokenAt(6, "bank"))
+    fitted, notes = focus.fitted(n_layers=6, n_heads=12, tokens=TOKENS)
+    assert (fitted.layer, fitted.head, fitted.query) == (5, 8, TokenAt(6, "bank")) and len(notes) == 1
+    assert "Layer 25" in notes[0] and "layer 6" in notes[0]
+    fitted, notes = focus.fitted(n_layers=30, n_heads=3, tokens=("The", " cat", " sat"))
+    assert (fitted.layer, fitted.head, fitted.query) == (24, 2, None) and len(notes) == 2
+    other = ("[CLS]", "i", "sat", "on", "the", "sofa", "in", "[SEP]")
+    fitted, notes = focus.fitted(n_layers=6, n_heads=12, tokens=other)  # position 6 is now another token
+    assert fitted.query is None and "“in”" in notes[-1]
+    link = Focus(query=TokenAt(2, ""))  # a link names the position only: the token is filled in
+    assert link.fitted(n_layers=6, n_heads=12, tokens=TOKENS) == (Focus(query=TokenAt(2, "sat")), ())
+    fine = Focus(layer=2, head=3, query=TokenAt(6, "bank"))
+    assert fine.fitted(n_layers=6, n_heads=12, tokens=TOKENS) == (fine, ())
+
+
+def test_another_text_or_model_forgets_the_token_followed():
+    focus = Focus(text="I sat on the river bank", query=TokenAt(6, "bank"), saved="abc")
+    assert focus.with_text("Another sentence").query is None
+    assert focus.with_text(focus.text) is focus
+    moved = focus.with_model(ModelChoice("smollm2"))
+    assert moved.query is None and moved.saved is None and moved.model == ModelChoice("smollm2")
+    assert focus.with_query(6, TOKENS).query == TokenAt(6, "bank")
+
+
+_texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+_focuses = st.builds(
+    Focus,
+    model=st.none() | st.builds(ModelChoice, st.sampled_from(["minilm", "smollm2", "local:tiny/gpt_neox", "gpt2"]),
+                                st.sampled_from(DTYPES)),
+    text=st.none() | _texts,
+    layer=st.integers(0, 40), head=st.integers(0, 40), aggregation=st.sampled_from(["head", "mean", "rollout"]),
+    query=st.none() | st.builds(TokenAt, st.integers(0, 600), st.just("")),
+    words=st.booleans(), without_sinks=st.booleans(), log=st.booleans(),
+    target=st.none() | _texts, foil=st.none() | _texts,
+    pair=st.none() | st.builds(WordPair, _texts, _texts, _texts), image_format=st.sampled_from(["png", "svg"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_focuses)
+def test_a_focus_written_into_a_url_reads_back_the_same(focus):
+    params = focus.to_params()
+    assert all(isinstance(v, str) for v in params.values())
+    back, notes = Focus.from_params(params)
+    assert back == focus and not notes
+
+
+def test_a_link_names_a_whole_focus_but_keeps_what_no_link_can_hold():
+    long = "word " * (LINK_TEXT_CHARS // 4)
+    session = Focus(text=long, saved="abc123", image_format="svg", layer=3, words=True)
+    params = session.to_params()
+    assert "text" not in params
+    back, _ = Focus.from_params({"layer": "2"}, session)
+    assert back == Focus(text=long, saved="abc123", image_format="svg", layer=1)  # words: the link's default
+    back, _ = Focus.from_params({"model": "smollm2", "text": "short"}, session)
+    assert back.saved is None and back.text == "short"  # a model named: the file is closed
+
+
+def test_a_link_that_cannot_be_read_says_so_and_keeps_the_rest():
+    back, notes = Focus.from_params({"layer": "three", "head": "0", "precision": "float8", "model": "minilm",
+                                     "query": "-2", "images": "gif", "text": "ok"})
+    assert back == Focus(model=ModelChoice("minilm"), text="ok") and len(notes) == 5
+    assert any("layer “three”" in n for n in notes) and any("float8" in n for n in notes)
+
+
+def test_a_space_in_a_token_is_shown_and_read_back():
+    assert with_visible_spaces(" Mary") == "␣Mary" and from_visible_spaces("␣Mary") == " Mary"
+    assert from_visible_spaces(" Mary") == " Mary"  # a space typed as a space is one too
