@@ -60,9 +60,13 @@ bench: install-dev browser nginx $(VENV)/.installed-bench
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
 
 # A class for 20 minutes (benchmarks/soak.py): 2 app processes behind nginx, 8 browser sessions walking the
-# pages with random inputs, then one process killed; its figures go into docs/benchmarks.md. Not in make test.
+# pages with random inputs, then one process killed; its figures go into docs/benchmarks.md. Then JOURNEYS
+# random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 4 fixed ones). Not in
+# make test.
+JOURNEYS ?= 60
 soak: install-dev browser nginx
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.soak
+	HF_HUB_OFFLINE=1 JOURNEYS=$(JOURNEYS) $(PY) -m pytest -q -p no:cacheprovider tests/test_journeys.py::test_journeys
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
