@@ -13,6 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from attention.focus import with_visible_spaces
 from pages._focus import current, switch_to, update
 from pages._site import PATH, entry
 from pages._text import md
@@ -35,7 +36,8 @@ def predict_then_see(questions, results: dict | None = None) -> None:
                 continue
             if answered is None:
                 with st.form(f"lesson.form.{q.key}", border=False):
-                    st.radio("Your prediction", q.choices, index=None, key=f"lesson.choice.{q.key}", horizontal=True)
+                    st.radio("Your prediction", q.choices, index=None, key=f"lesson.choice.{q.key}", horizontal=True,
+                             format_func=with_visible_spaces)  # " Paris" is a token: its space shown, ␣Paris
                     st.form_submit_button("Commit, then see", on_click=functools.partial(_commit, q, results))
                 continue
             try:
@@ -46,8 +48,8 @@ def predict_then_see(questions, results: dict | None = None) -> None:
                 continue
             choice, _ = answered
             st.session_state[ANSWERS][q.key] = (choice, choice == reveal.answer)  # judged: model questions now
-            verdict = (f"Right: **{md(reveal.answer)}**." if choice == reveal.answer else
-                       f"You said {md(choice)}; it is **{md(reveal.answer)}**.")
+            said, answer = md(with_visible_spaces(choice)), md(with_visible_spaces(reveal.answer))
+            verdict = f"Right: **{answer}**." if choice == reveal.answer else f"You said {said}; it is **{answer}**."
             (st.success if choice == reveal.answer else st.info)(f"{verdict} {md(_sentence(reveal.numbers))} "
                                                                    f"{md(_sentence(reveal.why))}")
             st.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(_forget, q.key))

@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from attention.focus import from_visible_spaces, with_visible_spaces
 from attention.models import (
     BUNDLED,
     DEFAULT_ENCODER,
@@ -22,25 +21,20 @@ from attention.models import (
     MAX_TEXT_CHARS,
     NPZ_MAX_BYTES,
     SMALL_MODEL_BYTES,
-    Contrast,
     Focus,
-    LoadedModel,
     ModelAttention,
     ModelChoice,
     Reading,
     TokenAt,
-    contrast,
     default_focus,
     hub_allowlist,
     local_models,
     model_label,
     model_name,
-    spaced_alternative,
     word_groups,
 )
-from attention.toy import examples as ex
-from pages._focus import current, on_change, on_page, put, setting, show, shown, switch_to, update
-from pages._jobs import SavedResult, Source, attention_or_stop, model_or_stop, open_saved
+from pages._focus import current, on_change, put, setting, show, shown, switch_to, update
+from pages._jobs import SavedResult, Source, open_saved
 from pages._labels import token_labels
 from pages._text import md
 
@@ -52,7 +46,6 @@ PRECISION_HELP = (
     "precision halves the weights' memory. Our weights are computed in float32 from the model's own q and k in any "
     "precision, and the check under the page holds them to the model's own attention in that precision.")
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
-OWN_SENTENCE = "your own sentence"  # the example picker's value when the sentence is none of its examples
 
 
 # --- the model ---------------------------------------------------------------------------------------------
@@ -254,79 +247,26 @@ def _set_format(focus: Focus, fmt: str | None) -> Focus:
     return focus.replace(image_format=fmt or "png")
 
 
-# --- predictions: example, target and foil -----------------------------------------------------------------
-def prediction_example(focus: Focus, *, slot: str) -> tuple[str, str, str]:
-    """The example picker of the pages that read a prediction. It shows the example whose prompt is the
-    sentence (else "your own sentence"); picking one sets the sentence, target and foil. Returns the
-    (prompt, target, foil) the page starts from: the example shown, else the first."""
-    examples = ex.PREDICTION_EXAMPLES
-    first = next(iter(examples))
-    text = examples[first][0] if focus.text is None else focus.text
-    matched = next((name for name, (prompt, _, _) in examples.items() if prompt == text), None)
-    options = [*examples] + ([] if matched else [OWN_SENTENCE])
-    key = show(f"{slot}.example", matched or OWN_SENTENCE)
-    st.selectbox("Example", options, key=key, on_change=on_change(key, _pick_example),
-                 help="Each example is a prompt, the next token expected (target) and an alternative (foil).")
-    return examples[matched or first]
+# --- a layer's heads: one, or their mean ---------------------------------------------------------------------
+MEAN_OF_HEADS = "mean of heads"  # the Head picker's first choice: the layer's heads averaged (aggregation "mean")
 
 
-def _pick_example(focus: Focus, name: str) -> Focus:
-    if name not in ex.PREDICTION_EXAMPLES:
-        return focus
-    prompt, target, foil = ex.PREDICTION_EXAMPLES[name]
-    return focus.with_text(prompt).replace(target=target, foil=foil)
+def head_or_mean(col, focus: Focus, n_heads: int, *, slot: str) -> int | None:
+    """The Head picker of a page that shows one head or the mean of a layer's heads (a fitted focus). Returns
+    the head, from 0, or None for the mean; says so when another page showed the heads another way."""
+    if focus.aggregation not in ("head", "mean"):
+        st.caption(f"This page shows one head or the mean of a layer's heads: the mean is shown (another page "
+                   f"showed “{md(focus.aggregation)}”).")
+    key = show(f"{slot}.head", MEAN_OF_HEADS if focus.aggregation != "head" else str(focus.head + 1))
+    choice = col.selectbox("Head", [MEAN_OF_HEADS] + [str(h + 1) for h in range(n_heads)], key=key,
+                           on_change=on_change(key, _pick_head_or_mean))
+    return None if choice == MEAN_OF_HEADS else int(choice) - 1
 
 
-def prediction_start(*, slot: str, model: str) -> tuple[Focus, Source, str, ModelAttention, LoadedModel,
-                                                        tuple[str, str]]:
-    """What both pages that read a prediction start with: the example picker, the sentence and model (the
-    bundled decoder, `model`, by default), the model's result on it, and the focus fitted to it. Returns
-    (focus, source, text, result, model, the example's (target, foil))."""
-    focus = on_page()
-    prompt, target, foil = prediction_example(focus, slot=slot)
-    source, text = sentence_and_model(focus, slot=slot, default_text=prompt, default_model=model)
-    att = attention_or_stop(source, text)
-    focus = fit(att)
-    return focus, source, text, att, model_or_stop(source), (target, foil)
-
-
-def target_and_foil(focus: Focus, att: ModelAttention, tokenizer, defaults: tuple[str, str], *,
-                    slot: str) -> Contrast:
-    """The target and foil inputs side by side (a space shown as ␣: " Mary" and "Mary" are different tokens),
-    read once into a Contrast (attention.models.contrast), what each word became, and m in a formula; words
-    that cannot be read end the page with their message."""
-    c1, c2 = st.columns(2)
-    words = (focus.target if focus.target is not None else defaults[0],
-             focus.foil if focus.foil is not None else defaults[1])
-    for col, field, label, word in ((c1, "target", "expected next token (target)", words[0]),
-                                    (c2, "foil", "an alternative (foil)", words[1])):
-        key = show(f"{slot}.{field}", with_visible_spaces(word))
-        col.text_input(label, key=key, max_chars=40, on_change=on_change(key, functools.partial(_set_token, field)),
-                       help=f"The token exactly as the model reads it; a space is shown as ␣. After a word the "
-                            f"model writes “{with_visible_spaces(' Mary')}”, a token of its own: “Mary” without "
-                            "the space is another token.")
-    try:
-        made = contrast(att, tokenizer, *words)  # tokenized here, once, for everything the page reads
-    except ValueError as err:
-        st.warning(md(err))
-        st.stop()
-    for choice, col in ((made.target, c1), (made.foil, c2)):
-        shown_text = md(with_visible_spaces(choice.text))
-        line = (f"“{shown_text}” is one token." if choice.pieces == 1 else
-                f"“{shown_text}” is {choice.pieces} tokens; the first, “{md(with_visible_spaces(choice.token))}”, "
-                "is used.")
-        spaced = spaced_alternative(tokenizer, choice)
-        if spaced is not None:
-            line += (f" After a word the model writes “{md(with_visible_spaces(spaced.token))}” (with its space), "
-                     "another token: type ␣ or a space before the word to read that one.")
-        col.caption(line)
-    st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {made.target_logit:.2f} - "
-             rf"{made.foil_logit:.2f} = {made.baseline:.2f}")
-    return made
-
-
-def _set_token(field: str, focus: Focus, shown_word: str) -> Focus:
-    return focus.replace(**{field: from_visible_spaces(shown_word or "")})
+def _pick_head_or_mean(focus: Focus, choice: str) -> Focus:
+    if choice == MEAN_OF_HEADS:
+        return focus.replace(aggregation="mean")
+    return focus.replace(head=int(choice) - 1, aggregation="head")
 
 
 # --- a page's own pickers ---------------------------------------------------------------------------------

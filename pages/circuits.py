@@ -21,6 +21,7 @@ from attention.models import (
     swap_words,
 )
 from attention.toy import plotting
+from pages._examples import prediction_start, target_and_foil
 from pages._focus import changing
 from pages._frame import ensure_app_frame
 from pages._jobs import (
@@ -30,7 +31,7 @@ from pages._jobs import (
 from pages._labels import label_of
 from pages._lessons import path_links
 from pages._text import md
-from pages._widgets import layer_and_head, prediction_start, target_and_foil
+from pages._widgets import layer_and_head
 
 ensure_app_frame()
 

@@ -24,6 +24,7 @@ from attention.models import questions_for as model_questions
 from attention.toy import examples as ex
 from attention.toy import plotting
 from attention.toy.plotting import SIGNED, WEIGHTS, Ticks
+from pages._examples import prediction_start, target_and_foil
 from pages._export import chart_config, export_row
 from pages._focus import changing, update
 from pages._frame import ensure_app_frame
@@ -31,13 +32,7 @@ from pages._jobs import result_of
 from pages._labels import label_of, token_labels
 from pages._lessons import path_links, predict_then_see
 from pages._text import md, md_token
-from pages._widgets import (
-    layer_and_head,
-    open_head_buttons,
-    prediction_start,
-    reading_switches,
-    target_and_foil,
-)
+from pages._widgets import layer_and_head, open_head_buttons, reading_switches
 
 ensure_app_frame()
 LAYER_HEADS = "layer · head"

@@ -1,5 +1,6 @@
-"""Shared fixtures: the bundled models, loaded once per test session, and the tokenizer the tiny
-random-weight family models are built with (benchmarks.families)."""
+"""Shared fixtures: the bundled models, loaded once per test session, the tokenizer the tiny random-weight
+family models are built with (benchmarks.families), and an app server and a browser for a module's browser
+tests."""
 
 import os
 
@@ -27,3 +28,21 @@ def tok():
     from benchmarks.families import tokenizer
 
     return tokenizer()
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    """A fresh app server on 127.0.0.1 for a module's browser tests (serving.running_app)."""
+    from serving import running_app
+
+    with running_app() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium, driven by Playwright (serving.chromium)."""
+    from serving import chromium
+
+    with chromium() as b:
+        yield b

@@ -3,22 +3,10 @@
 
 import pytest
 
-from serving import APP, chromium, page_url, running_app, wait_idle
+from serving import APP, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 SHOTS = APP.parent / "artifacts" / "screenshots"
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    with running_app() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 def bar_labels(page) -> list[str]:

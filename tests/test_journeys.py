@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 from streamlit.testing.v1 import AppTest
 
-from attention.focus import LINK_TEXT_CHARS, VISIBLE_SPACE
+from attention.focus import LINK_TEXT_CHARS, VISIBLE_SPACE, from_visible_spaces
 from attention.toy import examples as ex
 from pages._focus import FOCUS_KEY
 from pages._site import HOME, PATH, SECTIONS
@@ -44,6 +44,8 @@ TEXTS = {  # what a visitor types: issue 42's list
 }
 HEAVY = {"pred.scan", "circ.scan", "circ.patch"}  # a forward pass per head: only on short texts in a walk
 SHORT = 300  # characters: a text a scan reads in seconds
+LONG = int(os.environ.get("JOURNEYS", "0"))  # make soak sets it: that many journeys, longer ones
+TIMEOUT = 900 if LONG else 240  # seconds a run may take: a 5,000-character text on What heads do, on 2 cores
 
 
 # --- driving AppTest as a browser does ------------------------------------------------------------------------
@@ -56,7 +58,7 @@ def run(at: AppTest) -> AppTest:
 
 
 def visit() -> AppTest:
-    return run(AppTest.from_file(str(APP), default_timeout=240))
+    return run(AppTest.from_file(str(APP), default_timeout=TIMEOUT))
 
 
 def go(at: AppTest, path: str) -> AppTest:
@@ -143,7 +145,7 @@ def check_link(at: AppTest, page: str) -> None:
     focus = focus_of(at)
     if page not in LINKED or focus is None or focus.saved is not None or at.error:
         return
-    other = AppTest.from_file(str(APP), default_timeout=240)
+    other = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     other.query_params = dict(at.query_params)
     run(other)
     go(other, page)
@@ -260,9 +262,6 @@ def test_a_link_to_a_model_page_opens_the_same_focus_in_a_fresh_session():
 
 
 # --- random journeys ------------------------------------------------------------------------------------------
-LONG = int(os.environ.get("JOURNEYS", "0"))  # make soak sets it: that many journeys, longer ones
-
-
 def _choice(items, draw: int):
     """One of `items`, by a number drawn from a fixed range: what a rule draws never depends on the page (the
     app's caches outlive a journey, and Hypothesis refuses draws that differ between two runs)."""
@@ -310,7 +309,8 @@ class Journey(RuleBasedStateMachine):
         radios = [r for r in self.at.radio if str(r.key).startswith("lesson.choice.")]
         if radios:
             radio = _choice(radios, which)
-            question, choice = str(radio.key).removeprefix("lesson.choice."), _choice(radio.options, answer)
+            question = str(radio.key).removeprefix("lesson.choice.")
+            choice = from_visible_spaces(_choice(radio.options, answer))  # the options as shown: " Paris" as ␣Paris
             commit(self.at, question, choice)
             self._after(f"answer {question}: {choice!r}")
         elif shows:
@@ -433,22 +433,6 @@ def test_journeys(capsys):
 
 
 # --- in a real browser ------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def app_url():
-    from serving import running_app
-
-    with running_app() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from serving import chromium
-
-    with chromium() as b:
-        yield b
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 800])
 def test_the_learners_path_in_chromium_answering_every_question_and_nothing_leaves_the_machine(app_url, browser,

@@ -1,0 +1,133 @@
+"""The example pickers of the model pages, and what each fills in the visit's focus (pages/_focus.py): a
+prediction's prompt, target and foil (Predictions, What heads do), and Ambiguous words' two sentences and
+word. Each picker shows the example that is on screen, or says the sentence is the visitor's own; picking
+one sets the sentence and what goes with it."""
+
+import dataclasses
+import functools
+
+import streamlit as st
+
+from attention.focus import from_visible_spaces, with_visible_spaces
+from attention.models import Contrast, Focus, LoadedModel, ModelAttention, WordPair, contrast, spaced_alternative
+from attention.toy import examples as ex
+from pages._focus import on_change, on_page, show
+from pages._jobs import Source, attention_or_stop, model_or_stop
+from pages._labels import label_of
+from pages._text import md
+from pages._widgets import fit, sentence_and_model
+
+OWN_SENTENCE = "your own sentence"  # the example picker's value when the sentence is none of its examples
+
+
+
+# --- predictions: example, target and foil -----------------------------------------------------------------
+def prediction_example(focus: Focus, *, slot: str) -> tuple[str, str, str]:
+    """The example picker of the pages that read a prediction. It shows the example whose prompt is the
+    sentence (else "your own sentence"); picking one sets the sentence, target and foil. Returns the
+    (prompt, target, foil) the page starts from: the example shown, else the first."""
+    examples = ex.PREDICTION_EXAMPLES
+    first = next(iter(examples))
+    text = examples[first][0] if focus.text is None else focus.text
+    matched = next((name for name, (prompt, _, _) in examples.items() if prompt == text), None)
+    options = [*examples] + ([] if matched else [OWN_SENTENCE])
+    key = show(f"{slot}.example", matched or OWN_SENTENCE)
+    st.selectbox("Example", options, key=key, on_change=on_change(key, _pick_example),
+                 help="Each example is a prompt, the next token expected (target) and an alternative (foil).")
+    return examples[matched or first]
+
+
+def _pick_example(focus: Focus, name: str) -> Focus:
+    if name not in ex.PREDICTION_EXAMPLES:
+        return focus
+    prompt, target, foil = ex.PREDICTION_EXAMPLES[name]
+    return focus.with_text(prompt).replace(target=target, foil=foil)
+
+
+def prediction_start(*, slot: str, model: str) -> tuple[Focus, Source, str, ModelAttention, LoadedModel,
+                                                        tuple[str, str]]:
+    """What both pages that read a prediction start with: the example picker, the sentence and model (the
+    bundled decoder, `model`, by default), the model's result on it, and the focus fitted to it. Returns
+    (focus, source, text, result, model, the example's (target, foil))."""
+    focus = on_page()
+    prompt, target, foil = prediction_example(focus, slot=slot)
+    source, text = sentence_and_model(focus, slot=slot, default_text=prompt, default_model=model)
+    att = attention_or_stop(source, text)
+    focus = fit(att)
+    return focus, source, text, att, model_or_stop(source), (target, foil)
+
+
+def target_and_foil(focus: Focus, att: ModelAttention, tokenizer, defaults: tuple[str, str], *,
+                    slot: str) -> Contrast:
+    """The target and foil inputs side by side (a space shown as ␣: " Mary" and "Mary" are different tokens),
+    read once into a Contrast (attention.models.contrast), what each word became, and m in a formula; words
+    that cannot be read end the page with their message."""
+    c1, c2 = st.columns(2)
+    words = (focus.target if focus.target is not None else defaults[0],
+             focus.foil if focus.foil is not None else defaults[1])
+    for col, field, label, word in ((c1, "target", "expected next token (target)", words[0]),
+                                    (c2, "foil", "an alternative (foil)", words[1])):
+        key = show(f"{slot}.{field}", with_visible_spaces(word))
+        col.text_input(label, key=key, max_chars=40, on_change=on_change(key, functools.partial(_set_token, field)),
+                       help=f"The token exactly as the model reads it; a space is shown as ␣. After a word the "
+                            f"model writes “{with_visible_spaces(' Mary')}”, a token of its own: “Mary” without "
+                            "the space is another token.")
+    try:
+        made = contrast(att, tokenizer, *words)  # tokenized here, once, for everything the page reads
+    except ValueError as err:
+        st.warning(md(err))
+        st.stop()
+    for choice, col in ((made.target, c1), (made.foil, c2)):
+        shown_text = md(with_visible_spaces(choice.text))
+        line = (f"“{shown_text}” is one token." if choice.pieces == 1 else
+                f"“{shown_text}” is {choice.pieces} tokens; the first, “{md(with_visible_spaces(choice.token))}”, "
+                "is used.")
+        spaced = spaced_alternative(tokenizer, choice)
+        if spaced is not None:
+            line += (f" After a word the model writes “{md(with_visible_spaces(spaced.token))}” (with its space), "
+                     "another token: type ␣ or a space before the word to read that one.")
+        col.caption(line)
+    st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {made.target_logit:.2f} - "
+             rf"{made.foil_logit:.2f} = {made.baseline:.2f}")
+    return made
+
+
+def _set_token(field: str, focus: Focus, shown_word: str) -> Focus:
+    return focus.replace(**{field: from_visible_spaces(shown_word or "")})
+
+
+# --- Ambiguous words: one word in two sentences ------------------------------------------------------------
+YOUR_PAIR = "your own sentences"  # the example picker's value when the sentences are none of its examples
+PAIR_LABELS = {**{name: f"“{name}”" for name in ex.AMBIGUOUS_PAIRS}, YOUR_PAIR: YOUR_PAIR}
+
+
+def chosen_pair(focus: Focus) -> WordPair:
+    """The focus's two sentences and word, else the first example's."""
+    return focus.pair or WordPair(*next(iter(ex.AMBIGUOUS_PAIRS.values())))
+
+
+def pair_example(col, focus: Focus, *, slot: str) -> WordPair:
+    """The example picker: it shows the example whose sentences these are (else "your own sentences");
+    picking one sets the sentences and the word. Returns the pair shown."""
+    pair = chosen_pair(focus)
+    example = next((name for name, texts in ex.AMBIGUOUS_PAIRS.items() if WordPair(*texts) == pair), YOUR_PAIR)
+    key = show(f"{slot}.example", example)
+    col.selectbox("Example", [*ex.AMBIGUOUS_PAIRS] + ([YOUR_PAIR] if example == YOUR_PAIR else []), key=key,
+                  format_func=label_of(PAIR_LABELS), on_change=on_change(key, _pick_pair))
+    return pair
+
+
+def _pick_pair(focus: Focus, name: str) -> Focus:
+    return focus if name not in ex.AMBIGUOUS_PAIRS else focus.replace(pair=WordPair(*ex.AMBIGUOUS_PAIRS[name]))
+
+
+def pair_boxes(pair: WordPair, *, slot: str) -> None:
+    """Sentence A, sentence B and the word, side by side; typing in one changes the focus's pair."""
+    for col, part, label, limit in zip(st.columns([2, 2, 1]), ("a", "b", "word"), ("Sentence A", "Sentence B", "Word"),
+                                       (2000, 2000, 40), strict=True):
+        key = show(f"{slot}.{part}", getattr(pair, part)[:limit])
+        col.text_input(label, key=key, max_chars=limit, on_change=on_change(key, functools.partial(_type_pair, part)))
+
+
+def _type_pair(part: str, focus: Focus, typed: str) -> Focus:
+    return focus.replace(pair=dataclasses.replace(chosen_pair(focus), **{part: typed}))
