@@ -61,7 +61,7 @@ bench: install-dev browser nginx $(VENV)/.installed-bench
 
 # A class for 20 minutes (benchmarks/soak.py): 2 app processes behind nginx, 8 browser sessions walking the
 # pages with random inputs, then one process killed; its figures go into docs/benchmarks.md. Then JOURNEYS
-# random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 4 fixed ones). Not in
+# random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 8 fixed ones). Not in
 # make test.
 JOURNEYS ?= 60
 soak: install-dev browser nginx

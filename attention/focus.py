@@ -96,14 +96,14 @@ class Focus:
         return dataclasses.replace(self, **changes)
 
     def with_model(self, model: ModelChoice) -> Focus:
-        """Another model: the token followed is forgotten (another tokenizer numbers other tokens), and so is a
-        result opened from a file."""
-        return self if model == self.model and self.saved is None else self.replace(model=model, saved=None,
-                                                                                      query=None)
+        """Another model (a result opened from a file is closed). The token followed stays: `fitted` finds it
+        among the new model's tokens, or says it cannot."""
+        return self if model == self.model and self.saved is None else self.replace(model=model, saved=None)
 
     def with_text(self, text: str) -> Focus:
-        """Another sentence: the token followed is forgotten (it was a position in the old one)."""
-        return self if text == self.text else self.replace(text=text, query=None)
+        """Another sentence. The token followed stays: `fitted` finds it in the new sentence, or says it
+        cannot."""
+        return self if text == self.text else self.replace(text=text)
 
     def with_query(self, position: int, tokens) -> Focus:
         """Follow token `position` of `tokens` (the tokens the page shows)."""
@@ -116,7 +116,8 @@ class Focus:
     def fitted(self, *, n_layers: int, n_heads: int, tokens=None) -> tuple[Focus, tuple[str, ...]]:
         """This focus made valid for a model with n_layers x n_heads heads reading `tokens`, and a note in words
         for each thing changed: a layer or head past the model's last is clamped to it; a token followed that
-        the text no longer has at its position is dropped (the page follows its default token)."""
+        is now elsewhere (another sentence, another tokenizer) is followed there, the occurrence nearest its old
+        position; one the text does not have is dropped (the page follows its default token)."""
         notes, changes = [], {}
         if self.layer >= n_layers:
             changes["layer"] = n_layers - 1
@@ -126,17 +127,8 @@ class Focus:
             notes.append(f"Head {self.head + 1} is past this model's {n_heads} heads per layer: head {n_heads} is "
                          "shown.")
         if self.query is not None and tokens is not None:
-            at, n = self.query.position, len(tokens)
-            if at >= n:
-                changes["query"] = None
-                notes.append(f"This text has {n} tokens, so token {at} (“{self.query.token}”) cannot be followed: "
-                             "the page's default token is.")
-            elif self.query.token and str(tokens[at]) != self.query.token:
-                changes["query"] = None
-                notes.append(f"Token {at} is now “{tokens[at]}”, not “{self.query.token}”: the page's default "
-                             "token is followed.")
-            elif not self.query.token:
-                changes["query"] = TokenAt(at, str(tokens[at]))
+            changes["query"], note = _found(self.query, [str(t) for t in tokens])
+            notes += [note] if note else []
         return (self.replace(**changes) if changes else self), tuple(notes)
 
     # --- the URL ---------------------------------------------------------------------------------------------
@@ -222,6 +214,23 @@ class Focus:
             else:
                 notes.append(f"The link's image format “{params['images']}” is not png or svg: it is ignored.")
         return cls(**changes), tuple(notes)
+
+
+def _found(query: TokenAt, tokens: list[str]) -> tuple[TokenAt | None, str | None]:
+    """Where the token followed is in `tokens` (Focus.fitted), and a note when it moved or is gone."""
+    at, token, n = query.position, query.token, len(tokens)
+    if not token:  # a link names the position only
+        if at < n:
+            return TokenAt(at, tokens[at]), None
+        return None, f"This text has {n} tokens, so there is no token {at} to follow: the page's default token is."
+    if at < n and tokens[at] == token:
+        return query, None
+    for same in (str.__eq__, lambda a, b: a.lower() == b.lower()):  # MiniLM lowercases what SmolLM2 does not
+        found = [j for j, t in enumerate(tokens) if same(t, token)]
+        if found:
+            j = min(found, key=lambda j: (abs(j - at), j))
+            return TokenAt(j, tokens[j]), f"“{token}” is token {j} here (it was token {at}): it is followed there."
+    return None, f"“{token}” is not among this text's tokens: the page's default token is followed."
 
 
 PARAMS = ("model", "precision", "text", "layer", "head", "agg", "query", "words", "no_sinks", "log", "target", "foil",

@@ -9,6 +9,7 @@ Answers and the pages seen are kept in the session only.
 """
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -18,18 +19,31 @@ from pages._focus import current, switch_to, update
 from pages._site import PATH, entry
 from pages._text import md
 
-ANSWERS = "lessons.answers"  # session key: question key -> (the learner's choice, right or not)
+ANSWERS = "lessons.answers"  # session key: question key -> Answered
 SEEN = "lessons.seen"  # session key: the pages opened, by URL name ("lookup": pages/lookup.py)
 
 
-def predict_then_see(questions, results: dict | None = None) -> None:
+@dataclass(frozen=True)
+class Answered:
+    """A question answered: the learner's choice and, once judged, the answer it was judged against."""
+
+    choice: str
+    reveal: object | None = None  # attention.toy.lessons.Reveal; None until a model question's page has run
+
+    @property
+    def right(self) -> bool | None:
+        return None if self.reveal is None else self.choice == self.reveal.answer
+
+
+def predict_then_see(questions, results: dict | None = None, showing=None) -> None:
     """Ask each question; once committed, show its answer (toy questions solve from their state, model
-    questions from the page's `results`)."""
+    questions from the page's `results`). `showing`: the focus as the page shows it (its default model
+    filled in), for the questions about one subject."""
     for q in questions:
         answered = st.session_state.get(ANSWERS, {}).get(q.key)
         with st.container(border=True, key=f"lesson-{q.key.replace('.', '-')}"):
             st.markdown(f"**Predict, then see.** {md(q.ask)}")
-            if answered is None and not _asked_here(q):
+            if answered is None and not _asked_here(q, showing):
                 st.caption(f"This question is about {md(q.about)}; the page shows something else now.")
                 st.button(f"Show {q.about}", key=f"lesson.show.{q.key}", icon=":material/visibility:",
                           on_click=functools.partial(update, **dict(q.subject)))
@@ -37,18 +51,20 @@ def predict_then_see(questions, results: dict | None = None) -> None:
             if answered is None:
                 with st.form(f"lesson.form.{q.key}", border=False):
                     st.radio("Your prediction", q.choices, index=None, key=f"lesson.choice.{q.key}", horizontal=True,
-                             format_func=with_visible_spaces)  # " Paris" is a token: its space shown, ␣Paris
+                             format_func=shown_choice)
                     st.form_submit_button("Commit, then see", on_click=functools.partial(_commit, q, results))
                 continue
-            try:
-                reveal = q.reveal() if results is None else q.reveal(results)
-            except ValueError as err:  # the page was moved away from the question's state
-                st.info(f"{md(err)}. Ask again to set the page back to the question.")
-                st.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(_forget, q.key))
-                continue
-            choice, _ = answered
-            st.session_state[ANSWERS][q.key] = (choice, choice == reveal.answer)  # judged: model questions now
-            said, answer = md(with_visible_spaces(choice)), md(with_visible_spaces(reveal.answer))
+            if answered.reveal is None:  # a model question, on the run after its commit: judged from this page
+                try:
+                    answered = _judged(q, answered.choice, q.reveal(results))
+                except ValueError as err:  # the page could not show the question's state
+                    st.info(f"{md(err)}. Ask again to set the page back to the question.")
+                    st.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(_forget, q.key))
+                    continue
+            # The answer stays as it was judged, on the question's own example: a page moved on since (another
+            # sentence, another model) does not judge it again.
+            choice, reveal = answered.choice, answered.reveal
+            said, answer = md(shown_choice(choice)), md(shown_choice(reveal.answer))
             verdict = f"Right: **{answer}**." if choice == reveal.answer else f"You said {said}; it is **{answer}**."
             (st.success if choice == reveal.answer else st.info)(f"{verdict} {md(_sentence(reveal.numbers))} "
                                                                    f"{md(_sentence(reveal.why))}")
@@ -66,9 +82,10 @@ def _commit(q, results) -> None:
     if choice is None:
         st.toast("Pick an answer first.")
         return
-    answers = st.session_state.setdefault(ANSWERS, {})
-    answer = q.reveal().answer if results is None else None  # a model question is judged once its page ran
-    answers[q.key] = (choice, None if answer is None else choice == answer)
+    if results is None:  # a toy question: judged from its own state now
+        _judged(q, choice, q.reveal())
+    else:  # a model question: judged once the page has run in its state (predict_then_see)
+        st.session_state.setdefault(ANSWERS, {})[q.key] = Answered(choice)
     if hasattr(q, "focus"):  # a model question: the visit's focus
         update(**dict(q.focus))
     else:  # a toy question: the page's own widgets
@@ -76,9 +93,21 @@ def _commit(q, results) -> None:
             st.session_state[key] = value
 
 
-def _asked_here(q) -> bool:
-    """A toy question is asked wherever its page is; a model question while the focus shows its subject."""
-    return not hasattr(q, "asked_on") or q.asked_on(current())
+def _judged(q, choice, reveal) -> Answered:
+    answered = Answered(choice, reveal)
+    st.session_state.setdefault(ANSWERS, {})[q.key] = answered
+    return answered
+
+
+def shown_choice(choice: str) -> str:
+    """A choice as the radio and the verdict show it: a token's leading or trailing space as ␣ (" Paris" is
+    ␣Paris), words as they are ("it grows")."""
+    return with_visible_spaces(choice) if choice != choice.strip() else choice
+
+
+def _asked_here(q, showing) -> bool:
+    """A toy question is asked wherever its page is; a model question while the page shows its subject."""
+    return not hasattr(q, "asked_on") or q.asked_on(current() if showing is None else showing)
 
 
 def _forget(key: str) -> None:
@@ -97,7 +126,7 @@ def was_seen(path: str) -> bool:
 def progress() -> tuple[int, int, int]:
     """(path pages seen, questions answered, of them right as far as judged)."""
     answers = st.session_state.get(ANSWERS, {})
-    return sum(was_seen(p) for p in PATH), len(answers), sum(1 for _, right in answers.values() if right)
+    return sum(was_seen(p) for p in PATH), len(answers), sum(1 for a in answers.values() if a.right)
 
 
 def path_links(path: str) -> None:
@@ -109,7 +138,7 @@ def path_links(path: str) -> None:
         before, after = (PATH[i - 1] if i > 0 else "pages/home.py"), (PATH[i + 1] if i + 1 < len(PATH) else None)
     else:
         before = "pages/home.py"
-        after = next((p for p in PATH if not was_seen(p)), PATH[0])
+        after = next((p for p in PATH if not was_seen(p)), None)
     back = entry(before)
     if c1.button(f"Back: {back.title}", icon=":material/arrow_back:", key="path.back"):
         switch_to(before)
@@ -121,3 +150,5 @@ def path_links(path: str) -> None:
     elif path in PATH:
         c2.success("The end of the path. The pages off it (Scoring functions, Ambiguity in a toy model, Head "
                    "atlas) are in the sidebar.")
+    else:
+        c2.caption("You have seen every page of the path.")

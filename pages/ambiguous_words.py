@@ -8,13 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from attention.figures import named
-from attention.models import compare_word, difference_by_token, query_row
+from attention.models import ModelChoice, TokenAt, compare_word, difference_by_token, query_row
 from attention.models import questions_for as model_questions
 from attention.toy import plotting
 from attention.toy.plotting import WEIGHTS
 from pages._examples import pair_boxes, pair_example
 from pages._export import chart_config, export_row
-from pages._focus import on_page
+from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop
 from pages._lessons import path_links, predict_then_see
@@ -38,9 +38,10 @@ try:
 except ValueError as err:
     st.warning(md(err))
     st.stop()
-focus = fit(a)
+focus = fit(n_layers=a.n_layers, n_heads=a.n_heads)  # not its tokens: the token followed is in the visit's text
 L, H = a.n_layers, a.n_heads
-predict_then_see(model_questions("ambiguous_words"), {"a": a, "b": b})
+predict_then_see(model_questions("ambiguous_words"), {"a": a, "b": b},
+                 showing=focus.replace(model=name) if isinstance(name, ModelChoice) else focus)
 reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
@@ -51,7 +52,9 @@ head_choice = "mean-of-heads" if head is None else f"head-{head + 1}"  # in file
 cols = st.columns(2)
 for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
     row = query_row(att, i, layer=layer, head=head, reading=reading)
-    col.plotly_chart(named(plotting.weights_bar(row.col_labels, row.matrix[0], title=f"Sentence {tag}: {row.title}"),
+    shown = f"L{layer + 1}" + (" mean of heads" if head is None else f"H{head + 1}")  # short: two charts at 800 px
+    col.plotly_chart(named(plotting.weights_bar(row.col_labels, row.matrix[0],
+                                                title=f"{tag}, {shown}: “{row.row_labels[0]}”"),
                            layer=layer, head=head, token=row.row_labels[0]), width="stretch", key=f"amb.bar{tag}",
                      config=chart_config(name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice))
     with col:
@@ -61,6 +64,12 @@ if row.reading.words or row.reading.without_sinks:
                + ("Without sinks: each row rescaled to sum to 1 without the first/special tokens and any token "
                   "that holds most rows. " if row.reading.without_sinks else "")
                + "The comparisons below stay on tokens.")
+if st.button(f"Follow “{a.tokens[cmp.ia]}” of sentence A on Model heads", icon=":material/grid_view:",
+             key="amb.follow", help="These two sentences are this page's own; the other model pages show the visit's "
+                                    "sentence. This makes sentence A that sentence, with the word followed."):
+    update(text=s1, query=TokenAt(cmp.ia, a.tokens[cmp.ia]), **({"model": name} if isinstance(name, ModelChoice)
+                                                                 else {}))
+    switch_to("pages/model_heads.py")
 
 st.subheader("The difference (A − B), per token string")
 labels, diff = difference_by_token(cmp, layer, head)

@@ -45,7 +45,7 @@ if source == "saved":
     st.caption(f"{md(model_label(found.model_name))} over {len(found.texts):,} texts, opened from a file: no model "
                "needed.")
 else:
-    c1, c2 = st.columns([5, 2])
+    c1, c2 = st.columns([2, 1])  # at 800 px 2/7 of the row cut the model's name ("SmolLM2-13!")
     corpus, corpus_key = corpus_or_stop(source, c1)
     name = model_picker(c2, focus, slot="corpus", default=DEFAULT_ENCODER)
     include = st.toggle("Top examples may land on sinks", key="corpus.sinks",
@@ -70,10 +70,13 @@ else:
 # --- Every head on one map ---------------------------------------------------------------------------------
 st.header("Every head on one map")
 c1, c2 = st.columns(2)
-x = c1.selectbox("Across", list(STATISTICS), index=1, format_func=lambda k: STATISTICS[k][0], key="corpus.x")
-y = c2.selectbox("Up", list(STATISTICS), index=0, format_func=lambda k: STATISTICS[k][0], key="corpus.y")
+x = c1.selectbox("Across", list(STATISTICS), index=1, format_func=label_of(STATISTICS), key="corpus.x",
+                 bind="query-params")
+y = c2.selectbox("Up", list(STATISTICS), index=0, format_func=label_of(STATISTICS), key="corpus.y",
+                 bind="query-params")
 c1, c2, c3 = st.columns(3)
-colour = c1.segmented_control("Colour by", ["layer", "type"], default="layer", key="corpus.colour") or "layer"
+colour = c1.segmented_control("Colour by", ["layer", "type"], default="layer", key="corpus.colour",
+                              bind="query-params") or "layer"
 focus = fit(n_layers=found.n_layers, n_heads=found.n_heads)
 layer, head = layer_and_head(c2, c3, focus, found.n_layers, found.n_heads, slot="corpus")
 st.plotly_chart(figures.corpus_map(found, x=x, y=y, colour=colour, selected=(layer, head)), width="stretch",
@@ -117,7 +120,8 @@ except ValueError as err:
     st.info(md(err))
 
 st.header(f"{shown}: over the texts")
-name_of = st.selectbox("Statistic", list(STATISTICS), format_func=lambda k: STATISTICS[k][0], key="corpus.stat")
+name_of = st.selectbox("Statistic", list(STATISTICS), format_func=label_of(STATISTICS), key="corpus.stat",
+                       bind="query-params")
 value = None if yours is None else float(getattr(yours, name_of)[layer, head])
 st.plotly_chart(figures.corpus_statistic(found, layer, head, name_of, current=value), width="stretch",
                 key="corpus.distribution")

@@ -23,7 +23,7 @@ total_minutes = sum(entry(p).minutes for p in PATH)
 st.markdown(f"{len(PATH)} pages, from a toy lookup to what a real model's heads do, about {total_minutes} minutes in "
             "all. Each toy page asks you to **predict** before it shows; your place and answers stay in this "
             f"browser tab only. So far: **{seen_pages} of {len(PATH)}** pages on the path, **{answered}** "
-            f"questions answered, **{right}** right.")
+            f"question{'' if answered == 1 else 's'} answered, **{right}** right.")
 for number, path in enumerate(PATH, 1):  # a link, then its line: two columns clipped the titles at 800 px
     page = entry(path)
     st.page_link(path, label=f"{number}. {page.title} · about {page.minutes} min",

@@ -111,6 +111,10 @@ st.plotly_chart(figures.named(figures.view_heatmap(focus_view, x_title="key word
                                                    ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
                               token=units[followed]),
                 width="stretch", key="heads.focus", config=chart_config(name, "token", followed))
+if focus_view.empty:
+    st.info(f"“{md(units[followed])}” keeps no weight to draw"
+            + (": without sinks, every key it sees is a sink (a decoder's first token sees only itself). Pick a "
+               "later token, or switch “Without sinks” off." if reading.without_sinks else "."))
 
 st.subheader("Lines: one layer's heads, query to key")
 if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",

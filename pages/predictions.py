@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attention.figures import named
+from attention.focus import with_visible_spaces
 from attention.models import (
     ABLATIONS,
     DEFAULT_DECODER,
@@ -95,7 +96,7 @@ st.header("1 · The next token")
 temperature = st.slider("temperature T", 0.1, 3.0, 1.0, 0.1, key="pred.temperature", bind="query-params")
 st.latex(r"p(\text{token}) = \operatorname{softmax}(z / T)_{\text{token}}")
 top = next_tokens(att.next_logits, loaded.tokenizer, k=10, temperature=temperature)
-shown = [f"“{t}”" for t in top.tokens]
+shown = [f"“{with_visible_spaces(t)}”" for t in top.tokens]  # a token's space shown: “␣Mary”
 st.plotly_chart(plotting.weights_bar(shown, top.probabilities, title=f"The 10 most likely next tokens at T = "
                                      f"{temperature:g}", value_name="probability"), width="stretch", key="pred.next")
 st.caption(f"The model predicts {shown[0]} with p = {top.probabilities[0]:.2f}; every other token together has "
@@ -125,7 +126,8 @@ if asked or st.session_state.get("pred.generated"):
                + (" — the model chose its end-of-text token." if gen.stopped == "end of text" and
                   step == len(gen.steps) - 1 else "."))
     c1, c2 = st.columns([1, 2])
-    c1.plotly_chart(plotting.weights_bar([f"“{t}”" for t in s.choices.tokens], s.choices.probabilities,
+    c1.plotly_chart(plotting.weights_bar([f"“{with_visible_spaces(t)}”" for t in s.choices.tokens],
+                                         s.choices.probabilities,
                                          title="What it chose from", value_name="probability",
                                          highlight=list(s.choices.token_ids).index(s.token_id)
                                          if s.token_id in s.choices.token_ids else None),

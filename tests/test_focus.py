@@ -39,28 +39,33 @@ def test_layer_and_head_are_whole_numbers_from_0_and_the_mean_of_heads_is_a_valu
     assert mean.head == 4 and mean.aggregation == "mean"  # the head stays a head: a page showing one keeps it
 
 
-def test_fitting_clamps_a_layer_and_head_and_drops_a_token_the_text_does_not_have():
+def test_fitting_clamps_a_layer_and_head_and_finds_the_token_followed_or_drops_it():
     focus = Focus(layer=24, head=8, query=TokenAt(6, "bank"))
     fitted, notes = focus.fitted(n_layers=6, n_heads=12, tokens=TOKENS)
     assert (fitted.layer, fitted.head, fitted.query) == (5, 8, TokenAt(6, "bank")) and len(notes) == 1
     assert "Layer 25" in notes[0] and "layer 6" in notes[0]
     fitted, notes = focus.fitted(n_layers=30, n_heads=3, tokens=("The", " cat", " sat"))
     assert (fitted.layer, fitted.head, fitted.query) == (24, 2, None) and len(notes) == 2
-    other = ("[CLS]", "i", "sat", "on", "the", "sofa", "in", "[SEP]")
-    fitted, notes = focus.fitted(n_layers=6, n_heads=12, tokens=other)  # position 6 is now another token
-    assert fitted.query is None and "“in”" in notes[-1]
+    assert "“bank” is not among" in notes[-1]
+    moved = ("[CLS]", "the", "bank", "by", "the", "sofa", "in", "the", "bank", "[SEP]")  # two banks: the nearer
+    fitted, notes = focus.fitted(n_layers=6, n_heads=12, tokens=moved)
+    assert fitted.query == TokenAt(8, "bank") and "token 8 here (it was token 6)" in notes[-1]
+    cased = ("I", "sat", "on", "the", "river", "Bank")  # another tokenizer keeps the capital
+    assert focus.fitted(n_layers=6, n_heads=12, tokens=cased)[0].query == TokenAt(5, "Bank")
     link = Focus(query=TokenAt(2, ""))  # a link names the position only: the token is filled in
     assert link.fitted(n_layers=6, n_heads=12, tokens=TOKENS) == (Focus(query=TokenAt(2, "sat")), ())
+    fitted, notes = Focus(query=TokenAt(40, "")).fitted(n_layers=6, n_heads=12, tokens=TOKENS)
+    assert fitted.query is None and "there is no token 40" in notes[0] and "“”" not in notes[0]
     fine = Focus(layer=2, head=3, query=TokenAt(6, "bank"))
     assert fine.fitted(n_layers=6, n_heads=12, tokens=TOKENS) == (fine, ())
 
 
-def test_another_text_or_model_forgets_the_token_followed():
+def test_another_text_or_model_keeps_the_token_followed_for_fitting_to_find():
     focus = Focus(text="I sat on the river bank", query=TokenAt(6, "bank"), saved="abc")
-    assert focus.with_text("Another sentence").query is None
+    assert focus.with_text("Another sentence").query == TokenAt(6, "bank")
     assert focus.with_text(focus.text) is focus
     moved = focus.with_model(ModelChoice("smollm2"))
-    assert moved.query is None and moved.saved is None and moved.model == ModelChoice("smollm2")
+    assert moved.query == TokenAt(6, "bank") and moved.saved is None and moved.model == ModelChoice("smollm2")
     assert focus.with_query(6, TOKENS).query == TokenAt(6, "bank")
 
 

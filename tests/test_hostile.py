@@ -117,6 +117,19 @@ def test_display_labels_one_per_token(minilm, text):
     assert all(isinstance(x, str) and x for x in labels)
 
 
+@pytest.mark.slow
+def test_pieces_of_a_character_are_labelled_by_their_bytes_not_all_as_the_replacement_character(smollm2):
+    """An emoji-only sentence in SmolLM2 is 9 byte-level pieces of 3 characters: each was labelled "�", and
+    none could be told apart on an axis or in the token picker. Each is labelled by its bytes, which add up to
+    the text."""
+    text = "😀🎉🔥"
+    ids = smollm2.tokenizer(text, add_special_tokens=False)["input_ids"]
+    labels, _ = display_tokens(smollm2.tokenizer, ids)
+    assert "\ufffd" not in "".join(labels) and len(set(labels)) > 1
+    hexes = "".join(label.strip("⟨⟩").replace(" ", "") for label in labels)
+    assert bytes.fromhex(hexes).decode("utf-8") == text
+
+
 @pytest.mark.parametrize("rows,message", [
     ([{"item": "x", "a": "sweet", "b": 1}], "a must be a number"),
     ([{"item": "x", "a": float("nan"), "b": 1}], "a is empty"),

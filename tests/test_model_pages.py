@@ -116,7 +116,7 @@ def test_predictions_page_tells_the_story_from_prediction_to_heads():
     at = open_page("pages/predictions.py")
     assert at.selectbox(key="pred.model").value == "smollm2"  # opened from the menu: the bundled decoder
     next_chart = chart(at, "pred.next")
-    assert next_chart["layout"]["xaxis"]["ticktext"][0] == "“ Mary”"
+    assert next_chart["layout"]["xaxis"]["ticktext"][0] == "“␣Mary”"  # the token's space, shown
     assert array(next_chart["data"][0]["y"])[0] == pytest.approx(0.92, abs=0.03)
     estimate = array(chart(at, "pred.estimate")["data"][0]["z"])
     assert estimate.shape == (30, 9)

@@ -33,8 +33,20 @@ function render(view, data) {
     view.steps = Math.max(...data.sliders.map((s) => s.values.length));
     buildSliders(view);
     buildPanels(view);
+  } else {
+    syncSliders(view); // a value set from Python (a question's state, a typed value): the sliders show it
   }
   draw(view, 0, view.index[0], null);
+}
+
+function syncSliders(view) {
+  view.inputs.forEach((input, f) => {
+    if (Number(input.value) === view.index[f]) return;
+    const s = view.data.sliders[f];
+    input.value = view.index[f];
+    input.nextElementSibling.textContent = shownValue(s.values[view.index[f]]);
+    input.setAttribute("aria-valuetext", input.nextElementSibling.textContent);
+  });
 }
 
 function buildSliders(view) {

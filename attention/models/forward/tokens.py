@@ -25,9 +25,36 @@ def display_tokens(tokenizer, ids) -> tuple[tuple[str, ...], np.ndarray]:
             out.append(piece)
             continue
         text = piece[2:] if piece.startswith("##") else tokenizer.convert_tokens_to_string([piece])
+        if "\ufffd" in text:  # a piece of a character (an emoji's bytes split over tokens): "�" for each
+            text = _bytes_of(piece) or text
         text = text.replace("▁", " ").replace("\n", "⏎").strip()
         out.append(text or "␣")
     return tuple(out), np.array([i in special_ids for i in ids], dtype=bool)
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE writes each byte as one printable character (Radford et al. 2019's
+    bytes_to_unicode): character -> byte, to read back the bytes of a piece that is part of a character."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+BYTE_LEVEL = _byte_level_alphabet()
+
+
+def _bytes_of(piece: str) -> str | None:
+    """A byte-level piece that is not a whole character, as its bytes in hex ("⟨f0 9f⟩"); None when the piece
+    is not written in that alphabet (another tokenizer's)."""
+    if not piece or any(c not in BYTE_LEVEL for c in piece):
+        return None
+    return "⟨" + " ".join(f"{BYTE_LEVEL[c]:02x}" for c in piece) + "⟩"
 
 
 def is_punctuation(token: str) -> bool:

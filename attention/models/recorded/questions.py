@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention.focus import ModelChoice, WordPair
-from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER
+from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, model_label
 from attention.models.recorded.views import Reading, query_row
 from attention.toy import examples as ex
 from attention.toy.lessons import Reveal
@@ -58,7 +58,7 @@ def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
 def _next_token(results: dict) -> Reveal:
     att, tokenizer = results["att"], results["tokenizer"]
     if att.next_logits is None:
-        raise ValueError(f"{att.model_name} predicts no next token")
+        raise ValueError(f"{model_label(att.model_name)} predicts no next token")
     z = np.asarray(att.next_logits, dtype=np.float64)
     p = np.exp(z - z.max())
     p /= p.sum()
@@ -69,19 +69,19 @@ def _next_token(results: dict) -> Reveal:
 
 
 IT_PAIR = WordPair(*ex.AMBIGUOUS_PAIRS["it"])  # the "it" sentences of Ambiguous words
-_ABOUT_IT = (("pair", IT_PAIR),)
+_ABOUT_IT = (("pair", IT_PAIR), ("model", ModelChoice(DEFAULT_ENCODER)))  # its choices are MiniLM's tokens
 QUESTIONS = (
-    ModelQuestion("amb.it_sink", "ambiguous_words", "In “…because it was too tired”, which token will “it” look "
-                  "at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
+    ModelQuestion("amb.it_sink", "ambiguous_words", "In MiniLM, in “…because it was too tired”, which token "
+                  "will “it” look at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
                    ("without_sinks", False)),
-                  _it_looks_at(Reading(), 4), subject=_ABOUT_IT, about="the two sentences with “it”"),
+                  _it_looks_at(Reading(), 4), subject=_ABOUT_IT, about="the two sentences with “it”, in MiniLM-L6"),
     ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks: which token does “it” look at most in "
                   "layer 5?", ("animal", "street", "tired", "because"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
                    ("without_sinks", True)),
                   _it_looks_at(Reading(without_sinks=True), 4), subject=_ABOUT_IT,
-                  about="the two sentences with “it”"),
+                  about="the two sentences with “it”, in MiniLM-L6"),
     ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
                   "predict next?", (" Paris", " London", " a", " the"),
                   (("model", ModelChoice(DEFAULT_DECODER)), ("text", ex.PREDICTION_EXAMPLES["capital of France"][0]),

@@ -63,6 +63,12 @@ class MatrixView:
         """Colour by log10: asked for, and the cells are weights."""
         return self.reading.log and self.value_name == "weight"
 
+    @property
+    def empty(self) -> bool:
+        """Nothing to draw: every cell masked or 0 (a decoder's first token, read without its sink)."""
+        shown = np.nan_to_num(np.asarray(self.matrix, dtype=np.float64))
+        return not (shown if self.mask is None else np.where(self.mask, shown, 0.0)).any()
+
 
 def without_keys(matrix: np.ndarray, gone: np.ndarray) -> np.ndarray:
     """Remove some keys (e.g. a head's sinks) from distributions: their weight set to 0, each row rescaled
