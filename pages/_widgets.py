@@ -192,6 +192,9 @@ def query_picker(col, focus: Focus, att: ModelAttention, *, slot: str, default: 
     col.selectbox(label or ("Word" if grouping is not None else "Token"), range(len(units)),
                   format_func=token_labels(units), key=key,
                   on_change=on_change(key, functools.partial(_pick_query, tuple(att.tokens), firsts, att.text, pin)))
+    if any(str(unit).startswith("⟨") for unit in units):
+        col.caption("⟨f0 9f⟩: a token that is only part of a character (an emoji, say), by its bytes in hex: the "
+                    "tokenizer split the character's bytes over several tokens.")
     return index
 
 

@@ -106,15 +106,17 @@ st.subheader("Where does one token look, in every head?")
 units = att.tokens if grouping is None else grouping.words
 followed = query_picker(st, focus, att, slot="heads", grouping=grouping, source=name)
 focus_view = token_focus(att, followed, reading=reading)
-st.plotly_chart(figures.named(figures.view_heatmap(focus_view, x_title="key word" if grouping else "key token",
-                                                   y_title="layer · head", height=min(1400, max(320, 120 + 12 * L * H)),
-                                                   ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
-                              token=units[followed]),
-                width="stretch", key="heads.focus", config=chart_config(name, "token", followed))
-if focus_view.empty:
+if focus_view.empty:  # an empty frame 1,300 px tall said nothing: say why instead
     st.info(f"“{md(units[followed])}” keeps no weight to draw"
             + (": without sinks, every key it sees is a sink (a decoder's first token sees only itself). Pick a "
                "later token, or switch “Without sinks” off." if reading.without_sinks else "."))
+else:
+    st.plotly_chart(figures.named(figures.view_heatmap(focus_view, x_title="key word" if grouping else "key token",
+                                                       y_title="layer · head",
+                                                       height=min(1400, max(320, 120 + 12 * L * H)),
+                                                       ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
+                                  token=units[followed]),
+                    width="stretch", key="heads.focus", config=chart_config(name, "token", followed))
 
 st.subheader("Lines: one layer's heads, query to key")
 if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",

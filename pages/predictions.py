@@ -61,7 +61,8 @@ st.markdown("Attention weights say where a head looks, not whether it matters. H
             "then each head is **removed** in turn to see how much the prediction changes: a head that looks "
             "at “Mary” may or may not be the one that makes the model say “ Mary”.")
 focus, name, text, att, loaded, defaults = prediction_start(slot="pred", model=DEFAULT_DECODER)
-predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
+predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer},
+                 showing=focus.replace(text=text, **({"model": name} if isinstance(name, ModelChoice) else {})))
 reading = reading_switches(focus, att, slot="pred")
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "

@@ -51,7 +51,8 @@ def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
         why = ("most heads park their weight on a sink, here [CLS]: the first token, which every query can see"
                if not reading.without_sinks else "with the sinks removed, what is left of each row goes to the "
                "words that carry the meaning, and the noun “it” stands for comes first")
-        return Reveal(att.tokens[int(order[0])], f"layer {layer + 1}, mean of the heads: {top}", why)
+        return Reveal(att.tokens[int(order[0])],
+                      f"{model_label(att.model_name)}, layer {layer + 1}, mean of the heads: {top}", why)
     return solve
 
 
@@ -69,6 +70,7 @@ def _next_token(results: dict) -> Reveal:
 
 
 IT_PAIR = WordPair(*ex.AMBIGUOUS_PAIRS["it"])  # the "it" sentences of Ambiguous words
+_CAPITAL = ex.PREDICTION_EXAMPLES["capital of France"]  # (prompt, target, foil)
 _ABOUT_IT = (("pair", IT_PAIR), ("model", ModelChoice(DEFAULT_ENCODER)))  # its choices are MiniLM's tokens
 QUESTIONS = (
     ModelQuestion("amb.it_sink", "ambiguous_words", "In MiniLM, in “…because it was too tired”, which token "
@@ -84,10 +86,10 @@ QUESTIONS = (
                   about="the two sentences with “it”, in MiniLM-L6"),
     ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
                   "predict next?", (" Paris", " London", " a", " the"),
-                  (("model", ModelChoice(DEFAULT_DECODER)), ("text", ex.PREDICTION_EXAMPLES["capital of France"][0]),
-                   ("query", None), ("target", ex.PREDICTION_EXAMPLES["capital of France"][1]),
-                   ("foil", ex.PREDICTION_EXAMPLES["capital of France"][2])),
-                  _next_token),
+                  (("model", ModelChoice(DEFAULT_DECODER)), ("text", _CAPITAL[0]), ("query", None),
+                   ("target", _CAPITAL[1]), ("foil", _CAPITAL[2])),
+                  _next_token, subject=(("model", ModelChoice(DEFAULT_DECODER)), ("text", _CAPITAL[0])),
+                  about="“The capital of France is”, in SmolLM2-135M"),
 )
 
 
