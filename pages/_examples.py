@@ -9,11 +9,24 @@ import functools
 import streamlit as st
 
 from attention.focus import from_visible_spaces, with_visible_spaces
-from attention.models import Contrast, Focus, LoadedModel, ModelAttention, WordPair, contrast, spaced_alternative
+from attention.models import (
+    BUNDLED,
+    DEFAULT_DECODER,
+    Contrast,
+    Focus,
+    LoadedModel,
+    ModelAttention,
+    ModelChoice,
+    WordPair,
+    contrast,
+    model_label,
+    spaced_alternative,
+)
 from attention.toy import examples as ex
-from pages._focus import on_change, on_page, show
+from pages._focus import on_change, on_page, put, show
 from pages._jobs import Source, attention_or_stop, model_or_stop
 from pages._labels import label_of
+from pages._lessons import arrived_by_path
 from pages._text import md
 from pages._widgets import fit, sentence_and_model
 
@@ -44,12 +57,17 @@ def _pick_example(focus: Focus, name: str) -> Focus:
     return focus.with_text(prompt).replace(target=target, foil=foil)
 
 
-def prediction_start(*, slot: str, model: str) -> tuple[Focus, Source, str, ModelAttention, LoadedModel,
-                                                        tuple[str, str]]:
+def prediction_start(*, page: str, slot: str, model: str) -> tuple[Focus, Source, str, ModelAttention,
+                                                                   LoadedModel, tuple[str, str]]:
     """What both pages that read a prediction start with: the example picker, the sentence and model (the
     bundled decoder, `model`, by default), the model's result on it, and the focus fitted to it. Returns
     (focus, source, text, result, model, the example's (target, foil))."""
     focus = on_page()
+    if arrived_by_path(page) and focus.model is not None and focus.model.name in BUNDLED \
+            and BUNDLED[focus.model.name].architecture == "encoder-only":  # the path opens it on a model that predicts
+        focus = put(focus.replace(model=ModelChoice(DEFAULT_DECODER, focus.model.dtype), query=None),
+                    (f"{model_label(focus.model)} predicts no next token: the path opens this page on "
+                     f"{model_label(DEFAULT_DECODER)}, which does.",))
     prompt, target, foil = prediction_example(focus, slot=slot)
     source, text = sentence_and_model(focus, slot=slot, default_text=prompt, default_model=model)
     att = attention_or_stop(source, text)
@@ -123,10 +141,14 @@ def _pick_pair(focus: Focus, name: str) -> Focus:
 
 def pair_boxes(pair: WordPair, *, slot: str) -> None:
     """Sentence A, sentence B and the word, side by side; typing in one changes the focus's pair."""
-    for col, part, label, limit in zip(st.columns([2, 2, 1]), ("a", "b", "word"), ("Sentence A", "Sentence B", "Word"),
-                                       (2000, 2000, 40), strict=True):
-        key = show(f"{slot}.{part}", getattr(pair, part)[:limit])
-        col.text_input(label, key=key, max_chars=limit, on_change=on_change(key, functools.partial(_type_pair, part)))
+    c1, c2 = st.columns(2)
+    for col, part, label in ((c1, "a", "Sentence A"), (c2, "b", "Sentence B")):  # boxes that wrap: one line cut
+        key = show(f"{slot}.{part}", getattr(pair, part)[:2000])             # both at "…because it was to"
+        col.text_area(label, key=key, max_chars=2000, height=80,
+                      on_change=on_change(key, functools.partial(_type_pair, part)))
+    key = show(f"{slot}.word", pair.word[:40])
+    st.columns([1, 2])[0].text_input("Word", key=key, max_chars=40,
+                                     on_change=on_change(key, functools.partial(_type_pair, "word")))
 
 
 def _type_pair(part: str, focus: Focus, typed: str) -> Focus:

@@ -38,7 +38,8 @@ def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
     """Downloads of the matrix on screen (CSV, as the view was re-read) and of everything for the sentence
     (.npz), and a link that reopens this view."""
     stem = file_stem(*name_parts)
-    c1, c2, c3 = st.columns(3)
+    row = st.container(horizontal=True, wrap=True)  # buttons as wide as their labels, wrapping: three columns
+    c1 = c2 = c3 = row                                # in half a page cut them to "C…" at 800 px
     c1.download_button("CSV", functools.partial(matrix_csv, view), file_name=f"{stem}.csv", mime="text/csv",
                        icon=":material/table:", on_click="ignore", key=f"csv.{stem}",
                        help="The matrix on screen, one row per query, with its labels.")

@@ -250,9 +250,10 @@ def attention_or_stop(source: Source, text: str, decoder_text: str | None = None
     att = follow_or_stop(cache(source, text, decoder_text, loaded))
     if loaded.check is not None and say_check:
         auto = f" (precision auto: {loaded.check.dtype})" if source.dtype == "auto" else ""
-        st.caption(f"{md(model_label(source))}{auto}: {loaded.check.summary}; it reads up to "
-                   f"{loaded.spec.token_limit(loaded.device):,} tokens here (its memory check, "
-                   "attention.models.plan_memory).")
+        st.caption(f"{md(model_label(source))}{auto} · {loaded.check.short}",
+                   help=f"The {md(loaded.check.summary)}. It reads up to {loaded.spec.token_limit(loaded.device):,} "
+                        "tokens here: the limit its memory check sets. Every number "
+                        "shown for it is computed from what it computes.")
     if att.truncated:
         st.warning(f"The text has {att.n_input_tokens:,} tokens; {md(model_label(source))} reads at most "
                    f"{len(att.tokens):,} here, so only the beginning is shown.")

@@ -27,7 +27,7 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
                   "Score variance grows with d; softmax saturates without scaling.", minutes=5),
         PageEntry("pages/scoring.py", "Scoring functions", ":material/functions:",
                   "Dot, scaled dot, multiplicative, reduced-rank, additive.", minutes=5),
-        PageEntry("pages/multihead.py", "Multi-head, masks, cross-attention", ":material/view_column:",
+        PageEntry("pages/multihead.py", "Heads, masks, cross-attention", ":material/view_column:",
                   "“Hang them, not let them go”, causal masks and a toy translation.", minutes=8),
         PageEntry("pages/toy_ambiguity.py", "Ambiguity in a toy model", ":material/alt_route:",
                   "Hand-built “bank” and “it” that attention resolves.", minutes=5),

@@ -17,13 +17,17 @@ from pages._export import chart_config, export_row
 from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import intro, path_links, predict_then_see
 from pages._text import md
 from pages._widgets import fit, head_or_mean, layer_input, model_picker, reading_switches
 
 ensure_app_frame()
 
 st.title("Ambiguous words")
+intro("pages/ambiguous_words.py", "The toy ambiguity page, in a real model: the same word in two sentences "
+      "(“bank” by a river and at a loan office; “it” that is an animal or a street). Where does the word look "
+      "in each layer and head, and how far apart do its two vectors end up? A head that looks at the word "
+      "that settles the meaning is doing what the toy model was built to do.")
 focus = on_page()
 c1, c2 = st.columns([1, 2])
 pair = pair_example(c1, focus, slot="amb")
@@ -40,8 +44,7 @@ except ValueError as err:
     st.stop()
 focus = fit(n_layers=a.n_layers, n_heads=a.n_heads)  # not its tokens: the token followed is in the visit's text
 L, H = a.n_layers, a.n_heads
-predict_then_see(model_questions("ambiguous_words"), {"a": a, "b": b},
-                 showing=focus.replace(model=name) if isinstance(name, ModelChoice) else focus)
+predict_then_see(model_questions("ambiguous_words"), {"a": a, "b": b})
 reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")

@@ -1,4 +1,4 @@
-"""The bottleneck problem, and Bahdanau's attention that fixes it (seeds 003 and 004): two trained GRUs."""
+"""The bottleneck problem, and Bahdanau's attention that fixes it: two trained GRUs."""
 
 import pandas as pd
 import streamlit as st
@@ -8,7 +8,7 @@ from attention.toy import plotting
 from attention.toy.lessons import questions_for
 from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, questions_first
 from pages._text import md
 
 ensure_app_frame()
@@ -24,10 +24,13 @@ def models():
 
 
 st.title("The bottleneck, and attention that fixes it")
-st.markdown("“The context vector turned out to be a bottleneck for these types of models. It made it challenging "
-            "for the models to deal with long sentences.” (seed 004) Here are two small GRU encoder–decoders, "
-            "trained on this machine to **reverse a sequence of digits** (3 1 4 → 4 1 3). They are the same "
-            "except for one thing: what the decoder reads at each step.")
+PAGE = "pages/bottleneck.py"
+intro(PAGE, "Before transformers, translation models read a sentence with an encoder into one summary vector, "
+            "the context vector, and wrote the translation from it with a decoder. “The context vector turned "
+            "out to be a bottleneck for these types of models. It made it challenging for the models to deal "
+            "with long sentences.” Attention was invented to fix that. Here are two small encoder–decoders "
+            "built from GRUs, trained to **reverse a sequence of digits** (3 1 4 → 4 1 3), the same except for "
+            "one thing: what the decoder reads at each step.")
 c1, c2 = st.columns(2)
 c1.markdown("**One context vector.** The encoder's final states, squeezed into one vector, are all the decoder "
             "ever sees of the input, at every step.")
@@ -42,8 +45,9 @@ except FileNotFoundError as err:
     st.error(md(err))
     st.stop()
 
+questions_first(questions_for("bottleneck"), PAGE)
+
 # --- 1. Accuracy against length ----------------------------------------------------------------------------
-predict_then_see(questions_for("bottleneck"))
 st.header("1 · The bottleneck, measured")
 accuracy = translators.trained_accuracy
 lengths = accuracy["attentive"].lengths
@@ -108,7 +112,10 @@ else:
                f"sits {abs(t.typical_offset)} position(s) {'right' if t.typical_offset > 0 else 'left'} of the digit "
                "it writes. Its encoder states are not single digits: h_j joins a forward GRU that has read digits "
                "0…j and a backward one that has read j…S−1, so a neighbour of the digit carries it too, and "
-               "training found that state first. The score is the additive one of the Scoring functions page "
-               "(attention.toy.scoring, method “additive”).")
+               "training found that state first. The score is the additive one of the Scoring functions page.")
 
-path_links("pages/bottleneck.py")
+for_developers("The two models are attention.seq2seq (load_translators, translate), trained by "
+               "attention.seq2seq_training into attention/seq2seq_weights.npz; the additive score is "
+               "attention.toy.scoring's “additive”; the quotation is from seed 004; the questions "
+               "attention.toy.lessons.")
+path_links(PAGE)

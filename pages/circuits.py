@@ -29,17 +29,19 @@ from pages._jobs import (
     result_of,
 )
 from pages._labels import label_of
-from pages._lessons import path_links
+from pages._lessons import intro, path_links
 from pages._text import md
 from pages._widgets import layer_and_head
 
 ensure_app_frame()
 
 st.title("What heads do")
-st.markdown("The prediction, read part by part: which heads and MLPs **write** it directly into the output, "
-            "how it **forms** layer by layer, where the information **enters** (patch the clean run into a "
-            "corrupted one), and which earlier heads a head **reads** from.")
-focus, name, text, att, loaded, defaults = prediction_start(slot="circ", model=DEFAULT_DECODER)
+intro("pages/circuits.py", "The last step: a prediction, read part by part. Which heads (and the small networks "
+      "between them, the MLPs) **write** it directly into the output; how it **forms** layer by layer (the logit "
+      "lens); where the information **enters** (patching a clean run into a corrupted one); and which earlier "
+      "heads a head **reads** from, as an induction head does.")
+focus, name, text, att, loaded, defaults = prediction_start(page="pages/circuits.py", slot="circ",
+                                                            model=DEFAULT_DECODER)
 if att.next_logits is None:  # an encoder: nothing predicted, nothing to read part by part
     st.info(f"{md(model_label(name))} predicts no next token: this page reads a prediction. Its heads' roles are "
             "on the Head atlas.")

@@ -20,7 +20,7 @@ from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, corpus_job, follow_or_stop, model_or_stop, result_of
 from pages._labels import label_of
-from pages._lessons import path_links
+from pages._lessons import for_developers, path_links
 from pages._text import md
 from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker
 
@@ -60,8 +60,8 @@ else:
                        file_name=f"corpus-survey-{name.name.replace('/', '_')}.safetensors", on_click="ignore",
                        icon=":material/download:", key="corpus.save",
                        help="Arrays any numpy or torch reads with the safetensors package, and a JSON header (texts, "
-                            "tokens, model) in its metadata. Open it here without the model, or in Python with "
-                            "attention.models.load_corpus_survey.")
+                            "tokens, model) in its metadata. Open it here without the model, or in a notebook (For "
+                            "developers, at the end of the page).")
     text = focus.text if focus.text is not None else DEFAULT_TEXT
     yours = result_of(survey, (name, text), "Surveying every head…", attention_or_stop(name, text, say_check=False))
     st.caption(f"Heads are named L3H7, counting from 1. “Your sentence” below is the sentence of the model pages: "
@@ -93,8 +93,12 @@ if not rows:
     st.info("No weight of this head lands outside the skipped keys: switch on “may land on sinks” above.")
 else:
     picked = st.dataframe(rows, hide_index=True, key="corpus.examples", on_select="rerun",
-                          selection_mode="single-row", column_config={"weight": st.column_config.NumberColumn(
-                              format="%.3f")})
+                          selection_mode="single-row", column_config={
+                              "weight": st.column_config.NumberColumn(format="%.3f"),
+                              # tokens whole: at the default width "grandmother" read "grandmothe"
+                              "query": st.column_config.TextColumn(width="medium"),
+                              "key": st.column_config.TextColumn(width="medium"),
+                              "in context («query», [key])": st.column_config.TextColumn(width="large")})
     st.caption("The largest weights of this head anywhere in the corpus: the query token in «», the key it attends "
                "to in [ ]. Select a row to open that text in Model heads at this head, its query followed.")
     chosen = picked.selection.rows if picked else []
@@ -128,4 +132,7 @@ st.plotly_chart(figures.corpus_statistic(found, layer, head, name_of, current=va
 st.caption(f"{md(STATISTICS[name_of][1])} One point per text (hover: the text)"
            + (", the dashed line on the model pages' sentence." if value is not None else "."))
 
+for_developers("The survey is attention.models.corpus_survey; a saved one opens in Python with "
+               "attention.models.load_corpus_survey(path); the map, the top examples and the queries-and-keys "
+               "picture are attention.corpus_figures.")
 path_links("pages/corpus.py")

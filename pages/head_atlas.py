@@ -11,12 +11,15 @@ from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
 from pages._labels import label_of
-from pages._lessons import path_links
+from pages._lessons import intro, path_links
 from pages._widgets import fit, head_opener, layer_and_head, open_head_buttons, sentence_and_model
 
 ensure_app_frame()
 
 st.title("Head atlas")
+intro("pages/head_atlas.py", "Heads fall into a few kinds: some look at the token just before, some spread their "
+      "weight evenly, and many park it on a sink such as [CLS] or the first token. This page measures each head "
+      "of the model on one text and sorts them into those kinds (Clark et al. 2019).")
 focus = on_page()
 name, text = sentence_and_model(focus, slot="atlas", default_text="The animal didn't cross the street because it was "
                                                                   "too tired. It lay down.")

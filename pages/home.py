@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from pages._focus import switch_to
 from pages._frame import ensure_app_frame
-from pages._lessons import progress, was_seen
+from pages._lessons import EXPLAINED, go_on, progress, was_seen
 from pages._site import PATH, SECTIONS, entry
+from pages._text import explained
 
 ensure_app_frame()
 
@@ -17,28 +17,35 @@ st.markdown(
 )
 st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V")
 
+st.session_state[EXPLAINED] = set()  # each term explained on hover where it first appears on this page
+
+
+def line(text: str) -> None:
+    st.caption(explained(text, st.session_state[EXPLAINED]), unsafe_allow_html=True)
+
+
 st.subheader("Start here: a path through attention")
 seen_pages, answered, right = progress()
 total_minutes = sum(entry(p).minutes for p in PATH)
 st.markdown(f"{len(PATH)} pages, from a toy lookup to what a real model's heads do, about {total_minutes} minutes in "
-            "all. Each toy page asks you to **predict** before it shows; your place and answers stay in this "
-            f"browser tab only. So far: **{seen_pages} of {len(PATH)}** pages on the path, **{answered}** "
+            "all. Each page explains, then asks you to **predict** before it shows; your place and answers stay in "
+            f"this browser tab only. So far: **{seen_pages} of {len(PATH)}** pages on the path, **{answered}** "
             f"question{'' if answered == 1 else 's'} answered, **{right}** right.")
 for number, path in enumerate(PATH, 1):  # a link, then its line: two columns clipped the titles at 800 px
     page = entry(path)
     st.page_link(path, label=f"{number}. {page.title} · about {page.minutes} min",
                  icon=":material/check_circle:" if was_seen(path) else page.icon)
-    st.caption(page.line)
+    line(page.line)
 upcoming = next((p for p in PATH if not was_seen(p)), None)
 if upcoming is not None and st.button(f"{'Continue' if seen_pages else 'Start'}: {entry(upcoming).title}",
                                       icon=":material/arrow_forward:", type="primary", key="path.start"):
-    switch_to(upcoming)
+    go_on(upcoming)
 
 st.subheader("Every page")
 for section, entries in SECTIONS.items():
     st.markdown(f"**{section}**")
     for page in entries:
         st.page_link(page.path, label=page.title, icon=page.icon)
-        st.caption(page.line)
+        line(page.line)
 
-st.caption("The examples come from the articles in the project's seeds; see the README for sources.")
+st.caption("The examples come from well-known introductions to attention; the README lists them.")

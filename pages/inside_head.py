@@ -13,7 +13,7 @@ from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop, result_of
 from pages._labels import token_labels
-from pages._lessons import path_links
+from pages._lessons import for_developers, intro, path_links
 from pages._live import live_sliders
 from pages._text import md
 from pages._widgets import (
@@ -31,6 +31,9 @@ SHOWN_KEYS = 24  # above this many keys, the steps show the keys with the larges
 AUTO_CHECK_TOKENS = 512  # up to this length the model's own weights are fetched without asking
 
 st.title("Inside one head")
+intro("pages/inside_head.py", "The toy pages' arithmetic, in a real head: one query token's query vector, each "
+      "key, their dot products, the scaling, softmax, and the output, with the model's own numbers. Pick the "
+      "layer, head and query token; everything below is what that head computed for your sentence.")
 focus = on_page()
 name, text = sentence_and_model(focus, slot="inside")
 att = attention_or_stop(name, text)
@@ -159,8 +162,8 @@ export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
 st.header("6 · why this key: where q and k come from")
 st.caption("The residual stream is a sum of parts: the embeddings, what each earlier head wrote, each earlier "
            "MLP. With every norm's scale frozen at its value on this text, the query and the key are sums over "
-           "those parts, and the score is a sum over (query part, key part) pairs plus bias terms "
-           "(attention.models.qk_attribution). Rows: what wrote the query; columns: what wrote the key.")
+           "those parts, and the score is a sum over (query part, key part) pairs plus bias terms. Rows: what "
+           "wrote the query; columns: what wrote the key.")
 if is_saved(name):
     st.info("Splitting a score needs the model itself; a saved result holds only Q, K and V.")
 else:
@@ -208,6 +211,9 @@ else:
     st.caption("On SmolLM2's induction probe (Head atlas), the induction heads (L19H7, L18H6, L18H5, L18H4) all "
                "win on one pair: the query from layer 1's MLP (which token this is) × the key from L17H1, the "
                "model's strongest previous-token head (which token came before the key): the circuit of "
-               "Olsson et al. (2022), read off one score. tests/test_qk_attribution.py checks it.")
+               "Olsson et al. (2022), read off one score.")
 
+for_developers("The steps are attention.models.query_row and the head's q, k and v as captured "
+               "(attention.models.recorded.views); why this key is attention.models.qk_attribution, and "
+               "tests/test_qk_attribution.py checks the induction heads' pair above.")
 path_links("pages/inside_head.py")

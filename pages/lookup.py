@@ -1,4 +1,4 @@
-"""Lookup: hard vs soft (seed 002). A dictionary answers only its own keys; attention answers any query."""
+"""Lookup: hard vs soft. A dictionary answers only its own keys; attention answers any query."""
 
 import pandas as pd
 import streamlit as st
@@ -9,7 +9,7 @@ from attention.toy.live import lookup_payload
 from attention.toy.lookup import hard_lookup, parse_table, soft_lookup
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, prose, questions_first
 from pages._live import live_lookup
 from pages._text import md
 
@@ -17,6 +17,10 @@ ensure_app_frame()
 REAL_LOOKUP = "I want something sweet, not durable and smooth: an apple, a banana or a chair?"
 
 st.title("Lookup: hard vs soft")
+PAGE = "pages/lookup.py"
+intro(PAGE, "Attention is a lookup. A dictionary looks a word up by its exact key and returns one value; "
+            "attention compares a query with every key, gives each key a weight by how well it matches, and "
+            "returns a blend of all the values. So it can answer a question no key spells out.")
 
 # --- 1. Hard lookup ---------------------------------------------------------------------------------
 st.header("1 · A dictionary: exact keys only")
@@ -34,8 +38,11 @@ else:
 
 # --- 2. Soft lookup -----------------------------------------------------------------------------------
 st.header("2 · Attention: every key matches a little")
-st.markdown("Keys describe each item by **sweetness, durability, texture**; values by **price, liking, use** "
-            "(0–1 scales). The query asks for a kind of thing, not an exact key.")
+prose("Keys describe each item by **sweetness, durability, texture**; values by **price, liking, use** "
+      "(0–1 scales). The query asks for a kind of thing, not an exact key: the default asks for something "
+      "sweet, not durable and smooth. Each key's score is its dot product with the query, divided by "
+      "√d_k (d_k = 3 numbers per key); softmax turns the scores into weights.")
+questions_first(questions_for("lookup"), PAGE)
 
 default_rows = pd.DataFrame(
     [[label, *keys, *values] for label, keys, values in zip(ex.FRUIT_LABELS, ex.FRUIT_KEYS, ex.FRUIT_VALUES,
@@ -75,9 +82,9 @@ def query_and_answer(table) -> None:
     """The live query and everything it moves. A fragment: a release reruns only this part, so the table
     editor and the dictionary above are not rebuilt."""
     st.subheader("The query")
-    c1, c2 = st.columns([3, 1])
-    scaled = c2.toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params")
-    with c1.expander("Exact values (typed, kept in the link)"):
+    scaled = st.toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params",
+                       help="Divide each score by the square root of d_k, the number of features in a key (3 here).")
+    with st.expander("Exact values (typed, kept in the link)"):
         cols = st.columns(3)
         query = [col.number_input(name, 0.0, 1.0, float(ex.FRUIT_QUERY[f]), 0.01, key=key, bind="query-params",
                                   format="%.2f")
@@ -86,9 +93,9 @@ def query_and_answer(table) -> None:
                                ex.FRUIT_VALUE_FEATURES, scaled=scaled, pair=st.session_state.get("lookup.plane", 0),
                                key="lookup"),
                 key="lookup.live", on_query=_take_live_query, on_pair=_take_plane_pair)
-    st.caption("Drag a slider or the point in the plane: the weights redraw at every step, from numbers Python "
-               "computed in advance for every slider position (attention/toy/live.py). Arrow keys, Home and End move "
-               "a focused slider or the point. The tables below follow when you let go.")
+    st.caption("Drag a slider or the point in the plane: the weights redraw at every step, from numbers "
+               "computed in advance for every slider position. Arrow keys, Home and End move a focused slider or "
+               "the point. The tables below follow when you let go.")
 
     res = soft_lookup(query, table.keys, table.values, table.labels, scaled=scaled)
     t = res.trace
@@ -102,7 +109,7 @@ def query_and_answer(table) -> None:
                           f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": res.weights})
     st.dataframe(steps, hide_index=True, key="lookup.steps", column_config=THREE_DECIMALS)
     st.caption(f"d_k = {t.d_k}, so the scores are multiplied by {t.scale:.3f}" + (" (= 1/√d_k)" if scaled else
-               " (no scaling)") + ". With the default query the scaled scores are the article's 0.44, 0.37, 0.16.")
+               " (no scaling)") + ".")
 
     st.subheader("The answer: a blend of the values")
     st.latex(r"\text{output} = \sum_j \alpha_j v_j")
@@ -113,7 +120,6 @@ def query_and_answer(table) -> None:
             f"row's values ({shares}).")
 
 
-predict_then_see(questions_for("lookup"))
 query_and_answer(table)
 
 st.subheader("The same q · k in a real model")
@@ -124,4 +130,8 @@ if st.button("See q · k in a real head (pick “apple” as its query there)", 
     update(text=REAL_LOOKUP, query=None, layer=0, head=0, aggregation="head")
     switch_to("pages/inside_head.py")
 
-path_links("pages/lookup.py")
+for_developers("The table and query are attention.toy.examples (FRUIT_*; seed 002, whose scaled scores for the "
+               "default query are 0.44, 0.37 and 0.16: the step-by-step table shows the same); the lookups "
+               "attention.toy.lookup (hard_lookup, soft_lookup); the drag's frames attention.toy.live.lookup_payload; "
+               "the questions attention.toy.lessons.")
+path_links(PAGE)

@@ -19,7 +19,7 @@ from pages._focus import on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, result_of
 from pages._labels import label_of, label_or_every
-from pages._lessons import path_links
+from pages._lessons import intro, path_links
 from pages._text import md
 from pages._widgets import (
     among,
@@ -36,6 +36,10 @@ from pages._widgets import (
 ensure_app_frame()
 
 st.title("Model heads")
+intro("pages/model_heads.py", "Now a real model reads your sentence. MiniLM, a small encoder trained on real text, "
+      "has 6 layers of 12 heads; every head of every layer gives each token its own weights over the others. "
+      "Below, all of them at once as small squares; click one to zoom into it, pick a token to see what it "
+      "looks at in every head, and switch to SmolLM2, a decoder that writes text, to compare.")
 focus = on_page()
 name, text = sentence_and_model(focus, slot="heads")
 att = attention_or_stop(name, text)
@@ -69,8 +73,9 @@ key = show("heads.agg", how)
 c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
              on_change=on_change(key, setting("aggregation")))
 layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head")
-hide = c4.toggle("Hide special tokens", value=False, key="heads.hide_special", bind="query-params",
-                 help="Drop [CLS]/[SEP]/BOS rows and columns and renormalise each row")
+hide = c4.toggle("No [CLS]/[SEP]", value=False, key="heads.hide_special", bind="query-params",
+                 help="Hide the special tokens ([CLS], [SEP], BOS): their rows and columns are dropped and each "
+                      "row rescaled to add up to 1. (“Hide special tokens” was cut at 800 px.)")
 st.latex(AGGREGATIONS[how].formula)
 try:
     view = zoom(att, how, layer=layer, head=head, hide_special=hide, reading=reading)

@@ -1,4 +1,4 @@
-"""Multi-head attention, masks and cross-attention (seeds 003 and 004)."""
+"""Multi-head attention, masks and cross-attention."""
 
 import streamlit as st
 
@@ -9,19 +9,26 @@ from attention.toy.lessons import questions_for
 from attention.toy.live import SHARPNESS_VALUES, Panel, cross_attention_frames, slider, slider_values
 from attention.toy.multihead import toy_translation
 from pages._frame import ensure_app_frame
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, questions_first
 from pages._live import live_sliders
 
 ensure_app_frame()
 
 st.title("Multi-head, masks and cross-attention")
+PAGE = "pages/multihead.py"
+intro(PAGE, "Three ideas that every real transformer uses. **Several heads**: one attention pattern can only "
+            "express one reading of a sentence, so a layer runs several heads side by side, each looking for "
+            "something different. **Masks**: a model that writes text may not look at words it has not written "
+            "yet; a causal mask hides them. **Cross-attention**: a translator's words being written look at "
+            "the words of the sentence being translated.")
+questions_first(questions_for("multihead"), PAGE)
 
 # --- Multi-head self-attention --------------------------------------------------------------------------
-predict_then_see(questions_for("multihead"))
 st.header("Several heads, one sentence")
 st.markdown("“Hang them, not let them go” can be read two ways; one attention pattern can only express "
-            "one reading. Multi-head attention runs several heads in parallel, each in its own slice of "
-            "the model dimension, then mixes their outputs with W_O. (Toy weights: seeded random, d_model = 8.)")
+            "one reading. Multi-head attention runs several heads in parallel, each on its own slice of "
+            "the word vectors, then mixes their outputs with W_O. (Toy weights: random, word vectors of 8 "
+            "numbers.)")
 st.latex(r"\text{head}_i = \operatorname{softmax}\!\left(\frac{X W_Q^{(i)} (X W_K^{(i)})^\top}{\sqrt{d_k}}"
          r" + M\right) X W_V^{(i)} \qquad \text{MultiHead}(X) = [\text{head}_1;\dots;\text{head}_h]\, W_O")
 c1, c2 = st.columns(2)
@@ -35,7 +42,7 @@ hang = ex.hang_sentence()
 tokens = list(hang.tokens)
 mask = causal_mask(len(tokens)) if causal else None
 mh = multi_head_attention(hang.x, None, hang.w_q, hang.w_k, hang.w_v, hang.w_o, n_heads, mask=mask)
-st.caption(f"d_model = {hang.x.shape[1]}, {n_heads} head(s) of d_k = {hang.x.shape[1] // n_heads}. "
+st.caption(f"Word vectors of {hang.x.shape[1]} numbers, {n_heads} head(s) of d_k = {hang.x.shape[1] // n_heads}. "
            "Grey cells marked “masked” get weight exactly 0.")
 per_row = 2 if n_heads <= 4 else 4  # two wide heads keep their numbers legible
 for start in range(0, n_heads, per_row):
@@ -71,4 +78,7 @@ st.plotly_chart(plotting.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.
                                  colours=plotting.WEIGHTS), width="stretch", key="mh.cross")
 st.caption("“le” splits its attention between the two “the”: nothing in these toy vectors says which one.")
 
-path_links("pages/multihead.py")
+for_developers("Heads: attention.multi_head_attention on attention.toy.examples.hang_sentence (seeds 003 "
+               "and 004); the translation attention.toy.multihead.toy_translation; the drag's frames "
+               "attention.toy.live.cross_attention_frames; the questions attention.toy.lessons.")
+path_links(PAGE)

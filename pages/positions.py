@@ -1,4 +1,4 @@
-"""Word order and positions (seed 004): attention alone ignores order; sinusoidal and rotary positions."""
+"""Word order and positions: attention alone ignores order; sinusoidal and rotary positions."""
 
 import pandas as pd
 import streamlit as st
@@ -17,18 +17,19 @@ from attention.toy.positions import (
 )
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, questions_first
 
 ensure_app_frame()
 
 st.title("Word order and positions")
-st.markdown("“Self attention doesn't know the order of its inputs. Sequence order is the first attention "
-            "problem.” (seed 004) Every score is q_i · k_j, whatever the positions of i and j; so a transformer "
-            "adds position information, to the embeddings (sinusoidal, BERT's learned vectors) or to q and k "
-            "(rotary positions, as in Llama and SmolLM2).")
+PAGE = "pages/positions.py"
+intro(PAGE, "“Dog bites man” and “man bites dog” use the same words. Attention alone cannot tell them apart: "
+            "a score compares a query with a key, and nothing in either says where its word stands. So a "
+            "transformer adds positions, either to each word's embedding (sinusoidal positions, or vectors "
+            "learned by BERT) or to the queries and keys (rotary positions, as in Llama and SmolLM2).")
+questions_first(questions_for("positions"), PAGE)
 
 # --- 1. Shuffle ---------------------------------------------------------------------------------------------
-predict_then_see(questions_for("positions"))
 st.header("1 · Attention alone ignores order")
 cat = ex.cat_sentence()
 tokens = list(cat.tokens)
@@ -48,7 +49,8 @@ perm = shuffled_order(len(tokens), shuffle)
 demo = order_demo(tokens, cat.x, cat.w_q, cat.w_k, cat.w_v, perm, positions=positions_on)
 shuffled = [tokens[i] for i in demo.perm]
 st.markdown(f"Written: **{' '.join(tokens)}** → shuffled: **{' '.join(shuffled)}**  \n"
-            "“Cat sat on the mat”, d_model = 4, d_k = 3 (the Step by step page's toy weights).")
+            "“Cat sat on the mat” with the Step by step page's toy vectors (4 numbers a word; queries and keys "
+            "of 3).")
 left, right = st.columns(2)
 left.plotly_chart(plotting.heatmap(demo.weights, tokens, tokens, title="Weights, written order",
                                    colours=plotting.WEIGHTS, height=340), width="stretch", key="pos.written")
@@ -63,7 +65,7 @@ if positions_on:
             "and weights change: the model can now tell “Cat sat” from “sat Cat”.")
 else:
     st.success("Without positions the two matrices are the same, to rounding: each word's weights follow the "
-               "word, and the outputs are the written outputs, shuffled the same way (permutation equivariance).")
+               "word, and the outputs are the written outputs, shuffled the same way.")
 
 # --- 2. Sinusoidal ------------------------------------------------------------------------------------------
 st.header("2 · Sinusoidal positions (Vaswani et al. 2017)")
@@ -71,7 +73,8 @@ st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)
 st.latex(r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 c1, c2 = st.columns(2)
 n_pos = c1.slider("positions", 10, 200, 50, 10, key="pos.n", bind="query-params")
-d_model = c2.slider("d_model", 8, 256, 64, 8, key="pos.d", bind="query-params")
+d_model = c2.slider("d_model", 8, 256, 64, 8, key="pos.d", bind="query-params",
+                    help="How many numbers each position's vector has (the model's width).")
 pe = sinusoidal_positions(n_pos, d_model)
 left, right = st.columns(2)
 left.plotly_chart(plotting.heatmap(pe, [str(i) for i in range(d_model)], [str(p) for p in range(n_pos)],
@@ -167,7 +170,10 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                                       title="The same q and k placed Δ tokens apart", x_title="distance Δ",
                                       y_title="q·k/√d"), width="stretch", key="pos.distance")
     st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "
-               "back by −position to show the projections (attention.models.rotary_view). The dotted line marks "
-               "this pair's real distance.")
+               "back by −position to show the projections. The dotted line marks this pair's real distance.")
 
-path_links("pages/positions.py")
+for_developers("The shuffle is attention.toy.positions.order_demo; sinusoidal positions sinusoidal_positions and "
+               "position_similarity; the 2-D rotation rotary_toy; SmolLM2's head attention.models.rotary_view "
+               "(seed 004 for the quotation that order is attention's first problem); the questions "
+               "attention.toy.lessons.")
+path_links(PAGE)

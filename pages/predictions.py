@@ -31,7 +31,7 @@ from pages._focus import changing, update
 from pages._frame import ensure_app_frame
 from pages._jobs import result_of
 from pages._labels import label_of, token_labels
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import intro, path_links, predict_then_see
 from pages._text import md, md_token
 from pages._widgets import layer_and_head, open_head_buttons, reading_switches
 
@@ -57,12 +57,13 @@ def effects_heatmap(effects, title: str, key: str):
 
 
 st.title("Predictions and head effects")
-st.markdown("Attention weights say where a head looks, not whether it matters. Here the model **predicts**, "
-            "then each head is **removed** in turn to see how much the prediction changes: a head that looks "
-            "at “Mary” may or may not be the one that makes the model say “ Mary”.")
-focus, name, text, att, loaded, defaults = prediction_start(slot="pred", model=DEFAULT_DECODER)
-predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer},
-                 showing=focus.replace(text=text, **({"model": name} if isinstance(name, ModelChoice) else {})))
+intro("pages/predictions.py", "Attention weights say where a head looks, not whether it matters. Here a model "
+      "that writes text **predicts** the next token, and then each head is **removed** in turn (an ablation) "
+      "to see how much the prediction changes: a head that looks at “Mary” may or may not be the one that makes "
+      "the model say “ Mary”.")
+focus, name, text, att, loaded, defaults = prediction_start(page="pages/predictions.py", slot="pred",
+                                                            model=DEFAULT_DECODER)
+predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
 reading = reading_switches(focus, att, slot="pred")
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "

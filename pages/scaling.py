@@ -8,7 +8,7 @@ from attention.toy.lessons import questions_for
 from attention.toy.live import DIM_VALUES, TEMPERATURE_VALUES, Panel, scaling_frames, slider, slider_values
 from attention.toy.scaling import scaling_sample, scaling_study
 from pages._frame import ensure_app_frame
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, prose, questions_first
 from pages._live import live_sliders
 
 ensure_app_frame()
@@ -19,14 +19,16 @@ def study(temperature: float, n_keys: int):
 
 
 st.title("Why scale by √d_k")
-st.markdown("Take a query q and keys k with independent entries of mean 0 and variance 1. Each score "
-            "q·k is a sum of d products, so its variance is **d**: in high dimensions the scores spread "
-            "far apart and softmax puts almost all weight on one key, leaving tiny gradients for the rest. "
-            "Dividing by √d brings the variance back to 1.")
+PAGE = "pages/scaling.py"
+intro(PAGE, "Before softmax, attention divides every score by √d_k. Why? A score is a dot product: a sum of "
+            "d products, one per dimension. The more dimensions, the further apart the scores spread, and softmax "
+            "of widely spread scores puts nearly all the weight on a single key. Dividing by √d brings the "
+            "spread back to what it was with one dimension.")
 st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d} \operatorname{Var}(q_i k_i) = d"
          r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt d}\right) = 1")
-
-predict_then_see(questions_for("scaling"))
+st.caption("Var is the variance, how widely a number spreads: here for a query and keys whose entries are random, "
+           "with mean 0 and variance 1.")
+questions_first(questions_for("scaling"), PAGE)
 c1, c2 = st.columns([2, 1])
 n_keys = c2.slider("number of keys", 2, 32, 8, key="scaling.keys", bind="query-params")
 with c1.expander("Exact values (typed, kept in the link)"):
@@ -54,6 +56,8 @@ st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.scores, "q·k/√d": sa
 
 s = study(temperature, n_keys)
 st.subheader(f"Averaged over 200 random draws, {n_keys} keys")
+prose("Entropy says how spread the weights are: 0 when one key takes all the weight, largest when every key "
+      "gets the same share.")
 c_var, c_ent = st.columns(2)
 c_var.plotly_chart(plotting.lines(s.dims, {"q·k": s.var_scores, "q·k / √d": s.var_scaled}, title="Score variance",
                                   x_title="d", y_title="variance", log_x=True, log_y=True, marker_x=d),
@@ -68,4 +72,6 @@ st.plotly_chart(plotting.lines(s.dims, {"without scaling": s.max_weight_unscaled
                                y_title="max weight", log_x=True, marker_x=d),
                 width="stretch", key="scaling.max")
 
-path_links("pages/scaling.py")
+for_developers("The sample and the study are attention.toy.scaling.scaling_sample and scaling_study; the "
+               "drag's frames attention.toy.live.scaling_frames; the questions attention.toy.lessons.")
+path_links(PAGE)

@@ -1,4 +1,4 @@
-"""Scoring functions (seed 003): five ways to score a query against a key, on the same inputs."""
+"""Scoring functions: five ways to score a query against a key, on the same inputs."""
 
 import pandas as pd
 import streamlit as st
@@ -9,7 +9,7 @@ from attention.toy import plotting
 from attention.toy.lessons import questions_for
 from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, questions_first
 
 ensure_app_frame()
 
@@ -17,11 +17,14 @@ NAMES = {"dot": "Dot (Luong)", "scaled_dot": "Scaled dot (Transformer)", "multip
          "reduced_rank": "Reduced-rank multiplicative", "additive": "Additive (Bahdanau)"}
 
 st.title("Scoring functions")
-st.markdown("Every attention computes a score for each (query, key) pair, turns the scores into weights "
-            "with softmax and mixes the values. Only the **score** differs. Inputs: Q, K, V of "
-            "“Cat sat on the mat” from the step-by-step page (d_k = 3); W, U, V, W₁, W₂, v_a are fixed "
-            "random matrices (seeded), as a trained model would have learned ones.")
-predict_then_see(questions_for("scoring"))
+PAGE = "pages/scoring.py"
+intro(PAGE, "Every kind of attention does three things: it gives each query a score against each key, turns "
+            "the scores into weights with softmax, and mixes the values by those weights. Only the **score** "
+            "differs from one design to the next. Here are five classic ones, on the same small sentence, "
+            "“Cat sat on the mat” from the step-by-step page (queries and keys of d_k = 3 numbers). The extra "
+            "matrices some of them use (W, U, V, W₁, W₂, v_a) are fixed random ones here, where a trained "
+            "model would have learned them.")
+questions_first(questions_for("scoring"), PAGE)
 c1, c2 = st.columns(2)
 causal = c1.toggle("causal mask (decoder)", value=False, key="scoring.causal", bind="query-params")
 show = c2.radio("show", ["weights (after softmax)", "scores (before softmax)"], horizontal=True,
@@ -52,4 +55,7 @@ with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
             st.markdown(f"{NAMES[method]}: `{name}` {value.shape}")
             st.dataframe(pd.DataFrame(value), key=f"scoring.param.{method}.{name}")
 
-path_links("pages/scoring.py")
+for_developers("The five methods are attention.toy.scoring (METHODS, FORMULAS) through "
+               "attention.scored_attention; the inputs attention.toy.examples.cat_sentence and scoring_parameters "
+               "(seed 003); the questions attention.toy.lessons.")
+path_links(PAGE)

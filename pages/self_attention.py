@@ -1,22 +1,20 @@
-"""Step by step: self-attention (seed 004), from the word vectors to the output of one token."""
+"""Step by step: self-attention, from the word vectors to the output of one token."""
 
 import pandas as pd
 import streamlit as st
 
 from attention import attention_from_embeddings
-from attention.toy import examples as ex
 from attention.toy import plotting
-from attention.toy.lessons import questions_for
+from attention.toy.lessons import SELF_EXAMPLES, questions_for
 from attention.toy.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, questions_first
 from pages._live import live_sliders
 
 ensure_app_frame()
 
-EXAMPLES = {"Thinking Machines (d_model 512, d_k 64)": ex.thinking_machines,
-            "Cat sat on the mat (d_model 4, d_k 3)": ex.cat_sentence}
+EXAMPLES = SELF_EXAMPLES  # one list with the questions': a question names its example by the same label
 STEPS = ["1 · embeddings", "2 · Q, K, V", "3 · scores", "4 · ÷ √d_k", "5 · softmax", "6 · weighted sum"]
 
 
@@ -26,8 +24,17 @@ def load_example(name: str):
 
 
 st.title("Step by step: self-attention")
+PAGE = "pages/self_attention.py"
+intro(PAGE, "Self-attention lets every word of a sentence look at the other words and take in a mix of what "
+            "they mean. Each word's embedding is turned into a query (what it looks for), a key (what it "
+            "offers) and a value (what it hands over); six steps then turn them into one new vector per word. "
+            "Two examples: “Thinking Machines”, with vectors the size of a real model's, and “Cat sat on the "
+            "mat”, small enough to read every number.")
+questions_first(questions_for("self_attention"), PAGE)
 c1, c2 = st.columns([2, 1])
-name = c1.selectbox("Example", list(EXAMPLES), key="self.example", bind="query-params")
+name = c1.selectbox("Example", list(EXAMPLES), key="self.example", bind="query-params",
+                    help="Thinking Machines: embeddings of 512 numbers (d_model), queries and keys of 64 (d_k). "
+                         "Cat sat on the mat: 4 and 3.")
 data = load_example(name)
 tokens = list(data.tokens)
 query_tok = c2.selectbox("Query token", range(len(tokens)), format_func=token_labels(tokens),
@@ -35,7 +42,6 @@ query_tok = c2.selectbox("Query token", range(len(tokens)), format_func=token_la
 query_tok = min(query_tok, len(tokens) - 1)
 shown = st.select_slider("Show steps up to", options=STEPS, value=STEPS[-1], key="self.step", bind="query-params")
 upto = STEPS.index(shown) + 1
-predict_then_see(questions_for("self_attention"))
 
 trace = attention_from_embeddings(data.x, data.w_q, data.w_k, data.w_v)
 d_k = trace.d_k
@@ -94,10 +100,9 @@ if upto >= 6:
 # --- Drag the query --------------------------------------------------------------------------------------
 if name.startswith("Cat"):
     st.header("7 · Drag the query and watch")
-    st.markdown(f"Change q for “{word}” one coordinate at a time: the scaled scores, the softmax weights and "
-                "the output z move while you drag (every step was computed in advance by "
-                "`attention.toy.live.query_sweeps`; the browser only looks them up). Starting point: q rounded "
-                f"to steps of {QUERY_STEP}.")
+    st.markdown(f"Change q for “{word}” one number at a time: the scaled scores, the softmax weights and "
+                "the output z move while you drag (every step was computed in advance; the browser only looks "
+                f"them up). Starting point: q rounded to steps of {QUERY_STEP}.")
     q_keys = [f"self.q{i}.{f}" for f in range(d_k)]
     with st.expander("Exact values (typed, kept in the link)"):
         cols = st.columns(d_k)
@@ -118,4 +123,7 @@ if name.startswith("Cat"):
     st.dataframe(pd.DataFrame({"key": tokens, "scaled": edited.scaled[0], "weight": edited.weights[0]})
                  .style.format(precision=3), hide_index=True, key="self.live_table")
 
-path_links("pages/self_attention.py")
+for_developers("The examples are attention.toy.examples.thinking_machines and cat_sentence (from seed 004, "
+               "“The Illustrated Transformer”); every step is attention.attention_from_embeddings' trace; the "
+               "drag's frames are attention.toy.live.query_sweeps; the questions are attention.toy.lessons.")
+path_links(PAGE)

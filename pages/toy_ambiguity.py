@@ -1,4 +1,4 @@
-"""Ambiguity in a toy model: hand-built "bank" (seed 000) and "it" (seed 004) resolved by attention."""
+"""Ambiguity in a toy model: hand-built "bank" and "it" resolved by attention."""
 
 import streamlit as st
 
@@ -9,16 +9,23 @@ from attention.toy.lessons import questions_for
 from attention.toy.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
-from pages._lessons import path_links, predict_then_see
+from pages._lessons import for_developers, intro, path_links, prose, questions_first
 from pages._live import live_sliders
 from pages._text import md
 
 ensure_app_frame()
 
 st.title("Ambiguity in a toy model")
-st.markdown("Four-to-six readable dimensions instead of hundreds, and weights written by hand "
-            "(see `attention/toy/examples.py`), so you can see *why* attention picks the right sense. "
-            "`pull` multiplies the queries: 0 means uniform attention, more means sharper.")
+PAGE = "pages/toy_ambiguity.py"
+intro(PAGE, "“Bank” is a river's edge or a place for money; in “…because it was too tired”, “it” is the "
+            "animal, and in “…too wide” the street. A reader settles such words from the words around them, and "
+            "so does attention: the ambiguous word's query asks for context, and the value of the word that "
+            "answers moves its vector toward one sense. Here the vectors have four to six readable dimensions "
+            "(“nature”, “finance”…) instead of hundreds, and the weights are written by hand, so you can see "
+            "*why* attention picks the sense it does.")
+questions_first(questions_for("toy_ambiguity"), PAGE)
+prose("The pull multiplies the queries: at 0 every word gets the same weight; the more pull, the sharper the "
+      "attention.")
 with st.expander("Exact value (typed, kept in the link)"):
     pull = st.number_input("pull of the context words", 0.0, 10.0, 4.0, 0.5, key="toy.pull", bind="query-params")
 
@@ -38,7 +45,6 @@ if panels:
     live_sliders([slider("pull", values, pull, "toy.pull")], panels, key="toy")
     st.caption("Drag the pull: what “bank” and “it” attend to redraws at every step (computed in advance); the "
                "tabs below follow when you let go.")
-predict_then_see(questions_for("toy_ambiguity"))
 
 
 def sentence_pair(toy: AmbiguousWord) -> None:
@@ -55,12 +61,13 @@ def sentence_pair(toy: AmbiguousWord) -> None:
         except ValueError as err:
             col.warning(md(err))  # the sentence cannot be read: the reader's to change, not a failure
             continue
-        results[sentence] = r
+        results[f"sentence {n + 1}"] = r
         for layer, (title, trace) in enumerate(r.layers, start=1):
             col.plotly_chart(plotting.weights_bar(r.tokens, trace.weights[r.focus], title=title), width="stretch",
                              key=f"toy.{toy.word}_bar{n}.{layer}")
     if results:
-        st.plotly_chart(plotting.sense_plane({s[-25:]: r.sense for s, r in results.items()}, axes=toy.axes,
+        # labelled by number: a sentence's last 25 characters read "d money into the bank"
+        st.plotly_chart(plotting.sense_plane({name: r.sense for name, r in results.items()}, axes=toy.axes,
                                              title=f"The output vector of “{toy.word}” in each sentence"),
                         width="stretch", key=f"toy.{toy.word}_plane")
 
@@ -78,4 +85,7 @@ for col, (word, toy) in zip((c1, c2), AMBIGUOUS_WORDS.items(), strict=True):
         update(pair=WordPair(sentences[0], sentences[1], word))
         switch_to("pages/ambiguous_words.py")
 
-path_links("pages/toy_ambiguity.py")
+for_developers("The toy vectors and weights are attention.toy.examples (BANK_*, IT_*; seeds 000 and 004); "
+               "each sentence is read by attention.toy.ambiguity (bank_attention, it_attention); the drag's frames "
+               "attention.toy.live.pull_frames; the questions attention.toy.lessons.")
+path_links(PAGE)

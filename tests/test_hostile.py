@@ -42,7 +42,7 @@ TEXT_WIDGETS = {  # page -> (widget kind, key, max chars)
     "pages/inside_head.py": ("text_area", "inside.text", 20_000),
     "pages/head_atlas.py": ("text_area", "atlas.text", 20_000),
     "pages/predictions.py": ("text_area", "pred.text", 20_000),
-    "pages/ambiguous_words.py": ("text_input", "amb.a", 2000),
+    "pages/ambiguous_words.py": ("text_area", "amb.a", 2000),
     "pages/toy_ambiguity.py": ("text_input", "toy.bank0", 200),
     "pages/lookup.py": ("text_input", "lookup.hard_query", 40),
 }

@@ -164,8 +164,6 @@ def test_a_question_answered_on_ambiguous_words_then_every_model_page():
     from attention.models.recorded.questions import questions_for
 
     at = go(visit(), "pages/ambiguous_words.py")
-    for show in [b for b in at.button if str(b.key).startswith("lesson.show.")][:1]:
-        run(show.click())  # the question is about “it”: the page shows it first
     q = questions_for("ambiguous_words")[0]
     check_visit(commit(at, q.key, q.choices[0]))
     assert labelled(at.selectbox, "Head").value == "mean of heads"
@@ -214,10 +212,9 @@ def test_an_answer_stays_as_it_was_judged_when_the_page_moves_on():
     """An answered question was judged again against whatever the page showed later: "Right: Paris" became
     "You said Paris; it is morning" once the sentence changed, and Home counted it wrong."""
     at = go(visit(), "pages/predictions.py")
-    assert "lesson.choice.pred.paris" not in [r.key for r in at.radio]  # about “The capital of France is”:
-    run(at.button(key="lesson.show.pred.paris").click())  # the page shows Mary and John until asked to show it
-    assert labelled(at.text_area, "Sentence").value == "The capital of France is"
+    assert labelled(at.text_area, "Sentence").value != "The capital of France is"  # asked before it is shown
     commit(at, "pred.paris", " Paris")
+    assert labelled(at.text_area, "Sentence").value == "The capital of France is"
     verdict = " ".join(s.value for s in at.success)
     assert "Right" in verdict and "Paris" in verdict
     run(labelled(at.text_area, "Sentence").set_value("I like green tea in the"))
@@ -326,7 +323,7 @@ class Journey(RuleBasedStateMachine):
         if self.broken:
             return
         self.started = time.perf_counter()
-        shows = [b for b in self.at.button if str(b.key).startswith("lesson.show.")]
+        shows = [b for b in self.at.button if b.key == "lesson.skip" or str(b.key).startswith("lesson.state.")]
         radios = [r for r in self.at.radio if str(r.key).startswith("lesson.choice.")]
         if radios:
             radio = _choice(radios, which)
@@ -502,16 +499,11 @@ def test_the_learners_path_in_chromium_answering_every_question_and_nothing_leav
 
 
 def _answer_every_question(page) -> None:
-    """Each question on the page: its subject shown first where it asks for that, the first choice picked with
-    Space, committed, the answer waited for."""
+    """Each question on the page, in order: the first choice picked with Space, committed, the answer waited
+    for (the next question appears once one is answered)."""
     from serving import wait_idle
 
     for _ in range(8):
-        shows = page.get_by_role("button", name=re.compile("^Show "))
-        if shows.count():
-            shows.first.click()
-            wait_idle(page, 180_000)
-            continue
         commit_button = page.get_by_role("button", name=re.compile("^Commit"))
         forms = page.locator("[data-testid='stForm']").filter(has=commit_button)
         if not forms.count():

@@ -208,7 +208,7 @@ def test_an_operators_folders_open_in_the_app_and_a_family_without_q_k_v_says_so
     assert "tiny/gpt_neox (local folder)" in at.selectbox(key="heads.model").options
     at.selectbox(key="heads.model").set_value("local:tiny/gpt_neox").run()
     assert not at.exception and chart(at, "heads.grid")
-    assert any("equal the model's own" in c.value for c in at.caption)  # the guard's measured gap
+    assert any("Exact: equals the model's own attention" in c.value for c in at.caption)  # the guard's gap
     at.switch_page("pages/predictions.py").run()
     assert not at.exception and chart(at, "pred.estimate")  # head effects through its anatomy
     at.selectbox(key="pred.model").set_value("local:tiny/bloom").run()

@@ -1,9 +1,11 @@
 """Predict, then see: questions asked on the toy pages before their answer is visible.
 
-Each question names the page state that shows its answer (widget key -> value: the page is set to it when
-the learner commits) and a `solve(state)` that computes the answer from that state with this package, the
-same functions the page draws from; nothing is written by hand, so editing an example cannot leave a wrong
-answer behind. Questions on real models (attention.models.recorded.questions) are solved from the model's result.
+Each question names its own state (widget key -> value: what the page shows when set to it) and a
+`solve(state)` that computes the answer from that state with this package, the same functions the page
+draws from; nothing is written by hand, so editing an example cannot leave a wrong answer behind. The
+Reveal holds the answer as a sentence, the figures that decide it (as words and as bars, drawn by
+attention.toy.plotting.reveal_bars) and why. Questions on real models
+(attention.models.recorded.questions) are solved from the model's result.
 
     >>> q = questions_for("lookup")[0]
     >>> q.ask, q.choices
@@ -31,11 +33,14 @@ from attention.toy.scoring import METHODS, scored_attention
 
 @dataclass(frozen=True)
 class Reveal:
-    """The answer, and what the page shows once it is set to the question's state."""
+    """The answer, as a choice and as a sentence, the figures that decide it and why."""
 
     answer: str  # one of the question's choices
+    said: str  # the answer as a phrase a verdict ends with: "it grows" ("You said “shrinks”; it grows.")
     numbers: str  # the figures that decide it, in words
     why: str  # one sentence on why
+    bars: tuple[tuple[str, float], ...] = ()  # the same figures, one bar each: (label, value)
+    measure: str = ""  # what the bars measure: the chart's title
 
 
 @dataclass(frozen=True)
@@ -55,16 +60,21 @@ def _shares(labels, weights) -> str:
     return ", ".join(f"{label} {w:.2f}" for label, w in zip(labels, weights, strict=True))
 
 
-# --- Lookup: hard vs soft (seed 002) ----------------------------------------------------------------------
+def _bars(labels, values) -> tuple[tuple[str, float], ...]:
+    return tuple((str(label), float(v)) for label, v in zip(labels, values, strict=True))
+
+
+# --- Lookup: hard vs soft ------------------------------------------------------------------------------
 FRUIT_QUERY_KEYS = ("lookup.sweetness", "lookup.durability", "lookup.texture")  # the lookup page's query inputs
 
 
 def _lookup_winner(state: dict) -> Reveal:
     query = [state[k] for k in FRUIT_QUERY_KEYS]
     res = soft_lookup(query, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS, scaled=state["lookup.scaled"])
-    return Reveal(res.winner, f"weights: {_shares(res.labels, res.weights)}",
+    return Reveal(res.winner, f"{res.winner} wins", f"weights: {_shares(res.labels, res.weights)}",
                   f"the key that matches the query best ({res.winner}) gets the largest dot product, and softmax "
-                  "turns it into the largest weight; the others keep a share, so the answer is still a blend.")
+                  "turns it into the largest weight; the others keep a share, so the answer is still a blend.",
+                  _bars(res.labels, res.weights), "weight of each item")
 
 
 def _lookup_scaling(state: dict) -> Reveal:
@@ -72,15 +82,16 @@ def _lookup_scaling(state: dict) -> Reveal:
     scaled = soft_lookup(query, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS, scaled=True)
     plain = soft_lookup(query, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS, scaled=state["lookup.scaled"])
     grows = plain.winner_weight > scaled.winner_weight
-    return Reveal("it grows" if grows else "it shrinks",
+    return Reveal("grows" if grows else "shrinks", "it grows" if grows else "it shrinks",
                   f"{plain.winner}'s weight {scaled.winner_weight:.3f} with ÷√d_k, {plain.winner_weight:.3f} without",
                   "dividing by √d_k shrinks the gaps between the scores; without it they are wider, and softmax "
-                  "gives the best match more of the weight.")
+                  "gives the best match more of the weight.",
+                  _bars(("with ÷√d_k", "without"), (scaled.winner_weight, plain.winner_weight)),
+                  f"{plain.winner}'s weight")
 
 
-# --- Step by step: self-attention (seed 004) -----------------------------------------------------------------
-SELF_EXAMPLES = {"Thinking Machines (d_model 512, d_k 64)": ex.thinking_machines,
-                 "Cat sat on the mat (d_model 4, d_k 3)": ex.cat_sentence}
+# --- Step by step: self-attention ------------------------------------------------------------------------
+SELF_EXAMPLES = {"Thinking Machines": ex.thinking_machines, "Cat sat on the mat": ex.cat_sentence}
 
 
 def _self_most(state: dict) -> Reveal:
@@ -88,27 +99,36 @@ def _self_most(state: dict) -> Reveal:
     t = attention_from_embeddings(data.x, data.w_q, data.w_k, data.w_v)
     i = state["self.query"]
     row = t.weights[i]
-    return Reveal(data.tokens[int(row.argmax())], f"weights of “{data.tokens[i]}”: {_shares(data.tokens, row)}",
+    most = data.tokens[int(row.argmax())]
+    return Reveal(most, f"“{data.tokens[i]}” attends most to “{most}”",
+                  f"weights of “{data.tokens[i]}”: {_shares(data.tokens, row)}",
                   "its query's dot product is largest with that word's key; softmax turns the largest scaled score "
-                  "into the largest weight.")
+                  "into the largest weight.", _bars(data.tokens, row), f"weights of “{data.tokens[i]}”")
 
 
 # --- Why scale by √d_k -----------------------------------------------------------------------------------
 def _scaling_unscaled(state: dict) -> Reveal:
     small, large = scaling_sample(8), scaling_sample(state["scaling.d"])
-    answer = "it approaches 1" if large.weights_unscaled.max() > 0.9 else "it stays about the same"
-    return Reveal(answer, f"largest weight without scaling: {small.weights_unscaled.max():.2f} at d = 8, "
-                          f"{large.weights_unscaled.max():.2f} at d = {state['scaling.d']}",
+    approaches = large.weights_unscaled.max() > 0.9
+    answer = "it approaches 1" if approaches else "it stays about the same"
+    return Reveal(answer, answer,
+                  f"largest weight without scaling: {small.weights_unscaled.max():.2f} at d = 8, "
+                  f"{large.weights_unscaled.max():.2f} at d = {state['scaling.d']}",
                   "each score is a sum of d products: its spread grows as √d, and softmax of widely spread scores "
-                  "puts almost all the weight on one key.")
+                  "puts almost all the weight on one key.",
+                  _bars(("d = 8", f"d = {state['scaling.d']}"), (small.weights_unscaled.max(),
+                                                                 large.weights_unscaled.max())),
+                  "largest weight, without ÷√d")
 
 
 def _scaling_scaled(state: dict) -> Reveal:
     sample = scaling_sample(state["scaling.d"])
-    top, without = sample.weights_scaled.max(), sample.weights_unscaled.max()
-    answer = "no, it stays well below 1" if top < 0.9 else "yes, it approaches 1 too"
-    return Reveal(answer, f"largest weight at d = {state['scaling.d']}: {top:.2f} with ÷√d, {without:.2f} without",
-                  "dividing by √d brings the scores' spread back to about 1 whatever d is, so softmax stays soft.")
+    top = sample.weights_scaled.max()
+    answer = "no" if top < 0.9 else "yes"
+    return Reveal(answer, "no: it stays well below 1" if answer == "no" else "yes: it approaches 1 too",
+                  f"largest weight at d = {state['scaling.d']} with ÷√d: {top:.2f}",
+                  "dividing by √d brings the scores' spread back to about 1 whatever d is, so softmax stays soft.",
+                  _bars((f"d = {state['scaling.d']}, with ÷√d",), (top,)), "largest weight, with ÷√d")
 
 
 # --- Scoring functions ----------------------------------------------------------------------------------------
@@ -119,55 +139,68 @@ def _scoring_flattest(state: dict) -> Reveal:
     spread = {m: float(entropy(scored_attention(base.q, base.k, base.v, m, **params[m]).weights).mean())
               for m in METHODS}
     best = max(spread, key=spread.get)
-    return Reveal(best, "mean entropy of the rows (nats): " + ", ".join(f"{m} {e:.2f}" for m, e in spread.items()),
-                  "the flattest weights come from the scores that differ least from key to key.")
+    return Reveal(best, f"{best} gives the flattest weights",
+                  "how spread the weights are (mean entropy of the rows): "
+                  + ", ".join(f"{m} {e:.2f}" for m, e in spread.items()),
+                  "the flattest weights come from the scores that differ least from key to key.",
+                  _bars(spread, spread.values()), "how spread the weights are (entropy)")
 
 
 def _scoring_first_row(state: dict) -> Reveal:
     sentence = ex.cat_sentence()
     base = attention_from_embeddings(sentence.x, sentence.w_q, sentence.w_k, sentence.w_v)
     t = scored_attention(base.q, base.k, base.v, "scaled_dot", mask=causal_mask(len(sentence.tokens)))
-    return Reveal(f"{t.weights[0, 0]:.0f}", f"first row: {_shares(sentence.tokens, t.weights[0])}",
+    own = f"{t.weights[0, 0]:.0f}"
+    return Reveal(own, "all of it: 1" if own == "1" else f"{own}",
+                  f"first row: {_shares(sentence.tokens, t.weights[0])}",
                   "a causal mask lets a token see only itself and what came before: the first token sees only "
-                  "itself, so all its weight is there, whatever the scoring function.")
+                  "itself, so all its weight is there, whatever the scoring function.",
+                  _bars(sentence.tokens, t.weights[0]), f"weights of “{sentence.tokens[0]}”, causal mask on")
 
 
-# --- Multi-head, masks, cross-attention (seeds 003, 004) -------------------------------------------------
+# --- Multi-head, masks, cross-attention ------------------------------------------------------------------
 def _multihead_causal(state: dict) -> Reveal:
     hang = ex.hang_sentence()
     n = len(hang.tokens)
     mask = causal_mask(n) if state["mh.causal"] else None
     mh = multi_head_attention(hang.x, None, hang.w_q, hang.w_k, hang.w_v, hang.w_o, 2, mask=mask)
-    later = float(mh.heads[0].weights[0, 1:].sum())
-    return Reveal(f"{later:.0f}", f"weight of the first word on the words after it: {later:.3f}",
-                  "the mask sets every later key's score to −∞ before softmax: its weight is exactly 0.")
+    row = mh.heads[0].weights[0]
+    later = float(row[1:].sum())
+    return Reveal(f"{later:.0f}", "none: 0" if f"{later:.0f}" == "0" else f"{later:.0f}",
+                  f"weight of the first word on the words after it: {later:.3f}",
+                  "the mask sets every later word's score to −∞ before softmax: its weight is exactly 0.",
+                  _bars(hang.tokens, row), f"weights of “{hang.tokens[0]}”, head 1, causal mask on")
 
 
 def _multihead_sharp(state: dict) -> Reveal:
     w = toy_translation(state["mh.sharp"]).heads[0].weights
     row = w[ex.TARGET_SENTENCE.index("chat")]
-    return Reveal(ex.SOURCE_SENTENCE[int(row.argmax())], f"“chat” reads: {_shares(ex.SOURCE_SENTENCE, row)}",
-                  "with W_Q = W_K = s·I a sharper s widens the gaps between the scores: “chat” ends up reading "
-                  "almost only the English word that shares its meaning axis.")
+    most = ex.SOURCE_SENTENCE[int(row.argmax())]
+    return Reveal(most, f"“chat” reads “{most}” most", f"“chat” reads: {_shares(ex.SOURCE_SENTENCE, row)}",
+                  "a sharper s widens the gaps between the scores: “chat” ends up reading almost only the English "
+                  "word that shares its meaning.", _bars(ex.SOURCE_SENTENCE, row), "what “chat” reads, s = 6")
 
 
 # --- Ambiguity in a toy model ------------------------------------------------------------------------------
 def _toy_bank(state: dict) -> Reveal:
     r = bank_attention(state["toy.bank0"], state["toy.pull"])
     nature, finance = r.sense
-    return Reveal("nature" if nature > finance else "finance", f"output of “bank”: nature {nature:.2f}, "
-                  f"finance {finance:.2f}", "“bank” asks for context words; “river” is the one that answers, and "
-                  "its value points to nature.")
+    sense = "nature" if nature > finance else "finance"
+    return Reveal(sense, f"“bank” leans to {sense}", f"output of “bank”: nature {nature:.2f}, finance {finance:.2f}",
+                  "“bank” asks for context words; “river” is the one that answers, and its value points to nature.",
+                  _bars(("nature", "finance"), (nature, finance)), "the output of “bank”, sense by sense")
 
 
 def _toy_it(state: dict) -> Reveal:
     r = it_attention(state["toy.it1"], state["toy.pull"])
     row = r.layer2.weights[r.focus]
     nouns = [i for i, t in enumerate(r.tokens) if t in ("animal", "street")]
-    best = max(nouns, key=lambda i: row[i])
-    return Reveal(r.tokens[best], "layer 2, “it”: " + ", ".join(f"{r.tokens[i]} {row[i]:.2f}" for i in nouns),
+    best = r.tokens[max(nouns, key=lambda i: row[i])]
+    return Reveal(best, f"“it” looks at “{best}” most",
+                  "layer 2, “it”: " + ", ".join(f"{r.tokens[i]} {row[i]:.2f}" for i in nouns),
                   "in layer 1 “it” reads what the predicate wants (“wide”: something spatial); in layer 2 it looks "
-                  "for the noun that is spatial.")
+                  "for the noun that is spatial.", _bars([r.tokens[i] for i in nouns], [row[i] for i in nouns]),
+                  "what “it” reads in layer 2")
 
 
 # --- Word order and positions ------------------------------------------------------------------------------
@@ -176,10 +209,12 @@ def _order(state: dict) -> Reveal:
     perm = shuffled_order(len(cat.tokens), state["pos.shuffle"])
     demo = order_demo(list(cat.tokens), cat.x, cat.w_q, cat.w_k, cat.w_v, perm, positions=state["pos.add"])
     changes = demo.max_weight_change > 1e-9
-    return Reveal("yes" if changes else "no", f"largest change of any weight: {demo.max_weight_change:.3g}",
-                  "with positions, a word's vector depends on its slot, so its scores change when it moves"
+    return Reveal("yes" if changes else "no", "yes: they change" if changes else "no: they stay the same",
+                  f"largest change of any weight: {demo.max_weight_change:.3g}",
+                  "with positions, a word's vector depends on its place, so its scores change when it moves"
                   if changes else "without positions each word's vector is the same wherever it stands: its "
-                  "weights follow it (permutation equivariance).")
+                  "weights move with it, unchanged.", _bars(("largest change",), (demo.max_weight_change,)),
+                  "largest change of any weight")
 
 
 # --- The bottleneck ----------------------------------------------------------------------------------------
@@ -195,45 +230,47 @@ def _bottleneck(state: dict) -> Reveal:
             at[variant] = dict(zip(lengths.astype(int).tolist(), sequences, strict=True))
     best = max(at, key=lambda k: at[k][n])
     names = {"bottleneck": "one context vector", "attentive": "attention"}
-    return Reveal(names[best], f"sequences reversed exactly at {n} digits: one vector {at['bottleneck'][n]:.0%}, "
+    return Reveal(names[best], f"the model with {names[best]} reverses more of them",
+                  f"sequences reversed exactly at {n} digits: one vector {at['bottleneck'][n]:.0%}, "
                   f"attention {at['attentive'][n]:.0%}", "one vector must hold every digit of the input; attention "
-                  "reads the encoder state of the digit it is about to write.")
+                  "reads the encoder state of the digit it is about to write.",
+                  _bars(("one context vector", "attention"), (at["bottleneck"][n], at["attentive"][n])),
+                  f"share of {n}-digit sequences reversed exactly")
 
 
 QUESTIONS = (
     Question("lookup.winner", "lookup", "Ask for something barely sweet and very durable (sweetness 0.2, durability "
-             "0.9, texture 0.1): which item wins now?", ex.FRUIT_LABELS,
+             "0.9, texture 0.1): which item wins?", ex.FRUIT_LABELS,
              (("lookup.sweetness", 0.2), ("lookup.durability", 0.9), ("lookup.texture", 0.1), ("lookup.scaled", True)),
              _lookup_winner),
-    Question("lookup.scaling", "lookup", "Switch off the division by √d_k: does the winner's weight grow or shrink?",
-             ("it grows", "it shrinks"), (("lookup.sweetness", 0.8), ("lookup.durability", 0.2),
-                                          ("lookup.texture", 0.1), ("lookup.scaled", False)), _lookup_scaling),
+    Question("lookup.scaling", "lookup", "Back to the default query (sweet, not durable, smooth), and switch off the "
+             "division by √d_k: does the winner's weight grow or shrink?", ("grows", "shrinks"),
+             (("lookup.sweetness", 0.8), ("lookup.durability", 0.2), ("lookup.texture", 0.1), ("lookup.scaled", False)),
+             _lookup_scaling),
     Question("self.thinking", "self_attention", "In “Thinking Machines”, which word does “Thinking” attend to most?",
-             ("Thinking", "Machines"), (("self.example", "Thinking Machines (d_model 512, d_k 64)"), ("self.query", 0)),
-             _self_most),
+             ("Thinking", "Machines"), (("self.example", "Thinking Machines"), ("self.query", 0)), _self_most),
     Question("self.cat", "self_attention", "In “Cat sat on the mat”, which word does “mat” attend to most?",
-             ex.cat_sentence().tokens, (("self.example", "Cat sat on the mat (d_model 4, d_k 3)"), ("self.query", 4)),
-             _self_most),
-    Question("scaling.unscaled", "scaling", "Without √d_k, what happens to the largest weight as d grows to 512?",
-             ("it approaches 1", "it stays about the same"), (("scaling.d", 512),), _scaling_unscaled),
-    Question("scaling.scaled", "scaling", "And with ÷√d: does the largest weight at d = 512 approach 1 as well?",
-             ("yes, it approaches 1 too", "no, it stays well below 1"), (("scaling.d", 512),), _scaling_scaled),
+             ex.cat_sentence().tokens, (("self.example", "Cat sat on the mat"), ("self.query", 4)), _self_most),
+    Question("scaling.unscaled", "scaling", "Without ÷√d, what happens to the largest weight as d grows from 8 to "
+             "512?", ("it approaches 1", "it stays about the same"), (("scaling.d", 512),), _scaling_unscaled),
+    Question("scaling.scaled", "scaling", "And with ÷√d: at d = 512, does the largest weight approach 1 as well?",
+             ("yes", "no"), (("scaling.d", 512),), _scaling_scaled),
     Question("scoring.flattest", "scoring", "Which scoring function gives the flattest weights on these inputs?",
              METHODS, (("scoring.causal", False),), _scoring_flattest),
     Question("scoring.first", "scoring", "With the causal mask on, how much weight does “Cat” (the first token) "
              "give itself?", ("0", "1"), (("scoring.causal", True),), _scoring_first_row),
     Question("mh.causal", "multihead", "With the causal mask on, how much weight can the first word give to the "
              "words after it?", ("0", "1"), (("mh.causal", True),), _multihead_causal),
-    Question("mh.sharp", "multihead", "Raise the sharpness s to 6: which English word does “chat” read most?",
-             tuple(dict.fromkeys(ex.SOURCE_SENTENCE)), (("mh.sharp", 6.0),), _multihead_sharp),
+    Question("mh.sharp", "multihead", "In the toy translation, raise the sharpness s to 6: which English word does "
+             "“chat” read most?", tuple(dict.fromkeys(ex.SOURCE_SENTENCE)), (("mh.sharp", 6.0),), _multihead_sharp),
     Question("toy.bank", "toy_ambiguity", "In “I sat on the river bank”, which sense does “bank” lean to?",
              ("nature", "finance"), (("toy.bank0", ex.BANK_SENTENCES[0]), ("toy.pull", 4.0)), _toy_bank),
     Question("toy.it", "toy_ambiguity", "“…because it was too wide”: which noun does “it” look at most in layer 2?",
              ("animal", "street"), (("toy.it1", ex.IT_SENTENCES[1]), ("toy.pull", 4.0)), _toy_it),
     Question("pos.without", "positions", "Shuffle the words with no positions added: do the weights between two "
              "given words change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", False)), _order),
-    Question("pos.with", "positions", "Now add sinusoidal positions and shuffle: do they change?", ("yes", "no"),
-             (("pos.shuffle", 2), ("pos.add", True)), _order),
+    Question("pos.with", "positions", "Now add positions (sinusoidal, below) and shuffle again: do the weights "
+             "change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", True)), _order),
     Question("bn.long", "bottleneck", "Which model reverses 20-digit sequences more often?",
              ("one context vector", "attention"),
              (("bn.digits", "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4"),), _bottleneck),

@@ -212,6 +212,25 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
     return fig
 
 
+def reveal_bars(reveal) -> go.Figure:
+    """A question's answer as horizontal bars: the figures that decide it (attention.toy.lessons.Reveal's
+    `bars`), each labelled with its value, under the title of what they measure. Labels are wrapped, not cut."""
+    labels = [esc(label) for label, _ in reveal.bars]
+    values = np.asarray([v for _, v in reveal.bars], dtype=float)
+    best = int(np.argmax(values)) if len(values) else None
+    fig = go.Figure(go.Bar(
+        y=labels, x=values, orientation="h", marker_color=["#1f4e9c" if i == best else "#7fa7e0"
+                                                           for i in range(len(values))],
+        text=[f"{v:.3g}" for v in values], textposition="outside", cliponaxis=False,
+        hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
+    top = float(values.max()) if len(values) and values.max() > 0 else 1.0
+    fig.update_layout(title=dict(text=esc(reveal.measure)), height=80 + 34 * len(values),
+                      margin=dict(l=10, r=40, t=40, b=10), showlegend=False)
+    fig.update_xaxes(range=[min(0.0, float(values.min(initial=0.0))), top * 1.2], showticklabels=False)
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return fig
+
+
 def lines(x, series: dict, *, title: str = "", x_title: str = "", y_title: str = "", log_x: bool = False,
           log_y: bool = False, marker_x=None, categorical_x: bool = False, x_hover=None) -> go.Figure:
     """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d);

@@ -52,6 +52,13 @@ class ModelCheck:
     allowed: float = GUARD_GAP  # the largest gap the guard accepts in that dtype (allowed_gap)
 
     @property
+    def short(self) -> str:
+        """A few words for under a model's name; `summary` says how it was measured."""
+        if self.own_weights:
+            return "Exact: the model's own attention weights"
+        return "Exact: equals the model's own attention " + (f"(to {self.gap:.0e})" if self.gap > 0 else "exactly")
+
+    @property
     def summary(self) -> str:
         """One sentence for the pages."""
         if self.own_weights:

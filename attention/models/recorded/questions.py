@@ -1,9 +1,8 @@
 """Predict, then see, on real models: questions whose answers come from the model's own result.
 
-Committing an answer sets the visit's focus to the question's state (attention.focus.Focus fields -> values);
-the page runs the model as it always does and hands its results to `solve`. A question may be about one
-subject (Ambiguous words' "it", not "bank"): the page asks it only while the focus holds that subject, and
-offers to show it otherwise. See attention.toy.lessons for the toy pages' questions and the Reveal they give.
+Committing an answer sets the visit's focus to the question's own example (attention.focus.Focus fields ->
+values; `about` says it in words, before the commit); the page runs the model as it always does and hands
+its results to `solve`. See attention.toy.lessons for the toy pages' questions and the Reveal they give.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention.focus import ModelChoice, WordPair
+from attention.focus import ModelChoice, WordPair, with_visible_spaces
 from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, model_label
 from attention.models.recorded.views import Reading, query_row
 from attention.toy import examples as ex
@@ -28,15 +27,10 @@ class ModelQuestion:
     choices: tuple[str, ...]
     focus: tuple[tuple[str, object], ...]  # (Focus field, value): what the page shows when the answer does
     solve: Callable[[dict], Reveal]  # from the page's results, {"a": ModelAttention, ...} (the page says which)
-    subject: tuple[tuple[str, object], ...] = ()  # (Focus field, value) that must hold for the question to be asked
-    about: str = ""  # the subject in words, for the button that shows it ("the sentences with “it”")
+    about: str = ""  # its example in words: "Committing shows {about} on this page"
 
     def reveal(self, results: dict) -> Reveal:
         return self.solve(results)
-
-    def asked_on(self, focus) -> bool:
-        """Whether the page, showing `focus`, shows what the question is about."""
-        return all(getattr(focus, field) == value for field, value in self.subject)
 
 
 def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
@@ -51,8 +45,11 @@ def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
         why = ("most heads park their weight on a sink, here [CLS]: the first token, which every query can see"
                if not reading.without_sinks else "with the sinks removed, what is left of each row goes to the "
                "words that carry the meaning, and the noun “it” stands for comes first")
-        return Reveal(att.tokens[int(order[0])],
-                      f"{model_label(att.model_name)}, layer {layer + 1}, mean of the heads: {top}", why)
+        most = att.tokens[int(order[0])]
+        return Reveal(most, f"“it” looks at “{most}” most",
+                      f"{model_label(att.model_name)}, layer {layer + 1}, mean of the heads: {top}", why,
+                      tuple((att.tokens[j], float(row[j])) for j in order),
+                      f"what “it” looks at, layer {layer + 1}" + (", sinks removed" if reading.without_sinks else ""))
     return solve
 
 
@@ -63,33 +60,34 @@ def _next_token(results: dict) -> Reveal:
     z = np.asarray(att.next_logits, dtype=np.float64)
     p = np.exp(z - z.max())
     p /= p.sum()
-    best = int(p.argmax())
-    choice = tokenizer.decode([best])
-    return Reveal(choice, f"p({choice!r}) = {p[best]:.2f}", "the model's last position, read through its "
-                  "unembedding: the capital is the continuation it has seen most often after such a sentence.")
+    top = np.argsort(-p)[:5]
+    choice = tokenizer.decode([int(top[0])])
+    shown = with_visible_spaces(choice)
+    return Reveal(choice, f"{model_label(att.model_name)} predicts “{shown}”",
+                  f"probability of “{shown}”: {p[top[0]]:.2f}", "the model's last position, read through its "
+                  "output layer: the capital is the continuation it has seen most often after such a sentence.",
+                  tuple((with_visible_spaces(tokenizer.decode([int(t)])), float(p[t])) for t in top),
+                  "probability of each next token")
 
 
 IT_PAIR = WordPair(*ex.AMBIGUOUS_PAIRS["it"])  # the "it" sentences of Ambiguous words
 _CAPITAL = ex.PREDICTION_EXAMPLES["capital of France"]  # (prompt, target, foil)
-_ABOUT_IT = (("pair", IT_PAIR), ("model", ModelChoice(DEFAULT_ENCODER)))  # its choices are MiniLM's tokens
 QUESTIONS = (
     ModelQuestion("amb.it_sink", "ambiguous_words", "In MiniLM, in “…because it was too tired”, which token "
                   "will “it” look at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
                    ("without_sinks", False)),
-                  _it_looks_at(Reading(), 4), subject=_ABOUT_IT, about="the two sentences with “it”, in MiniLM-L6"),
+                  _it_looks_at(Reading(), 4), about="the two sentences with “it”, in MiniLM-L6"),
     ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks: which token does “it” look at most in "
                   "layer 5?", ("animal", "street", "tired", "because"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
                    ("without_sinks", True)),
-                  _it_looks_at(Reading(without_sinks=True), 4), subject=_ABOUT_IT,
-                  about="the two sentences with “it”, in MiniLM-L6"),
+                  _it_looks_at(Reading(without_sinks=True), 4), about="the two sentences with “it”, in MiniLM-L6"),
     ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
                   "predict next?", (" Paris", " London", " a", " the"),
                   (("model", ModelChoice(DEFAULT_DECODER)), ("text", _CAPITAL[0]), ("query", None),
                    ("target", _CAPITAL[1]), ("foil", _CAPITAL[2])),
-                  _next_token, subject=(("model", ModelChoice(DEFAULT_DECODER)), ("text", _CAPITAL[0])),
-                  about="“The capital of France is”, in SmolLM2-135M"),
+                  _next_token, about="“The capital of France is”, in SmolLM2-135M"),
 )
 
 
