@@ -128,7 +128,7 @@ def _show(q, answered: Answered) -> None:
     if reveal.bars:
         st.plotly_chart(reveal_bars(reveal), key=f"lesson.bars.{q.key}", config={"displayModeBar": False})
     c1, c2 = st.columns(2)
-    c1.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(_forget, q.key))
+    c1.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(_forget, q.key, q.page))
     c2.button("Show this on the page", key=f"lesson.state.{q.key}", icon=":material/tune:",
               on_click=functools.partial(_set_state, q))
 
@@ -173,8 +173,12 @@ def shown_choice(choice: str) -> str:
     return with_visible_spaces(choice) if choice != choice.strip() else choice
 
 
-def _forget(key: str) -> None:
+def _forget(key: str, page: str | None = None) -> None:
+    """A question asked again: its answer forgotten, and its page held again until it is answered (the page
+    may have been opened to show a question's state)."""
     st.session_state.get(ANSWERS, {}).pop(key, None)
+    if page is not None:
+        st.session_state.get(SKIPPED, set()).discard(page)
 
 
 def _skip(page: str) -> None:
@@ -239,7 +243,7 @@ def _the_end() -> None:
     with st.container(border=True, key="path-end"):
         st.markdown("**The end of the path.** You have followed attention from a lookup in a table to the "
                     "heads of two real models:")
-        st.markdown("\n".join(f"- {'✓' if was_seen(p) else '○'} {md(entry(p).title)}" for p in PATH))
+        prose("  \n".join(f"{'✓' if was_seen(p) else '○'} **{md(entry(p).title)}**: {entry(p).line}" for p in PATH))
         st.markdown(f"{pages_seen} of {len(PATH)} pages seen; {answered} questions answered, {right} right.")
         st.markdown("**Where to go next.** Type your own sentence on Model heads and follow a head you find "
                     "into Inside one head; see what every head does across many texts on A head across a "

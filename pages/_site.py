@@ -47,7 +47,7 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/head_atlas.py", "Head atlas", ":material/map:",
                   "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019).", minutes=8),
         PageEntry("pages/predictions.py", "Predictions and head effects", ":material/target:",
-                  "“The capital of France is” → “ Paris”: generate step by step, then remove each head to see which "
+                  "“The capital of France is” → ?: generate step by step, then remove each head to see which "
                   "matter.", minutes=10),
         PageEntry("pages/circuits.py", "What heads do", ":material/hub:",
                   "Which heads write “ Mary” directly, the logit lens layer by layer, patching a corrupted prompt, "

@@ -294,7 +294,8 @@ def among(key: str, options) -> str:
 def open_head_buttons(layer: int, head: int, *, key: str) -> None:
     """Buttons that open Model heads and Inside one head on this model, text, layer and head (0-based)
     in this tab: the text may be far too long for a link, and every model page reads the focus."""
-    c1, c2 = st.columns(2)
+    row = st.container(horizontal=True, wrap=True)  # as wide as their labels: in two columns "See its math in
+    c1 = c2 = row                                     # Inside one h…" was cut at 800 px
     for col, page, label, icon in ((c1, "pages/model_heads.py", "Zoom into it in Model heads", ":material/zoom_in:"),
                                    (c2, "pages/inside_head.py", "See its math in Inside one head",
                                     ":material/calculate:")):

@@ -108,8 +108,9 @@ m3.metric("Usual offset", f"{t.typical_offset:+d}",
 if t.typical_offset == 0:
     st.caption("The model learned the anti-diagonal from the task alone: at each step it reads the digit it writes.")
 else:
+    offset, side = abs(t.typical_offset), "right" if t.typical_offset > 0 else "left"
     st.caption(f"The model learned a diagonal from the task alone, but not the ideal one: its strongest weight usually "
-               f"sits {abs(t.typical_offset)} position(s) {'right' if t.typical_offset > 0 else 'left'} of the digit "
+               f"sits {offset} position{'' if offset == 1 else 's'} {side} of the digit "
                "it writes. Its encoder states are not single digits: h_j joins a forward GRU that has read digits "
                "0…j and a backward one that has read j…S−1, so a neighbour of the digit carries it too, and "
                "training found that state first. The score is the additive one of the Scoring functions page.")

@@ -103,7 +103,10 @@ corrupt_text = st.text_input("Corrupted prompt (the same number of tokens)", val
                              max_chars=2000, help="By default the target and the foil swapped: the model should "
                                                   "now prefer the foil.")
 site = st.radio("Patch", list(SITES), format_func=label_of(SITES), horizontal=True, key="circ.site")
-if st.button("Patch every site", icon=":material/healing:", key="circ.patch") or \
+if corrupt_text.strip() == text.strip():  # e.g. a prompt without both words to swap: nothing to restore, and
+    st.info("The corrupted prompt is the clean one: change a word that matters for the prediction above (a name, "
+            "a country) to see where it enters.")  # the rest of the page (and the path's end) goes on
+elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") or \
         st.session_state.get(f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"):
     st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"] = True
     corrupt = attention_or_stop(name, corrupt_text, say_check=False)

@@ -159,7 +159,7 @@ if row.reading.words or row.reading.without_sinks:
                     config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
 
-st.header("6 · why this key: where q and k come from")
+st.header(f"{6 if row.reading.words or row.reading.without_sinks else 5} · why this key: where q and k come from")
 st.caption("The residual stream is a sum of parts: the embeddings, what each earlier head wrote, each earlier "
            "MLP. With every norm's scale frozen at its value on this text, the query and the key are sums over "
            "those parts, and the score is a sum over (query part, key part) pairs plus bias terms. Rows: what "

@@ -13,13 +13,14 @@ from attention.models import (
     token_focus,
     zoom,
 )
+from attention.models import questions_for as model_questions
 from attention.toy.plotting import CLICKABLE_CELLS, Ticks
 from pages._export import chart_config, export_row
 from pages._focus import on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, result_of
 from pages._labels import label_of, label_or_every
-from pages._lessons import intro, path_links
+from pages._lessons import intro, path_links, predict_then_see
 from pages._text import md
 from pages._widgets import (
     among,
@@ -44,6 +45,7 @@ focus = on_page()
 name, text = sentence_and_model(focus, slot="heads")
 att = attention_or_stop(name, text)
 focus = fit(att)
+predict_then_see(model_questions("model_heads"), {"att": att})
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
            "v and hidden states; weights are recomputed from q and k for each view)")

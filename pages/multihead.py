@@ -33,7 +33,8 @@ st.latex(r"\text{head}_i = \operatorname{softmax}\!\left(\frac{X W_Q^{(i)} (X W_
          r" + M\right) X W_V^{(i)} \qquad \text{MultiHead}(X) = [\text{head}_1;\dots;\text{head}_h]\, W_O")
 c1, c2 = st.columns(2)
 n_heads = c1.segmented_control("heads", [1, 2, 4, 8], default=4, key="mh.heads", bind="query-params") or 4
-causal = c2.toggle("causal mask (a decoder cannot look ahead)", value=False, key="mh.causal", bind="query-params")
+causal = c2.toggle("causal mask", value=False, key="mh.causal", bind="query-params",
+                   help="A decoder cannot look ahead: each word sees only itself and the words before it.")
 if causal:
     st.latex(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"
              r"\quad\Rightarrow\quad \alpha_{ij} = 0 \text{ for } j > i")

@@ -23,10 +23,11 @@ ensure_app_frame()
 
 st.title("Word order and positions")
 PAGE = "pages/positions.py"
-intro(PAGE, "“Dog bites man” and “man bites dog” use the same words. Attention alone cannot tell them apart: "
-            "a score compares a query with a key, and nothing in either says where its word stands. So a "
-            "transformer adds positions, either to each word's embedding (sinusoidal positions, or vectors "
-            "learned by BERT) or to the queries and keys (rotary positions, as in Llama and SmolLM2).")
+intro(PAGE, "“Dog bites man” and “man bites dog” use the same words in another order. Does attention notice "
+            "the order? A score compares a query with a key; this page asks what happens to the weights when the "
+            "words are shuffled, then shows the two ways transformers add positions: to each word's embedding "
+            "(sinusoidal positions, or vectors learned by BERT) or to the queries and keys (rotary positions, as "
+            "in Llama and SmolLM2).")
 questions_first(questions_for("positions"), PAGE)
 
 # --- 1. Shuffle ---------------------------------------------------------------------------------------------
@@ -40,11 +41,13 @@ def _next_shuffle() -> None:
     st.session_state["pos.shuffle"] = (st.session_state.get("pos.shuffle", 1) % 999) + 1
 
 
-c1.button("Shuffle the words", icon=":material/shuffle:", on_click=_next_shuffle, key="pos.shuffle_button")
+c1.button("Shuffle", icon=":material/shuffle:", on_click=_next_shuffle, key="pos.shuffle_button",
+          help="Another order of the words (each press a new one).")
 shuffle = c2.number_input("Shuffle number", 1, 999, 1, key="pos.shuffle", bind="query-params",
                           help="Each number is one fixed shuffle: a link reopens the same one.")
-positions_on = c3.toggle("Add sinusoidal positions (by slot, after shuffling)", value=False, key="pos.add",
-                         bind="query-params")
+positions_on = c3.toggle("Add positions", value=False, key="pos.add", bind="query-params",
+                         help="Sinusoidal positions, added by place after shuffling: the first word of the shuffled "
+                              "sentence gets position 0's vector.")
 perm = shuffled_order(len(tokens), shuffle)
 demo = order_demo(tokens, cat.x, cat.w_q, cat.w_k, cat.w_v, perm, positions=positions_on)
 shuffled = [tokens[i] for i in demo.perm]
@@ -59,7 +62,9 @@ right.plotly_chart(plotting.heatmap(demo.weights_unshuffled, tokens, tokens, col
                    width="stretch", key="pos.unshuffled")
 m1, m2 = st.columns(2)
 m1.metric("Largest change of any weight", f"{demo.max_weight_change:.3g}")
-m2.metric("Largest change of any output, |out(x)[perm] − out(x[perm])|", f"{demo.check.max_abs_diff:.3g}")
+m2.metric("Largest change of any output", f"{demo.check.max_abs_diff:.3g}",
+          help="|out(x)[perm] − out(x[perm])|: the written sentence's outputs, shuffled, against the shuffled "
+               "sentence's outputs.")
 if positions_on:
     st.info("With positions added, the same word gets a different vector in a different slot, so its scores "
             "and weights change: the model can now tell “Cat sat” from “sat Cat”.")

@@ -58,7 +58,8 @@ def effects_heatmap(effects, title: str, key: str):
 
 st.title("Predictions and head effects")
 intro("pages/predictions.py", "Attention weights say where a head looks, not whether it matters. Here a model "
-      "that writes text **predicts** the next token, and then each head is **removed** in turn (an ablation) "
+      "that writes text **predicts** the next token (it gives every possible token a score, its logit, and "
+      "softmax turns the scores into probabilities), and then each head is **removed** in turn (an ablation) "
       "to see how much the prediction changes: a head that looks at “Mary” may or may not be the one that makes "
       "the model say “ Mary”.")
 focus, name, text, att, loaded, defaults = prediction_start(page="pages/predictions.py", slot="pred",

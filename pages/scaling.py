@@ -21,8 +21,8 @@ def study(temperature: float, n_keys: int):
 st.title("Why scale by √d_k")
 PAGE = "pages/scaling.py"
 intro(PAGE, "Before softmax, attention divides every score by √d_k. Why? A score is a dot product: a sum of "
-            "d products, one per dimension. The more dimensions, the further apart the scores spread, and softmax "
-            "of widely spread scores puts nearly all the weight on a single key. Dividing by √d brings the "
+            "d products, one per dimension, so the more dimensions, the further apart the scores spread. This "
+            "page asks what softmax makes of scores spread that far, and shows how dividing by √d brings the "
             "spread back to what it was with one dimension.")
 st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d} \operatorname{Var}(q_i k_i) = d"
          r"\qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt d}\right) = 1")
@@ -46,9 +46,9 @@ live_sliders([slider("dimension d", dims, d, "scaling.d"),
               slider("temperature T", temperatures, temperature, "scaling.temperature")],
              [Panel("Without scaling: softmax(q·k / T)", "bars", ("q",), labels, frames["unscaled"]),
               Panel("With ÷√d: softmax(q·k / √d / T)", "bars", ("q",), labels, frames["scaled"])], key="scaling")
-st.caption("One random query and its keys (seeded). Drag d or T: both charts redraw at every step, from weights "
-           "computed in advance; the table and the curves below follow when you let go. The d slider moves on "
-           f"{len(dims)} values from 1 to 1,024; type any d above.")
+st.caption("One random query and its keys (the same draw every time). Drag d or T: both charts redraw at every "
+           "step, from weights computed in advance; the table and the curves below follow when you let go. The d "
+           f"slider moves on {len(dims)} values from 1 to 1,024; type any d above.")
 sample = scaling_sample(d, n_keys=n_keys, temperature=temperature)
 st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.scores, "q·k/√d": sample.scaled,
                            "weight, unscaled": sample.weights_unscaled, "weight, scaled": sample.weights_scaled})

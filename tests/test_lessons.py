@@ -51,7 +51,9 @@ def _by_hand(key: str, state: dict) -> str:
         q = np.array([state[k] for k in lessons.FRUIT_QUERY_KEYS])
         s = np.asarray(ex.FRUIT_KEYS) @ q
         return "grows" if _softmax(s).max() > _softmax(s / np.sqrt(3)).max() else "shrinks"
-    if key in ("self.thinking", "self.cat"):
+    if key == "self.sum":  # softmax's shares of one whole
+        return "1"
+    if key == "self.thinking":
         data = ex.thinking_machines() if state["self.example"].startswith("Thinking") else ex.cat_sentence()
         row = _weights(data.x, data.w_q, data.w_k)[state["self.query"]]
         return data.tokens[int(np.argmax(row))]
@@ -114,20 +116,18 @@ def _by_hand(key: str, state: dict) -> str:
 
 
 def _reversed_more(digits: str) -> str:
-    """Which of the two trained models reverses more random sequences of this length, run here (not read
-    from the accuracy table the question reads)."""
+    """How many random sequences of this length the one-vector model reverses, run here (not read from the
+    accuracy table the question reads), in the question's words."""
     from attention.seq2seq import load_translators, translate
 
     n = len(digits.split())
     rng = np.random.default_rng(7)
-    both = load_translators()
-    models = {"bottleneck": both.bottleneck, "attentive": both.attentive}
-    right = {name: 0 for name in models}
+    model = load_translators().bottleneck
+    right = 0
     for _ in range(60):
         seq = "".join(str(d) for d in rng.integers(0, 10, n))
-        for name, model in models.items():
-            right[name] += translate(model, seq).output == seq[::-1]
-    return {"bottleneck": "one context vector", "attentive": "attention"}[max(right, key=right.get)]
+        right += translate(model, seq).output == seq[::-1]
+    return lessons.share_in_words(right / 60)
 
 
 def test_every_toy_answer_is_worked_out_by_hand():
@@ -245,8 +245,8 @@ def test_a_toy_page_asks_before_it_shows_and_keeps_each_answer(page):
         assert f"You said “{wrong}”; {reveal.said}." in said, (q.key, said)
         for figure in _figures(reveal):
             assert figure in said, (q.key, figure)
-        bars = chart(at, f"lesson.bars.{q.key}")["data"][0]
-        assert [y for y in bars["y"]] == [label for label, _ in reveal.bars], q.key
+        bars = chart(at, f"lesson.bars.{q.key}")
+        assert bars["layout"]["yaxis"]["ticktext"] == [label for label, _ in reveal.bars], q.key  # "them" twice
         for key, value in widgets_before.items():
             assert at.session_state[key] == value, (q.key, key, "an answer moved the page's widgets")
     said = " ".join(m.value for m in at.info).replace("\\", "")
@@ -284,19 +284,19 @@ def _own_attentions(loaded, text):
     return tokens, special, [a[0].double().numpy() for a in out.attentions]
 
 
-def _it_by_hand(minilm, without_sinks: bool) -> str:
-    """What "it" looks at most in layer 5, mean of the heads, from MiniLM's own eager attentions; sinks (the
-    first and special tokens, and any key with over half the weight in over half the rows) removed per head
-    and each row rescaled, when asked."""
-    tokens, special, attentions = _own_attentions(minilm, ex.IT_SENTENCES[0])
-    heads = attentions[4]  # (H, n, n)
+def _it_by_hand(minilm, without_sinks: bool, layer: int, text: str = ex.IT_SENTENCES[0], word: str = "it") -> str:
+    """What `word` looks at most in `layer` (0-based), mean of the heads, from MiniLM's own eager attentions;
+    sinks (the first and special tokens, and any key with over half the weight in over half the rows) removed
+    per head and each row rescaled, when asked."""
+    tokens, special, attentions = _own_attentions(minilm, text)
+    heads = attentions[layer]  # (H, n, n)
     rows = []
     for w in heads:
         if without_sinks:
             sinks = special | (np.arange(len(tokens)) == 0) | ((w > 0.5).mean(axis=0) > 0.5)
             w = np.where(sinks[None, :], 0.0, w)
             w = w / w.sum(axis=1, keepdims=True)
-        rows.append(w[tokens.index("it")])
+        rows.append(w[tokens.index(word)])
     return tokens[int(np.argmax(np.mean(rows, axis=0)))]
 
 
@@ -307,13 +307,22 @@ def test_model_questions_are_answered_as_the_model_itself_says(minilm, smollm2):
     from attention.models.recorded.questions import questions_for
 
     at = open_page("pages/ambiguous_words.py", questions=True)
-    for q, without in zip(questions_for("ambiguous_words"), (False, True), strict=True):
+    for q, without, layer in zip(questions_for("ambiguous_words"), (False, True), (4, 2), strict=True):
         shown = on_screen(at)
         assert f"Committing shows {q.about} on this page." in shown
-        expected = _it_by_hand(minilm, without)
+        expected = _it_by_hand(minilm, without, layer)
         _commit(at, q.key, expected)
         assert at.success and at.success[-1].value.replace("\\", "").startswith(f"Right: “it” looks at “{expected}”")
         assert not at.exception
+
+    from attention.models.recorded.questions import OTTER
+
+    at = open_page("pages/model_heads.py", questions=True)
+    q = questions_for("model_heads")[0]
+    expected = _it_by_hand(minilm, False, 2, OTTER, "river")
+    _commit(at, q.key, _a_wrong_choice(q, expected))
+    said = " ".join(m.value for m in at.info).replace("\\", "")
+    assert f"“river” looks at “{expected}” most" in said, said
 
     q = questions_for("predictions")[0]
     prompt = dict(q.focus)["text"]
@@ -332,9 +341,9 @@ def test_model_questions_are_answered_as_the_model_itself_says(minilm, smollm2):
 def test_model_questions_do_not_show_their_example_before_the_commit(minilm, smollm2):
     """A model page opens on another example than its questions': what a question asks about (its sentences,
     its prompt) is nowhere on the page until the commit sets the page to it, and then it is."""
-    from attention.models.recorded.questions import questions_for
+    from attention.models.recorded.questions import OTTER, questions_for
 
-    for page, example in (("ambiguous_words", ex.IT_SENTENCES[0]),
+    for page, example in (("model_heads", OTTER), ("ambiguous_words", ex.IT_SENTENCES[0]),
                           ("predictions", ex.PREDICTION_EXAMPLES["capital of France"][0])):
         at = open_page(f"pages/{page}.py", questions=True)
         assert example not in _shown_example(at), page

@@ -106,6 +106,18 @@ def _self_most(state: dict) -> Reveal:
                   "into the largest weight.", _bars(data.tokens, row), f"weights of “{data.tokens[i]}”")
 
 
+def _self_sum(state: dict) -> Reveal:
+    data = SELF_EXAMPLES[state["self.example"]]()
+    t = attention_from_embeddings(data.x, data.w_q, data.w_k, data.w_v)
+    row = t.weights[state["self.query"]]
+    total = f"{row.sum():.0f}"
+    return Reveal(total, f"they add up to exactly {total}" if total == "1" else f"they add up to {total}",
+                  f"sum of the weights of “{data.tokens[state['self.query']]}”: {row.sum():.3f}",
+                  "softmax divides each exponential by the sum of all of them, so a query's weights are shares of "
+                  "one whole, whatever the scores: attention mixes the values, it never amplifies them.",
+                  _bars(data.tokens, row), f"weights of “{data.tokens[state['self.query']]}”")
+
+
 # --- Why scale by √d_k -----------------------------------------------------------------------------------
 def _scaling_unscaled(state: dict) -> Reveal:
     small, large = scaling_sample(8), scaling_sample(state["scaling.d"])
@@ -125,7 +137,7 @@ def _scaling_scaled(state: dict) -> Reveal:
     sample = scaling_sample(state["scaling.d"])
     top = sample.weights_scaled.max()
     answer = "no" if top < 0.9 else "yes"
-    return Reveal(answer, "no: it stays well below 1" if answer == "no" else "yes: it approaches 1 too",
+    return Reveal(answer, "it stays well below 1" if answer == "no" else "it approaches 1 too",
                   f"largest weight at d = {state['scaling.d']} with ÷√d: {top:.2f}",
                   "dividing by √d brings the scores' spread back to about 1 whatever d is, so softmax stays soft.",
                   _bars((f"d = {state['scaling.d']}, with ÷√d",), (top,)), "largest weight, with ÷√d")
@@ -151,7 +163,7 @@ def _scoring_first_row(state: dict) -> Reveal:
     base = attention_from_embeddings(sentence.x, sentence.w_q, sentence.w_k, sentence.w_v)
     t = scored_attention(base.q, base.k, base.v, "scaled_dot", mask=causal_mask(len(sentence.tokens)))
     own = f"{t.weights[0, 0]:.0f}"
-    return Reveal(own, "all of it: 1" if own == "1" else f"{own}",
+    return Reveal(own, "it keeps all of its weight: 1" if own == "1" else f"it gives itself {own}",
                   f"first row: {_shares(sentence.tokens, t.weights[0])}",
                   "a causal mask lets a token see only itself and what came before: the first token sees only "
                   "itself, so all its weight is there, whatever the scoring function.",
@@ -166,7 +178,8 @@ def _multihead_causal(state: dict) -> Reveal:
     mh = multi_head_attention(hang.x, None, hang.w_q, hang.w_k, hang.w_v, hang.w_o, 2, mask=mask)
     row = mh.heads[0].weights[0]
     later = float(row[1:].sum())
-    return Reveal(f"{later:.0f}", "none: 0" if f"{later:.0f}" == "0" else f"{later:.0f}",
+    said = "it gives them none: exactly 0" if f"{later:.0f}" == "0" else f"it gives them {later:.0f}"
+    return Reveal(f"{later:.0f}", said,
                   f"weight of the first word on the words after it: {later:.3f}",
                   "the mask sets every later word's score to −∞ before softmax: its weight is exactly 0.",
                   _bars(hang.tokens, row), f"weights of “{hang.tokens[0]}”, head 1, causal mask on")
@@ -209,8 +222,9 @@ def _order(state: dict) -> Reveal:
     perm = shuffled_order(len(cat.tokens), state["pos.shuffle"])
     demo = order_demo(list(cat.tokens), cat.x, cat.w_q, cat.w_k, cat.w_v, perm, positions=state["pos.add"])
     changes = demo.max_weight_change > 1e-9
-    return Reveal("yes" if changes else "no", "yes: they change" if changes else "no: they stay the same",
-                  f"largest change of any weight: {demo.max_weight_change:.3g}",
+    change = f"{demo.max_weight_change:.3g}" if changes else "0 (to rounding)"
+    return Reveal("yes" if changes else "no", "they change" if changes else "they stay the same",
+                  f"largest change of any weight: {change}",
                   "with positions, a word's vector depends on its place, so its scores change when it moves"
                   if changes else "without positions each word's vector is the same wherever it stands: its "
                   "weights move with it, unchanged.", _bars(("largest change",), (demo.max_weight_change,)),
@@ -221,6 +235,14 @@ def _order(state: dict) -> Reveal:
 WEIGHTS = Path(__file__).parents[1] / "seq2seq_weights.npz"  # attention.seq2seq.WEIGHTS (that module imports torch)
 
 
+SHARES = ("most of them", "about half", "almost none")  # the bottleneck question's choices
+
+
+def share_in_words(share: float) -> str:
+    """A share of sequences as the bottleneck question's choices say it: over 0.7, 0.3 to 0.7, under 0.3."""
+    return SHARES[0] if share > 0.7 else SHARES[1] if share >= 0.3 else SHARES[2]
+
+
 def _bottleneck(state: dict) -> Reveal:
     n = len(state["bn.digits"].split())
     at = {}
@@ -228,13 +250,13 @@ def _bottleneck(state: dict) -> Reveal:
         for variant in ("bottleneck", "attentive"):
             lengths, sequences, _ = data[f"{variant}/accuracy"]
             at[variant] = dict(zip(lengths.astype(int).tolist(), sequences, strict=True))
-    best = max(at, key=lambda k: at[k][n])
-    names = {"bottleneck": "one context vector", "attentive": "attention"}
-    return Reveal(names[best], f"the model with {names[best]} reverses more of them",
-                  f"sequences reversed exactly at {n} digits: one vector {at['bottleneck'][n]:.0%}, "
-                  f"attention {at['attentive'][n]:.0%}", "one vector must hold every digit of the input; attention "
-                  "reads the encoder state of the digit it is about to write.",
-                  _bars(("one context vector", "attention"), (at["bottleneck"][n], at["attentive"][n])),
+    share = float(at["bottleneck"][n])
+    return Reveal(share_in_words(share), f"it reverses {share_in_words(share)} of them exactly",
+                  f"sequences of {n} digits reversed exactly: one context vector {share:.0%}, attention "
+                  f"{at['attentive'][n]:.0%}", "one vector must hold every digit of the input, and a longer input "
+                  "than it was trained on overflows it; attention instead reads, at each step, the encoder states "
+                  "around the digit it is about to write.",
+                  _bars(("one context vector", "attention"), (share, at["attentive"][n])),
                   f"share of {n}-digit sequences reversed exactly")
 
 
@@ -247,10 +269,11 @@ QUESTIONS = (
              "division by √d_k: does the winner's weight grow or shrink?", ("grows", "shrinks"),
              (("lookup.sweetness", 0.8), ("lookup.durability", 0.2), ("lookup.texture", 0.1), ("lookup.scaled", False)),
              _lookup_scaling),
-    Question("self.thinking", "self_attention", "In “Thinking Machines”, which word does “Thinking” attend to most?",
+    Question("self.thinking", "self_attention", "In “Thinking Machines”, the query of “Thinking” scores 112 with its "
+             "own key and 96 with the key of “Machines”: which word does “Thinking” attend to most?",
              ("Thinking", "Machines"), (("self.example", "Thinking Machines"), ("self.query", 0)), _self_most),
-    Question("self.cat", "self_attention", "In “Cat sat on the mat”, which word does “mat” attend to most?",
-             ex.cat_sentence().tokens, (("self.example", "Cat sat on the mat"), ("self.query", 4)), _self_most),
+    Question("self.sum", "self_attention", "After softmax, what do the weights of “Thinking” add up to?",
+             ("1", "it depends on the scores"), (("self.example", "Thinking Machines"), ("self.query", 0)), _self_sum),
     Question("scaling.unscaled", "scaling", "Without ÷√d, what happens to the largest weight as d grows from 8 to "
              "512?", ("it approaches 1", "it stays about the same"), (("scaling.d", 512),), _scaling_unscaled),
     Question("scaling.scaled", "scaling", "And with ÷√d: at d = 512, does the largest weight approach 1 as well?",
@@ -271,8 +294,8 @@ QUESTIONS = (
              "given words change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", False)), _order),
     Question("pos.with", "positions", "Now add positions (sinusoidal, below) and shuffle again: do the weights "
              "change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", True)), _order),
-    Question("bn.long", "bottleneck", "Which model reverses 20-digit sequences more often?",
-             ("one context vector", "attention"),
+    Question("bn.long", "bottleneck", "Both models were trained on sequences of 1 to 20 digits. At 20 digits, how "
+             "many sequences does the model with one context vector reverse exactly?", SHARES,
              (("bn.digits", "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4"),), _bottleneck),
 )
 

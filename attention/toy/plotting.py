@@ -218,16 +218,16 @@ def reveal_bars(reveal) -> go.Figure:
     labels = [esc(label) for label, _ in reveal.bars]
     values = np.asarray([v for _, v in reveal.bars], dtype=float)
     best = int(np.argmax(values)) if len(values) else None
+    rows = list(range(len(values)))  # one bar per position: a word said twice ("them", "the") keeps two bars
     fig = go.Figure(go.Bar(
-        y=labels, x=values, orientation="h", marker_color=["#1f4e9c" if i == best else "#7fa7e0"
-                                                           for i in range(len(values))],
-        text=[f"{v:.3g}" for v in values], textposition="outside", cliponaxis=False,
-        hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
+        y=rows, x=values, orientation="h", marker_color=["#1f4e9c" if i == best else "#7fa7e0" for i in rows],
+        text=[f"{v:.3g}" if abs(v) >= 1e-9 or v == 0 else "0" for v in values], textposition="outside",
+        cliponaxis=False, customdata=labels, hovertemplate="%{customdata}: %{x:.4g}<extra></extra>"))
     top = float(values.max()) if len(values) and values.max() > 0 else 1.0
     fig.update_layout(title=dict(text=esc(reveal.measure)), height=80 + 34 * len(values),
                       margin=dict(l=10, r=40, t=40, b=10), showlegend=False)
     fig.update_xaxes(range=[min(0.0, float(values.min(initial=0.0))), top * 1.2], showticklabels=False)
-    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_yaxes(autorange="reversed", automargin=True, tickmode="array", tickvals=rows, ticktext=labels)
     return fig
 
 

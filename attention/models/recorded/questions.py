@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention.focus import ModelChoice, WordPair, with_visible_spaces
+from attention.focus import ModelChoice, TokenAt, WordPair, with_visible_spaces
 from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, model_label
 from attention.models.recorded.views import Reading, query_row
 from attention.toy import examples as ex
@@ -33,24 +33,35 @@ class ModelQuestion:
         return self.solve(results)
 
 
-def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
+SINK_WHY = "most heads park their weight on a sink, here [CLS]: the first token, which every query can see"
+
+
+def _looks_at(word: str, reading: Reading, layer: int, *, result: str, text: str, why: str
+              ) -> Callable[[dict], Reveal]:
+    """What `word` looks at most in `layer` (0-based), the mean of the layer's heads, read from the page's
+    result `result` (the text it holds, `text`, named in the message when the word is not there)."""
     def solve(results: dict) -> Reveal:
-        att = results["a"]
-        if "it" not in att.tokens:
-            raise ValueError("sentence A has no token “it” now")
-        i = att.tokens.index("it")
+        att = results[result]
+        if word not in att.tokens:
+            raise ValueError(f"{text} has no token “{word}” now")
+        i = att.tokens.index(word)
         row = query_row(att, i, layer=layer, reading=reading).matrix[0]
         order = np.argsort(-row)[:3]
         top = ", ".join(f"{att.tokens[j]} {row[j]:.2f}" for j in order)
-        why = ("most heads park their weight on a sink, here [CLS]: the first token, which every query can see"
-               if not reading.without_sinks else "with the sinks removed, what is left of each row goes to the "
-               "words that carry the meaning, and the noun “it” stands for comes first")
         most = att.tokens[int(order[0])]
-        return Reveal(most, f"“it” looks at “{most}” most",
+        return Reveal(most, f"“{word}” looks at “{most}” most",
                       f"{model_label(att.model_name)}, layer {layer + 1}, mean of the heads: {top}", why,
                       tuple((att.tokens[j], float(row[j])) for j in order),
-                      f"what “it” looks at, layer {layer + 1}" + (", sinks removed" if reading.without_sinks else ""))
+                      f"what “{word}” looks at, layer {layer + 1}" + (", sinks removed" if reading.without_sinks
+                                                                        else ""))
     return solve
+
+
+def _it_looks_at(reading: Reading, layer: int) -> Callable[[dict], Reveal]:
+    why = SINK_WHY if not reading.without_sinks else (
+        "with the sinks removed, what is left of each row goes to the words that carry the meaning: in this "
+        "middle layer “it” reads what is said about it, as the toy model's first layer does")
+    return _looks_at("it", reading, layer, result="a", text="sentence A", why=why)
 
 
 def _next_token(results: dict) -> Reveal:
@@ -70,19 +81,26 @@ def _next_token(results: dict) -> Reveal:
                   "probability of each next token")
 
 
+OTTER = "The otter dove into the cold river and came back up with a fish."  # Model heads' question, not its default
 IT_PAIR = WordPair(*ex.AMBIGUOUS_PAIRS["it"])  # the "it" sentences of Ambiguous words
 _CAPITAL = ex.PREDICTION_EXAMPLES["capital of France"]  # (prompt, target, foil)
 QUESTIONS = (
+    ModelQuestion("heads.river", "model_heads", f"In MiniLM, in “{OTTER}”, which token does “river” look at "
+                  "most in layer 3 (the mean of its 12 heads)?", ("cold", "river", "otter", "[CLS]"),
+                  (("model", ModelChoice(DEFAULT_ENCODER)), ("text", OTTER), ("query", TokenAt(7, "river")),
+                   ("layer", 2), ("aggregation", "mean"), ("without_sinks", False)),
+                  _looks_at("river", Reading(), 2, result="att", text="the sentence", why=SINK_WHY),
+                  about="the otter sentence in MiniLM-L6"),
     ModelQuestion("amb.it_sink", "ambiguous_words", "In MiniLM, in “…because it was too tired”, which token "
                   "will “it” look at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
                    ("without_sinks", False)),
                   _it_looks_at(Reading(), 4), about="the two sentences with “it”, in MiniLM-L6"),
-    ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks: which token does “it” look at most in "
-                  "layer 5?", ("animal", "street", "tired", "because"),
-                  (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
-                   ("without_sinks", True)),
-                  _it_looks_at(Reading(without_sinks=True), 4), about="the two sentences with “it”, in MiniLM-L6"),
+    ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks and go down to layer 3, the middle of "
+                  "the model: which token does “it” look at most there?", ("animal", "street", "tired", "because"),
+                  (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 2), ("aggregation", "mean"),
+                   ("without_sinks", True)),  # layer 3, not 5: the first answer's chart shows layer 5's row
+                  _it_looks_at(Reading(without_sinks=True), 2), about="the two sentences with “it”, in MiniLM-L6"),
     ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
                   "predict next?", (" Paris", " London", " a", " the"),
                   (("model", ModelChoice(DEFAULT_DECODER)), ("text", _CAPITAL[0]), ("query", None),
