@@ -66,7 +66,7 @@ with st.expander("Attention sinks: why most heads stare at one token"):
     st.markdown(SINKS_NOTE)
 
 st.subheader("Zoom")
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3 = st.columns(3)
 how = focus.aggregation if focus.aggregation in AGGREGATIONS else "head"
 if how != focus.aggregation:  # from a link: a view this page does not have
     st.caption(f"“{md(focus.aggregation)}” is not a way to show a layer's heads here: one head is shown.")
@@ -75,9 +75,9 @@ key = show("heads.agg", how)
 c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
              on_change=on_change(key, setting("aggregation")))
 layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head")
-hide = c4.toggle("No [CLS]/[SEP]", value=False, key="heads.hide_special", bind="query-params",
-                 help="Hide the special tokens ([CLS], [SEP], BOS): their rows and columns are dropped and each "
-                      "row rescaled to add up to 1. (“Hide special tokens” was cut at 800 px.)")
+hide = st.toggle("Hide special tokens", value=False, key="heads.hide_special", bind="query-params",
+                 help="[CLS], [SEP], BOS: their rows and columns are dropped and each row rescaled to add up to 1. "
+                      "(On a row of its own: in a fourth column its label was cut at 800 px.)")
 st.latex(AGGREGATIONS[how].formula)
 try:
     view = zoom(att, how, layer=layer, head=head, hide_special=hide, reading=reading)
