@@ -9,15 +9,6 @@ pytestmark = pytest.mark.browser
 SHOTS = APP.parent / "artifacts" / "screenshots"
 
 
-def whole(page) -> None:
-    """A toy page holds what follows its questions until they are answered: open it without answering."""
-    button = page.get_by_role("button", name="Show the rest of the page")
-    if button.count():
-        button.click()
-        page.wait_for_timeout(300)
-        wait_idle(page)
-
-
 def bar_labels(page) -> list[str]:
     """The numbers printed on the first bar chart (the softmax weights)."""
     chart = page.locator("[data-testid='stPlotlyChart']").first
@@ -48,9 +39,8 @@ def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app
     from attention.toy.lookup import soft_lookup
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(page_url(app_url, "lookup"))
+    page.goto(page_url(app_url, "lookup", **{"lookup.scaled": "true"}))  # a view link: the page opens whole
     wait_idle(page)
-    whole(page)
     slider = page.locator(f"{LIVE} input[type='range']").first
     slider.wait_for()
     assert live_numbers(page)["weights"] == ["0.372", "0.347", "0.282"]  # the article's example
@@ -288,7 +278,9 @@ def test_live_sweep_on_the_multihead_page_follows_the_drag_and_reports_the_relea
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "multihead"))
     wait_idle(page)
-    whole(page)
+    page.get_by_role("button", name="Show the rest of the page").click()  # open it without answering
+    page.locator(".st-key-mh-live").wait_for(timeout=60_000)
+    wait_idle(page)
     slider = page.locator(".st-key-mh-live input[type='range']").first
     slider.wait_for()
     slider.scroll_into_view_if_needed()
