@@ -111,11 +111,11 @@ def _by_hand(key: str, state: dict) -> str:
         back[np.ix_(perm, perm)] = shuffled  # each word's row and column back in its written place
         return "yes" if np.abs(back - written).max() > 1e-9 else "no"
     if key == "bn.long":
-        return _reversed_more(state["bn.digits"])
+        return _one_vector_share(state["bn.digits"])
     raise KeyError(f"no hand derivation for {key}: write one")
 
 
-def _reversed_more(digits: str) -> str:
+def _one_vector_share(digits: str) -> str:
     """How many random sequences of this length the one-vector model reverses, run here (not read from the
     accuracy table the question reads), in the question's words."""
     from attention.seq2seq import load_translators, translate
