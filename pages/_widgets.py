@@ -49,18 +49,22 @@ DEFAULT_TEXT = "I sat on the river bank and watched the water."
 
 
 # --- the model ---------------------------------------------------------------------------------------------
-def chosen_model(focus: Focus, default: str) -> ModelChoice:
-    """The model the focus names (a bundled model's label from an older link read as its key), else
-    `default`, the page's own."""
-    if focus.model is None:
+def chosen_model(focus: Focus, default: str, field: str = "model") -> ModelChoice:
+    """The model the focus names in `field` ("model", or "other": a comparison's second model; a bundled
+    model's label from an older link read as its key), else `default`, the page's own."""
+    model = getattr(focus, field)
+    if model is None:
         return ModelChoice(default)
-    return ModelChoice(model_name(focus.model.name), focus.model.dtype)
+    return ModelChoice(model_name(model.name), model.dtype)
 
 
-def model_picker(col, focus: Focus, *, slot: str, default: str = DEFAULT_ENCODER) -> ModelChoice:
+def model_picker(col, focus: Focus, *, slot: str, default: str = DEFAULT_ENCODER, field: str = "model",
+                 which: str = "") -> ModelChoice:
     """The model selectbox (bundled models, an operator's folders, or an allowlisted hub id typed in) and its
-    precision. Returns the model chosen (the page's `default` until the visit chooses one)."""
-    chosen = chosen_model(focus, default)
+    precision, for the focus's `field` ("model"; "other", a comparison's second model), labelled "Model" and
+    "Precision" and then `which` (" A", " B"). Returns the model chosen (the page's `default` until the
+    visit chooses one)."""
+    chosen = chosen_model(focus, default, field)
     listed = list(local_models())  # an operator's folders: ATTENTION_EXPLORER_MODEL_DIRS, read at every run
     # A folder this visit chose that the operator has since removed stays in the list, so the page says so
     # when it is loaded (or goes on from memory when it already was) instead of showing another model.
@@ -68,34 +72,38 @@ def model_picker(col, focus: Focus, *, slot: str, default: str = DEFAULT_ENCODER
     options = [*BUNDLED, *listed, *gone, OTHER]
     key = show(f"{slot}.model", chosen.name if chosen.name in options else OTHER)
     bundled = "; ".join(f"{spec.label}: {spec.about}" for spec in BUNDLED.values())
-    col.selectbox("Model", options, key=key, format_func=model_label,
-                  on_change=on_change(key, functools.partial(_pick_model, default)),
+    col.selectbox(f"Model{which}", options, key=key, format_func=model_label,
+                  on_change=on_change(key, functools.partial(_pick_model, default, field)),
                   help=f"{bundled}. A local folder is one an operator listed; a Hugging Face id must be on the "
                        "server's allowlist.")
     if st.session_state[key] == OTHER:
         key = show(f"{slot}.hub_id", chosen.name)
         col.text_input("Hugging Face model id", key=key, max_chars=100,
-                       on_change=on_change(key, functools.partial(_pick_hub_id, default)),
+                       on_change=on_change(key, functools.partial(_pick_hub_id, default, field)),
                        help="Allowed here: " + ", ".join(hub_allowlist()))
     key = show(f"{slot}.precision", chosen.dtype)
-    col.selectbox("Precision", DTYPES, key=key, help=PRECISION_HELP,
-                  on_change=on_change(key, functools.partial(_pick_dtype, default)))
+    col.selectbox(f"Precision{which}", DTYPES, key=key, help=PRECISION_HELP,
+                  on_change=on_change(key, functools.partial(_pick_dtype, default, field)))
     return chosen
 
 
-def _pick_model(default: str, focus: Focus, option: str) -> Focus:
+def _with(focus: Focus, field: str, model: ModelChoice) -> Focus:
+    return focus.with_model(model) if field == "model" else focus.replace(**{field: model})
+
+
+def _pick_model(default: str, field: str, focus: Focus, option: str) -> Focus:
     name = HUB_EXAMPLE if option == OTHER else option
-    return focus.with_model(ModelChoice(name, chosen_model(focus, default).dtype))
+    return _with(focus, field, ModelChoice(name, chosen_model(focus, default, field).dtype))
 
 
-def _pick_hub_id(default: str, focus: Focus, typed: str) -> Focus:
+def _pick_hub_id(default: str, field: str, focus: Focus, typed: str) -> Focus:
     if not typed or not typed.strip():
         return focus  # an empty box keeps the model it had
-    return focus.with_model(ModelChoice(typed.strip(), chosen_model(focus, default).dtype))
+    return _with(focus, field, ModelChoice(typed.strip(), chosen_model(focus, default, field).dtype))
 
 
-def _pick_dtype(default: str, focus: Focus, dtype: str) -> Focus:
-    return focus.with_model(ModelChoice(chosen_model(focus, default).name, dtype))
+def _pick_dtype(default: str, field: str, focus: Focus, dtype: str) -> Focus:
+    return _with(focus, field, ModelChoice(chosen_model(focus, default, field).name, dtype))
 
 
 # --- the sentence ------------------------------------------------------------------------------------------
@@ -155,19 +163,27 @@ def fit(att: ModelAttention | None = None, *, n_layers: int | None = None, n_hea
 
 # --- layer, head, token ------------------------------------------------------------------------------------
 def layer_and_head(col_layer, col_head, focus: Focus, n_layers: int, n_heads: int, *, slot: str,
-                   head_disabled: bool = False) -> tuple[int, int]:
-    """The Layer and Head inputs (from 1 on screen) of a fitted focus. Returns 0-based (layer, head)."""
-    layer, head = layer_input(col_layer, focus, n_layers, slot=slot), min(focus.head, n_heads - 1)
+                   head_disabled: bool = False, kinds: Callable[[int], str] | None = None) -> tuple[int, int]:
+    """The Layer and Head inputs (from 1 on screen) of a fitted focus. Returns 0-based (layer, head).
+    `kinds`: each layer's kind (ModelAttention.layer_kind), said under the Layer input."""
+    layer, head = layer_input(col_layer, focus, n_layers, slot=slot, kinds=kinds), min(focus.head, n_heads - 1)
     key = show(f"{slot}.head", head + 1)
     col_head.number_input("Head", 1, n_heads, key=key, disabled=head_disabled, on_change=on_change(key, _set_head))
     return layer, head
 
 
-def layer_input(col, focus: Focus, n_layers: int, *, slot: str) -> int:
-    """The Layer input alone (from 1 on screen). Returns the 0-based layer."""
+def layer_input(col, focus: Focus, n_layers: int, *, slot: str, kinds: Callable[[int], str] | None = None) -> int:
+    """The Layer input alone (from 1 on screen). Returns the 0-based layer. `kinds`: each layer's kind
+    (ModelAttention.layer_kind: "global", "local, window 512"), said under the input where layers differ."""
     layer = min(focus.layer, n_layers - 1)
     key = show(f"{slot}.layer", layer + 1)
-    col.number_input("Layer", 1, n_layers, key=key, on_change=on_change(key, _set_layer))
+    said = [kinds(i) for i in range(n_layers)] if kinds else []
+    globals_ = [str(i + 1) for i, kind in enumerate(said) if kind == "global"]
+    col.number_input("Layer", 1, n_layers, key=key, on_change=on_change(key, _set_layer),
+                     help=f"Global layers (every earlier token): {', '.join(globals_)}. The others are local: a "
+                          "sliding window of recent tokens." if any(said) and globals_ else None)
+    if any(said):
+        col.caption(f"Layer {layer + 1}: {said[layer]}")
     return layer
 
 
@@ -309,6 +325,20 @@ def head_opener(chart_key: str, *, first: int = 0, from_customdata: bool = False
     y and x, counted from `first` (a layer x head heatmap from 0; the all-heads grid's tiles from 1), or the
     first two values of its customdata, from 0 (a scatter of heads)."""
     return functools.partial(_open_head, chart_key, first, from_customdata)
+
+
+def open_picked_row(picked, table_key: str, heads) -> Focus:
+    """After a table of heads (one row each, in the order of `heads`: (layer, head), 0-based, drawn with
+    on_select="rerun"): a row newly picked makes its head the focus's. A row stays picked across reruns, so it
+    acts once, not again after the Layer and Head inputs have moved on. Returns the focus."""
+    rows = picked.selection.rows if picked else []
+    heads = tuple((int(layer), int(head)) for layer, head in heads)
+    acted = f"{table_key}.acted"
+    if rows and rows[0] < len(heads) and st.session_state.get(acted) != (rows[0], heads):
+        st.session_state[acted] = (rows[0], heads)
+        layer, head = heads[rows[0]]
+        return update(layer=layer, head=head, aggregation="head")
+    return current()
 
 
 def _open_head(chart_key: str, first: int, from_customdata: bool) -> None:

@@ -49,7 +49,7 @@ reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
 c1, c2 = st.columns(2)
-layer = layer_input(c1, focus, L, slot="amb")
+layer = layer_input(c1, focus, L, slot="amb", kinds=a.layer_kind)
 head = head_or_mean(c2, focus, H, slot="amb")
 head_choice = "mean-of-heads" if head is None else f"head-{head + 1}"  # in file names
 cols = st.columns(2)

@@ -135,7 +135,7 @@ st.markdown(f"The strongest induction head here is **layer {best[0] + 1}, head {
 st.button("Read that head", icon=":material/arrow_downward:", key="circ.induction",
           on_click=changing(layer=best[0], head=best[1], aggregation="head"))
 c1, c2 = st.columns(2)
-layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="circ")
+layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="circ", kinds=att.layer_kind)
 try:
     comp = composition(loaded, layer, head)
 except ValueError as err:

@@ -86,7 +86,7 @@ else:
 
 st.subheader("Open a head (or click a cell above)")
 c1, c2, c3 = st.columns([1, 1, 2])
-layer, head = layer_and_head(c1, c2, focus, L, H, slot="atlas")
+layer, head = layer_and_head(c1, c2, focus, L, H, slot="atlas", kinds=att.layer_kind)
 head_type = head_survey.head_types[layer, head] or "no clear type"
 role_text = "not measured" if labels is None else labels[layer, head] or "no role"
 c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, **{role_text}** "

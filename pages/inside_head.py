@@ -42,7 +42,7 @@ L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 
 reading = reading_switches(focus, att, slot="inside", log_scale=False)
 c1, c2, c3 = st.columns(3)
-layer, head = layer_and_head(c1, c2, focus, L, H, slot="inside")
+layer, head = layer_and_head(c1, c2, focus, L, H, slot="inside", kinds=att.layer_kind)
 if focus.aggregation != "head":
     st.caption(f"This page follows one head: layer {layer + 1}, head {head + 1} (another page showed the layer's "
                "heads together).")

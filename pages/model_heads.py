@@ -54,7 +54,8 @@ reading = reading_switches(focus, att, slot="heads")
 
 st.subheader("All heads at once")
 head_survey = result_of(survey, (name, text), "Surveying every head…", att)
-st.plotly_chart(figures.head_grid(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass"),
+st.plotly_chart(figures.head_grid(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
+                                  layer_kinds=tuple(att.layer_kind(i) for i in range(L))),
                 width="stretch", key="heads.grid", on_select=head_opener("heads.grid", first=1),
                 selection_mode="points",
                 config=chart_config(name, "all-heads"))
@@ -74,7 +75,7 @@ if how != focus.aggregation:  # from a link: a view this page does not have
 key = show("heads.agg", how)
 c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
              on_change=on_change(key, setting("aggregation")))
-layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head")
+layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head", kinds=att.layer_kind)
 hide = st.toggle("Hide special tokens", value=False, key="heads.hide_special", bind="query-params",
                  help="[CLS], [SEP], BOS: their rows and columns are dropped and each row rescaled to add up to 1. "
                       "(On a row of its own: in a fourth column its label was cut at 800 px.)")

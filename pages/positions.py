@@ -150,7 +150,7 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
     n = len(att.tokens)
     c1, c2, c3, c4 = st.columns(4)
     focus = fit(n_layers=att.n_layers, n_heads=att.n_heads)  # the visit's layer and head, in SmolLM2
-    layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pos")
+    layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pos", kinds=att.layer_kind)
     labels = token_labels(att.tokens)
     query = c3.selectbox("Query token", range(n), index=n - 1, format_func=labels,
                          key=among(labelled_key("pos.query", att.tokens), range(n)))

@@ -184,7 +184,7 @@ st.dataframe(pd.DataFrame(rows).style.format(precision=3),
 # --- 5. A head's pattern ----------------------------------------------------------------------------------
 st.header("5 · What a head that matters looks at")
 c1, c2 = st.columns(2)
-layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pred")
+layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pred", kinds=att.layer_kind)
 pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=reading)
 by_word = pattern.reading.words
 last = pattern.row_labels[0] if by_word else token_labels(att.tokens)(len(att.tokens) - 1)

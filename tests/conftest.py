@@ -46,3 +46,11 @@ def browser():
 
     with chromium() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def gemma3():
+    """Gemma 3 270M, bundled: the first load in a fresh cache joins and converts it (~100 s on 2 cores)."""
+    from attention.models import load_model
+
+    return load_model("gemma3")

@@ -297,7 +297,7 @@ def test_a_model_that_returns_no_attention_weights_gives_a_message(tokenizer):
 
 
 def test_registry_names():
-    assert set(BUNDLED) == {"minilm", "smollm2"}
+    assert set(BUNDLED) == {"minilm", "smollm2", "gemma3"}
 
 
 def test_the_survey_made_inside_the_forward_pass_equals_a_pass_of_its_own(smollm2, monkeypatch):

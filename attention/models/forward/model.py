@@ -195,3 +195,19 @@ def has_lm_head(network) -> bool:
     get = getattr(network, "get_output_embeddings", None)
     return get is not None and get() is not None and not getattr(network.config, "is_encoder_decoder", False)
 
+
+def layer_windows(config, n_layers: int) -> tuple[int | None, ...]:
+    """Each layer's sliding window in tokens (a query sees itself and the window - 1 keys before it), None for
+    a global layer: from `layer_types` where the config lists kinds of layer (Gemma 2 and 3, Qwen2: only its
+    "sliding_attention" layers have one), else a `sliding_window` that every layer shares (Mistral). What a
+    page labels and draws; the masks themselves are the model's own (the capture records them)."""
+    window = getattr(config, "sliding_window", None)
+    window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+    kinds = getattr(config, "layer_types", None)
+    if window is None:
+        return (None,) * n_layers
+    if kinds is not None and len(kinds) == n_layers:
+        return tuple(window if kind in ("sliding_attention", "chunked_attention") else None for kind in kinds)
+    if getattr(config, "use_sliding_window", True) is False:
+        return (None,) * n_layers
+    return (window,) * n_layers

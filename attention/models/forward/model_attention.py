@@ -199,9 +199,23 @@ class ModelAttention:
     word_ids: np.ndarray | None = None  # (n,) the tokenizer's word index per token, -1 for none (special);
     # None when the tokenizer cannot say (attention.models.recorded.words)
     offsets: np.ndarray | None = None  # (n, 2) each token's character span in `text` ((0, 0) for special tokens)
+    windows: tuple[int | None, ...] | None = None  # per self-attention layer: its sliding window in tokens (a
+    # local layer: a query sees itself and window - 1 keys before it), None for a global layer; None: not known
 
     def __post_init__(self):
         _read_only(self)  # results are shared between sessions by the app's cache: nobody may write to them
+
+    def window(self, layer: int) -> int | None:
+        """The sliding window of self-attention layer `layer` in tokens, None for a global layer (or unknown)."""
+        return None if self.windows is None else self.windows[layer]
+
+    def layer_kind(self, layer: int) -> str:
+        """How a page names layer `layer` where the model has local and global layers ("local, window 512",
+        "global"); "" where every layer is of one kind."""
+        if self.windows is None or len(set(self.windows)) < 2:
+            return ""
+        window = self.windows[layer]
+        return "global" if window is None else f"local, window {window:,}"
 
     @property
     def weights(self) -> np.ndarray:

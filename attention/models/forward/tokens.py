@@ -88,12 +88,53 @@ def last_word(tokens, special) -> int:
     return 0
 
 
-def encoding_words(encoding, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+def encoding_words(encoding, n: int, text: str | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The tokenizer's word index and character span of each of the first n tokens of a batch of one
     (a transformers BatchEncoding, asked for offsets). Shapes: -> (n,) int, -1 = no word (special token);
-    (n, 2) int. (None, None) for a tokenizer without them (a slow, Python tokenizer)."""
+    (n, 2) int. (None, None) for a tokenizer without them (a slow, Python tokenizer).
+
+    A tokenizer without a pre-tokenizer (Gemma 3's, read from its GGUF file: SentencePiece over the whole
+    text) calls the whole text one word. Where its word ids hold a piece that starts after a space inside a
+    word, and `text` is given, the words are read from the offsets instead (words_from_offsets)."""
     if not getattr(encoding, "is_fast", False) or "offset_mapping" not in encoding:
         return None, None
-    ids = encoding.word_ids(0)[:n]
+    ids = np.array([-1 if w is None else w for w in encoding.word_ids(0)[:n]], dtype=np.int64)
     offsets = np.asarray(encoding["offset_mapping"][0][:n], dtype=np.int64).reshape(-1, 2)
-    return np.array([-1 if w is None else w for w in ids], dtype=np.int64), offsets
+    if text is not None and _spaces_inside_words(ids, offsets, text):
+        ids = words_from_offsets(offsets, ids < 0, text)
+    return ids, offsets
+
+
+def _starts_after_space(offsets: np.ndarray, i: int, text: str) -> bool:
+    start, end = int(offsets[i, 0]), int(offsets[i, 1])
+    return end > start and (text[start].isspace() or (start > 0 and text[start - 1].isspace()))
+
+
+def _spaces_inside_words(ids: np.ndarray, offsets: np.ndarray, text: str) -> bool:
+    """Some piece continues the word before it although it starts after a space."""
+    return any(ids[i] >= 0 and ids[i] == ids[i - 1] and _starts_after_space(offsets, i, text)
+               for i in range(1, len(ids)))
+
+
+def words_from_offsets(offsets: np.ndarray, special: np.ndarray, text: str) -> np.ndarray:
+    """Word ids read from the text: a piece starts a word after a space, where letters and digits meet other
+    signs (as GPT-2's and BERT's pre-tokenizers split "water." into "water" and "."), and after a special
+    token. Shapes: offsets (n, 2), special (n,) bool -> (n,) int, -1 for special tokens."""
+    out = np.full(len(offsets), -1, dtype=np.int64)
+    word, last = -1, None  # the last character of the piece before (None: none, or a special token)
+    for i, (start, end) in enumerate(np.asarray(offsets).tolist()):
+        piece = text[start:end] if end > start else ""
+        if special[i] or not piece.strip():
+            if special[i]:
+                last = None
+            elif piece:  # only spaces: they end the word
+                last = " "
+            out[i] = -1 if special[i] else max(word, 0)
+            continue
+        first = piece.lstrip()[0]
+        if last is None or _starts_after_space(offsets, i, text) or last.isspace() \
+                or first.isalnum() != last.isalnum():
+            word += 1
+        out[i] = word
+        last = piece[-1]
+    return out

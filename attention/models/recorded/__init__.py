@@ -12,7 +12,8 @@ Modules:
     imported        a result from a file (.npz) or from any model's output_attentions
     rotary          one head's q and k through its rotary positions (the Positions page)
     ambiguous_words one word in two sentences (the Ambiguous words page)
-    comparison      two results of one text compared head by head: compare_heads -> HeadComparison
+    comparison      two results of one text compared head by head: compare_heads -> HeadComparison, head_pair,
+                    saved with both results in one file (comparison_npz, load_comparison)
     questions       the model pages' predict-then-see questions, answered from the result
 
 Everything here takes a result and returns numbers; nothing runs the network (attention.models.analyses
@@ -21,7 +22,18 @@ does), so every read works on a result opened from a file.
 
 from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row
 from attention.models.recorded.ambiguous_words import WordComparison, compare_word, difference_by_token
-from attention.models.recorded.comparison import HeadComparison, compare_heads, js_divergence
+from attention.models.recorded.comparison import (
+    HeadComparison,
+    HeadPair,
+    SavedComparison,
+    compare_heads,
+    compare_results,
+    comparison_npz,
+    head_pair,
+    js_divergence,
+    load_comparison,
+    same_layout,
+)
 from attention.models.recorded.export import file_stem, matrix_csv, sentence_npz
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, from_attentions, load_npz
 from attention.models.recorded.questions import ModelQuestion, questions_for
@@ -44,6 +56,7 @@ __all__ = [
     "AGGREGATIONS", "AS_IS", "LINE_VIEW_MAX_UNITS", "LINE_VIEW_TOKENS", "NPZ_MAX_BYTES", "HeadComparison", "LineView",
     "MatrixView", "ModelQuestion", "Reading", "RotaryView", "WordAttention", "WordComparison", "WordGroups",
     "aggregate", "attention_row", "compare_heads", "compare_word", "difference_by_token", "export_npz", "file_stem",
-    "from_attentions", "js_divergence", "line_view", "load_npz", "matrix_csv", "query_row", "questions_for",
+    "from_attentions", "js_divergence", "line_view", "load_npz", "HeadPair", "SavedComparison", "compare_results",
+    "comparison_npz", "head_pair", "load_comparison", "same_layout", "matrix_csv", "query_row", "questions_for",
     "rotary_view", "sentence_npz", "token_focus", "word_groups", "word_level", "zoom",
 ]

@@ -10,18 +10,28 @@ nearest head of B.
     >>> from attention.models import compare_heads
     >>> cmp = compare_heads(att_float32, att_bfloat16)
     >>> cmp.largest(5)        # [(layer, head, distance)], 0-based, largest first
+    >>> pair = head_pair(att_float32, att_bfloat16, cmp, 3, 5)   # the two heads and B − A, side by side
+
+`compare_results` picks the reading (tokens when both read the same tokens with the same heads, else
+words); `comparison_npz` saves a comparison with both results in one file that `load_comparison` reopens
+without either model.
 
 Shapes: L layers, H heads (of A; B's are Lb, Hb), n rows, m keys.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
 
 from attention.models.forward.model_attention import ModelAttention
-from attention.models.recorded.words import word_level
+from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, load_npz
+from attention.models.recorded.views import MAX_SHOWN, MatrixView, block_labels, pool_max
+from attention.models.recorded.words import word_groups, word_level
+
+ROWS_AT_ONCE = 256  # query rows of one layer compared at a time (tokens): (H, 256, m) float64 in memory
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,7 @@ def compare_heads(att_a: ModelAttention, att_b: ModelAttention, *, words: bool =
         if (att_a.n_layers, att_a.n_heads) != (att_b.n_layers, att_b.n_heads):
             raise ValueError(f"A has {att_a.n_layers} layers × {att_a.n_heads} heads and B {att_b.n_layers} × "
                              f"{att_b.n_heads}: compare them on words (words=True), each head matched")
-        distance = np.stack([js_divergence(_layer(att_a, layer), _layer(att_b, layer)).mean(axis=-1)
-                             for layer in range(att_a.n_layers)])  # (L, H)
+        distance = np.stack([_layer_distance(att_a, att_b, layer) for layer in range(att_a.n_layers)])  # (L, H)
         return HeadComparison(tuple(att_a.tokens), distance, words=False)
     labels, wa = _words(att_a)
     labels_b, wb = _words(att_b)
@@ -83,9 +92,100 @@ def compare_heads(att_a: ModelAttention, att_b: ModelAttention, *, words: bool =
     return HeadComparison(labels, distance, words=True, match=match, match_distance=match_distance)
 
 
-def _layer(att: ModelAttention, layer: int) -> np.ndarray:
-    """(H, n, m) float64 weights of one layer."""
-    return np.stack([att.head_weights(layer, h) for h in range(att.n_heads)]).astype(np.float64)
+def _layer_distance(att_a: ModelAttention, att_b: ModelAttention, layer: int) -> np.ndarray:
+    """(H,) each head's mean JSD over the query rows of one layer, ROWS_AT_ONCE rows at a time."""
+    n = len(att_a.tokens)
+    total = np.zeros(att_a.n_heads)
+    for start in range(0, n, ROWS_AT_ONCE):
+        rows = slice(start, min(start + ROWS_AT_ONCE, n))
+        wa, wb = (att.self_attn.layer_weights(layer, rows=rows).cpu().numpy() for att in (att_a, att_b))
+        total += js_divergence(wa, wb).sum(axis=-1)
+    return total / n
+
+
+def same_layout(att_a: ModelAttention, att_b: ModelAttention) -> bool:
+    """The two results read the same tokens with as many layers and heads: they compare head by head, token
+    by token (one model in two precisions, two checkpoints of one model)."""
+    return tuple(att_a.tokens) == tuple(att_b.tokens) and (att_a.n_layers, att_a.n_heads) == (
+        att_b.n_layers, att_b.n_heads)
+
+
+def compare_results(att_a: ModelAttention, att_b: ModelAttention) -> HeadComparison:
+    """compare_heads on tokens where the two results share their layout (same_layout), else on words."""
+    return compare_heads(att_a, att_b, words=not same_layout(att_a, att_b))
+
+
+@dataclass(frozen=True)
+class HeadPair:
+    """One head of A beside its counterpart in B (the same head, or on words its nearest), and how they differ."""
+
+    layer: int  # A's head, 0-based
+    head: int
+    b_layer: int  # B's head it is compared with
+    b_head: int
+    a: MatrixView  # A's weights (tokens or words; block maxima past MAX_SHOWN)
+    b: MatrixView  # B's, on the same rows and columns
+    difference: MatrixView  # B − A (signed; in blocks, the largest change of each block, with its sign)
+    row_distance: np.ndarray  # (rows,) each query row's JSD between A and B, bits (their mean: `distance`)
+    labels: tuple[str, ...]  # the rows' tokens or words (all of them, not pooled)
+
+    @property
+    def distance(self) -> float:
+        return float(self.row_distance.mean())
+
+
+def head_pair(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComparison, layer: int,
+              head: int, *, max_shown: int = MAX_SHOWN) -> HeadPair:
+    """Head (layer, head) of A and its counterpart in B (`comparison.match` on words), side by side."""
+    att_a.check_head(layer, head)
+    if comparison.words:
+        b_layer, b_head = (int(x) for x in comparison.match[layer, head])
+        labels, wa = _word_head(att_a, layer, head)
+        labels_b, wb = _word_head(att_b, b_layer, b_head)
+        if [w.lower() for w in labels] != [w.lower() for w in labels_b]:
+            raise ValueError("the two results read different words: they must be of the same text")
+        mask = None
+    else:
+        b_layer, b_head = layer, head
+        labels = tuple(att_a.tokens)
+        wa, wb = (att.head_weights(layer, head).astype(np.float64) for att in (att_a, att_b))
+        mask = att_a.self_attn.mask_of(layer)
+    row_distance = js_divergence(wa, wb)
+    b_label = f"layer {b_layer + 1}, head {b_head + 1}"
+    shown_a, block = pool_max(wa, max_shown)
+    shown_b, _ = pool_max(wb, max_shown)
+    shown_mask = None if mask is None else pool_max(mask.astype(np.float32), max_shown)[0] > 0
+    names = block_labels(labels, block)
+    unit = "words" if comparison.words else "tokens"
+    suffix = f" (block maxima of {block}×{block})" if block > 1 else ""
+
+    def view(matrix, title, value_name="weight", zmax=1.0):
+        return MatrixView(matrix=matrix, row_labels=names, col_labels=names, mask=shown_mask, title=title + suffix,
+                          value_name=value_name, zmax=zmax, block=block)
+
+    return HeadPair(
+        layer, head, b_layer, b_head,
+        a=view(shown_a, f"A: layer {layer + 1}, head {head + 1}"),
+        b=view(shown_b, f"B: {b_label}" + (" (nearest on words)" if comparison.words else "")),
+        difference=view(_pool_signed(wb - wa, max_shown), f"B − A, on {unit}", "change in weight", None),
+        row_distance=row_distance, labels=labels)
+
+
+def _word_head(att: ModelAttention, layer: int, head: int) -> tuple[tuple[str, ...], np.ndarray]:
+    """One head between the text's words without special tokens, rows rescaled to 1 (as _words)."""
+    groups = word_groups(att)
+    keep = ~np.asarray(groups.special, bool)
+    merged = groups.merge(att.head_weights(layer, head)).astype(np.float64)[keep][:, keep]
+    total = merged.sum(axis=-1, keepdims=True)
+    merged = np.divide(merged, total, out=np.zeros_like(merged), where=total > 0)
+    return tuple(word for word, k in zip(groups.words, keep, strict=True) if k), merged
+
+
+def _pool_signed(d: np.ndarray, size: int) -> np.ndarray:
+    """Blocks of a signed matrix, each the value of largest magnitude in it (its sign kept). (n, m) -> pooled."""
+    top, _ = pool_max(d, size)
+    bottom, _ = pool_max(-d, size)
+    return np.where(top >= bottom, top, -bottom)
 
 
 def _words(att: ModelAttention) -> tuple[tuple[str, ...], np.ndarray]:
@@ -96,3 +196,68 @@ def _words(att: ModelAttention) -> tuple[tuple[str, ...], np.ndarray]:
     total = weights.sum(axis=-1, keepdims=True)
     weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
     return tuple(word for word, k in zip(w.words, keep, strict=True) if k), weights
+
+
+COMPARISON_FORMAT = 1  # the version comparison_npz writes
+
+
+@dataclass(frozen=True)
+class SavedComparison:
+    """A comparison reopened from its file: both results as they were saved, and the comparison itself."""
+
+    a: ModelAttention
+    b: ModelAttention
+    comparison: HeadComparison
+    label_a: str  # what the two were, in words ("SmolLM2-135M in float32")
+    label_b: str
+
+
+def comparison_npz(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComparison, *,
+                   label_a: str = "", label_b: str = "") -> bytes:
+    """One file (an .npz: numpy reads it) holding a comparison and both results, each as export_npz writes
+    it (`a_npz`, `b_npz`, bytes), with `distance` (L, H), `words`, `labels`, and on words `match` (L, H, 2)
+    and `match_distance` (L, H). load_comparison reopens it without either model."""
+    arrays = {"format": np.array(COMPARISON_FORMAT), "a_npz": np.frombuffer(export_npz(att_a), np.uint8),
+              "b_npz": np.frombuffer(export_npz(att_b), np.uint8), "distance": comparison.distance,
+              "words": np.array(comparison.words), "labels": np.array(comparison.labels, dtype=str),
+              "label_a": np.array(label_a or att_a.model_name), "label_b": np.array(label_b or att_b.model_name)}
+    if comparison.words:
+        arrays.update(match=comparison.match, match_distance=comparison.match_distance)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # the two results inside are compressed already
+    return buffer.getvalue()
+
+
+def load_comparison(data: bytes, *, max_bytes: int = 2 * NPZ_MAX_BYTES) -> SavedComparison:
+    """A comparison from the file comparison_npz wrote; no pickle is read. ValueError, saying what is wrong, for
+    a file too large, not such a file, or whose parts do not fit together (each result is checked as load_npz
+    checks a result)."""
+    if len(data) > max_bytes:
+        raise ValueError(f"The file has {len(data) / 1e6:,.0f} MB; comparisons up to {max_bytes / 1e6:,.0f} MB "
+                         "open here.")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except Exception as err:  # not a zip, cut short, pickled objects: all unreadable here
+        raise ValueError(f"This is not a comparison this app wrote ({type(err).__name__}).") from None
+    missing = [k for k in ("format", "a_npz", "b_npz", "distance", "words", "labels") if k not in arrays]
+    if missing:
+        raise ValueError(f"This is not a comparison this app wrote: it has no {', '.join(missing)}.")
+    if int(arrays["format"]) != COMPARISON_FORMAT:
+        raise ValueError(f"This comparison's format is {int(arrays['format'])}; this app reads {COMPARISON_FORMAT}.")
+    a, b = (load_npz(arrays[k].astype(np.uint8).tobytes()) for k in ("a_npz", "b_npz"))
+    words = bool(arrays["words"])
+    distance = np.asarray(arrays["distance"], np.float64)
+    if distance.shape != (a.n_layers, a.n_heads):
+        raise ValueError(f"distance is {distance.shape}, not A's {a.n_layers} layers × {a.n_heads} heads")
+    match = match_distance = None
+    if words:
+        match, match_distance = np.asarray(arrays["match"], np.int64), np.asarray(arrays["match_distance"])
+        if match.shape != (*distance.shape, 2) or (match < 0).any() or (match[..., 0] >= b.n_layers).any() \
+                or (match[..., 1] >= b.n_heads).any():
+            raise ValueError("match must name a head of B for each head of A")
+    elif not same_layout(a, b):
+        raise ValueError("a comparison on tokens needs two results with the same tokens, layers and heads")
+    comparison = HeadComparison(tuple(str(t) for t in arrays["labels"]), distance, words, match, match_distance)
+    return SavedComparison(a, b, comparison, str(arrays.get("label_a", a.model_name)),
+                           str(arrays.get("label_b", b.model_name)))

@@ -38,17 +38,19 @@ def matrix_csv(view: MatrixView, *, digits: int = 6) -> str:
 
 def sentence_npz(att: ModelAttention) -> bytes:
     """Everything for one sentence, compressed: text, model_name, tokens, token_ids, special, word_ids and
-    offsets (when the tokenizer gave them), and per attention stack (self; decoder and cross for an
-    encoder-decoder model) `<stack>_weights` (L, H, n, m) float32; for inputs too long for that,
-    `<stack>_q`, `_k`, `_v`, `_scale`, `_softcap` (0: none) and the masks: `_masks` (k, n, m), the distinct
-    ones, with `_mask_of_layer` (L,) naming each layer's (-1: every key visible); weights =
-    softmax(cap(q k^T * scale)), masked, with cap(s) = softcap * tanh(s / softcap)."""
+    offsets (when the tokenizer gave them), windows (each layer's sliding window, 0 for global), and per
+    attention stack (self; decoder and cross for an encoder-decoder model) `<stack>_weights` (L, H, n, m)
+    float32; for inputs too long for that, `<stack>_q`, `_k`, `_v`, `_scale`, `_softcap` (0: none) and the
+    masks: `_masks` (k, n, m), the distinct ones, with `_mask_of_layer` (L,) naming each layer's (-1: every
+    key visible); weights = softmax(cap(q k^T * scale)), masked, with cap(s) = softcap * tanh(s / softcap)."""
     arrays = {
         "text": np.array(att.text), "model_name": np.array(att.model_name), "tokens": np.array(att.tokens, dtype=str),
         "token_ids": np.asarray(att.token_ids), "special": np.asarray(att.special),
     }
     if att.word_ids is not None:
         arrays["word_ids"], arrays["offsets"] = np.asarray(att.word_ids), np.asarray(att.offsets)
+    if att.windows is not None:  # each layer's sliding window, 0 for a global layer
+        arrays["windows"] = np.array([w or 0 for w in att.windows], dtype=np.int64)
     if att.target_tokens is not None:
         arrays["target_tokens"] = np.array(att.target_tokens, dtype=str)
         arrays["target_ids"] = np.asarray(att.target_ids)

@@ -211,7 +211,10 @@ def _result_of(a: dict) -> ModelAttention:
         self_attn=s, hidden=np.zeros((s.n_layers + 1, n, 0), np.float32), truncated=False, n_input_tokens=n,
         word_ids=np.asarray(a["word_ids"]) if "word_ids" in a else None,
         offsets=np.asarray(a["offsets"]) if "offsets" in a else None,
+        windows=tuple(int(w) or None for w in np.asarray(a["windows"]).reshape(-1)) if "windows" in a else None,
     )
+    if result["windows"] is not None and len(result["windows"]) != s.n_layers:
+        raise ValueError(f"windows must hold one value per layer ({s.n_layers}), not {len(result['windows'])}")
     if "cross" in stacks:
         targets = tuple(str(t) for t in a.get("target_tokens", ()))
         result.update(target_tokens=targets, target_ids=np.asarray(a.get("target_ids", np.full(len(targets), -1))),

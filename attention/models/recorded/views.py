@@ -57,6 +57,8 @@ class MatrixView:
     block: int = 1  # tokens per cell side: > 1 when the matrix is shown as block maxima
     reading: Reading = AS_IS  # the reading applied (words and sinks only where the view could apply them)
     sinks: tuple[str, ...] = ()  # the tokens removed as sinks, in order
+    window: int | None = None  # a local layer's sliding window in tokens, shown in token order (rows and
+    # columns every token, or blocks of them): the figure draws its edge; None otherwise
 
     @property
     def log(self) -> bool:
@@ -102,7 +104,7 @@ def pool_max(w: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     return pooled(w.reshape(-1, n, m), b).reshape(*w.shape[:-2], -(-n // b), -(-m // b)), b
 
 
-def _block_labels(tokens, b: int) -> tuple[str, ...]:
+def block_labels(tokens, b: int) -> tuple[str, ...]:
     """Labels of blocks of b tokens: "40–47 bank…" (first position, last position, first token)."""
     if b == 1:
         return tuple(tokens)
@@ -128,7 +130,9 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     att.check_head(layer, head, stack)
     rows, cols = att.query_tokens(stack), att.key_tokens(stack)
     mask = att.attention_stack(stack).mask_of(layer)
-    title = f"Layer {layer + 1}, " + (f"head {head + 1}" if how == "head" else agg.label)
+    kind = att.layer_kind(layer) if stack == "self" else ""
+    title = f"Layer {layer + 1}" + (f" ({kind})" if kind else "") + ", " + (f"head {head + 1}" if how == "head"
+                                                                          else agg.label)
     grouping = reading.groups(att) if stack == "self" else None
     gone = None
     if stack == "self" and (hide_special or reading.without_sinks or grouping is not None):
@@ -158,10 +162,12 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     if b > 1:
         mask = None if mask is None else pool_max(mask.astype(np.float32), max_shown)[0] > 0
         title += f" (block maxima of {b}×{b})"
-    return MatrixView(matrix=matrix, row_labels=_block_labels(rows, b), col_labels=_block_labels(cols, b), mask=mask,
+    return MatrixView(matrix=matrix, row_labels=block_labels(rows, b), col_labels=block_labels(cols, b), mask=mask,
                       title=title, value_name=agg.value_name, zmax=1.0 if agg.value_name == "weight" else None,
                       row_ids=row_ids if b == 1 else None, block=b,
-                      reading=Reading(grouping is not None, gone is not None, reading.log), sinks=_named(att, gone))
+                      reading=Reading(grouping is not None, gone is not None, reading.log), sinks=_named(att, gone),
+                      window=att.window(layer) if stack == "self" and row_ids in (None, tuple(range(len(rows))))
+                      and grouping is None else None)
 
 
 def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None = None,
@@ -228,7 +234,7 @@ def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading
         if gone is not None and grouping is None:
             mask &= ~gone
     title = f"“{queries[token]}” as the query" + (", each head without its sinks" if gone is not None else "")
-    return MatrixView(matrix=rows, row_labels=labels, col_labels=_block_labels(keys, b), mask=mask, title=title,
+    return MatrixView(matrix=rows, row_labels=labels, col_labels=block_labels(keys, b), mask=mask, title=title,
                       value_name="weight", zmax=1.0,
                       reading=Reading(grouping is not None, gone is not None, reading.log))
 
