@@ -19,6 +19,7 @@ from pathlib import Path
 
 from attention.toy import examples as ex
 from benchmarks import browser as bb
+from benchmarks import comparison as compared
 from benchmarks import compute, soak
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -475,6 +476,8 @@ def report(r: dict, smoke: bool) -> str:
     lines += big_lines(r["big"]) + gpu_lines(r["gpu"])
     if soak.RESULT.exists() and not smoke:  # make soak's last run (20 minutes: not part of make bench)
         lines += ["", *soak.lines(json.loads(soak.RESULT.read_text()))]
+    if "comparison" in r:
+        lines += ["", *compared.lines(r["comparison"])]
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -509,6 +512,8 @@ def main() -> int:
     print("qk and ray done", file=sys.stderr)
     r["big"], r["gpu"] = compute.big_models(args.smoke), compute.gpu(args.smoke)
     print("big models and GPU done", file=sys.stderr)
+    r["comparison"] = compared.measure(args.smoke)
+    print("comparison done", file=sys.stderr)
     texts16 = [compute.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
     texts512 = [compute.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
     payload_texts = {n: compute.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}

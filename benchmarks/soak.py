@@ -389,14 +389,15 @@ def error_lines(errors: list[str]) -> list[str]:
             *(f"- {len(wheres)} × “{what}” (first: {wheres[0]})" for what, wheres in kinds.items())]
 
 
-def splice(doc: Path, section: list[str]) -> None:
-    """Put the soak's section into docs/benchmarks.md where benchmarks.run puts it: in place of the one
-    there (it runs to the next "## "), else before the notes (benchmarks/NOTES.md), else at the end."""
+def splice(doc: Path, section: list[str], title: str = SECTION) -> None:
+    """Put a section headed `title` (the soak's, or another measured on its own) into docs/benchmarks.md where
+    benchmarks.run puts it: in place of the one there (it runs to the next "## "), else before the notes
+    (benchmarks/NOTES.md), else at the end."""
     text = doc.read_text() if doc.exists() else "# Benchmarks\n"
     body = "\n".join(section) + "\n"
     notes = (Path(__file__).with_name("NOTES.md").read_text().splitlines() or [""])[0]
-    if SECTION in text:
-        head, rest = text.split(SECTION, 1)
+    if title in text:
+        head, rest = text.split(title, 1)
         nxt = rest.find("\n## ")
         text = head + body + (rest[nxt:] if nxt >= 0 else "")
     elif notes.startswith("## ") and f"\n{notes}\n" in text:

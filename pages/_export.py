@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from attention.focus import LINK_TEXT_CHARS
-from attention.models import MatrixView, ModelAttention, file_stem, matrix_csv, sentence_npz
+from attention.models import MatrixView, ModelAttention, comparison_npz, file_stem, matrix_csv, sentence_npz
 from attention.toy import plotting
 from pages._focus import current
 
@@ -56,3 +56,22 @@ def export_row(att: ModelAttention, view: MatrixView, *name_parts) -> None:
                 st.caption("This text is too long for a link: the link keeps the view, the text must be pasted.")
         else:
             st.caption("The link is known once the page is open in a browser.")
+
+
+def _comparison_of(a: weakref.ref, b: weakref.ref, comparison, label_a: str, label_b: str) -> bytes:
+    """The comparison's file, built when clicked (both results held weakly, as _npz_of holds one)."""
+    att_a, att_b = a(), b()
+    if att_a is None or att_b is None:
+        raise RuntimeError("these results are no longer cached: run the page again and save")
+    return comparison_npz(att_a, att_b, comparison, label_a=label_a, label_b=label_b)
+
+
+def comparison_button(att_a: ModelAttention, att_b: ModelAttention, comparison, label_a: str, label_b: str) -> None:
+    """A download of the comparison and both results in one file, which Compare two models reopens without
+    either model."""
+    st.download_button("Save this comparison", functools.partial(_comparison_of, weakref.ref(att_a),
+                                                                 weakref.ref(att_b), comparison, label_a, label_b),
+                       file_name=f"{file_stem('compare', label_a, 'vs', label_b)}.npz",
+                       mime="application/octet-stream", icon=":material/download:", on_click="ignore",
+                       key="cmp.save", help="One .npz: both results (tokens, weights, model names) and every "
+                       "head's distance. Open it above to see it again without either model; np.load reads it.")

@@ -52,6 +52,9 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/circuits.py", "What heads do", ":material/hub:",
                   "Which heads write “ Mary” directly, the logit lens layer by layer, patching a corrupted prompt, "
                   "and the previous-token head an induction head reads.", minutes=12),
+        PageEntry("pages/compare.py", "Compare two models", ":material/difference:",
+                  "One text, two models or two precisions: which heads changed, and how, head by head.",
+                  minutes=8),
         PageEntry("pages/corpus.py", "A head across a corpus", ":material/scatter_plot:",
                   "Every head over 278 texts: a map of all heads, each head's top examples anywhere in the corpus, "
                   "its queries and keys in one picture.", minutes=10),

@@ -1,0 +1,128 @@
+"""Compare two models: one text read by two models (or one model in two precisions), head by head."""
+
+import streamlit as st
+
+from attention import figures
+from attention.models import (
+    COMPARISONS,
+    DEFAULT_DECODER,
+    MAX_TEXT_CHARS,
+    ModelChoice,
+    compare_results,
+    head_pair,
+    load_comparison,
+    model_label,
+)
+from pages._export import chart_config, comparison_button
+from pages._focus import changing, on_change, on_page, setting, show, update
+from pages._frame import ensure_app_frame
+from pages._jobs import attention_or_stop, result_of
+from pages._lessons import intro, path_links
+from pages._text import md
+from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker, open_picked_row
+
+OPENED = "cmp.opened"  # session key: a comparison opened from its file (a SavedComparison), shown instead
+
+ensure_app_frame()
+
+st.title("Compare two models")
+intro("pages/compare.py", "Fine-tuning, quantization, a new checkpoint or another model: what did it do to the heads? "
+      "Two models read the same text, and each head of A is compared with its counterpart in B by the Jensen–Shannon "
+      "divergence of their weight rows: 0 bits for the same row, 1 bit for rows with no key in common. One model in "
+      "two precisions reads the same tokens, so each head meets the same head. Two models with other tokenizers "
+      "are compared on the text's words, and each head of A meets the head of B nearest to it.")
+
+
+def close_file() -> None:
+    st.session_state.pop(OPENED, None)
+
+
+focus = on_page()
+opened = st.session_state.get(OPENED)
+with st.expander("Open a saved comparison (no model needed)", expanded=opened is not None):
+    file = st.file_uploader("Comparison file (.npz)", type=["npz"], key=f"cmp.file.{id(opened)}",
+                            help="What “Save this comparison” downloads: both results and every head's distance.")
+    if file is not None:
+        try:
+            opened = st.session_state[OPENED] = load_comparison(file.getvalue())
+        except ValueError as err:
+            st.error(f"**{md(file.name)} cannot be opened.** {md(err)}")
+    if opened is not None:
+        st.button("Close it and run the models", key="cmp.close", on_click=close_file)
+
+if opened is not None:
+    att_a, att_b, cmp = opened.a, opened.b, opened.comparison
+    label_a, label_b = opened.label_a, opened.label_b
+    st.caption(f"Opened from a file: A is {md(label_a)}, B is {md(label_b)}, on “{md(att_a.text[:200])}”. The "
+               "weights are as they were saved.")
+else:
+    row = st.container(horizontal=True, wrap=True)
+    row.markdown("Try:")
+    for preset, (a, b) in COMPARISONS.items():
+        row.button(preset, key=f"cmp.preset.{preset}", on_click=changing(model=a, other=b, saved=None))
+    text = focus.text if focus.text is not None else DEFAULT_TEXT
+    key = show("cmp.text", text[:MAX_TEXT_CHARS])
+    st.text_area("Sentence", key=key, max_chars=MAX_TEXT_CHARS, height=80, on_change=on_change(key, setting("text")),
+                 help="Both models read it. Two tokenizers are compared on its words, so it needs words both can read.")
+    c1, c2 = st.columns(2)
+    a = model_picker(c1, focus, slot="cmp.a", default=DEFAULT_DECODER, which=" A")
+    if focus.other is None:  # the page's own B: model A in bfloat16
+        focus = update(other=ModelChoice(a.name, "bfloat16"))
+    b = model_picker(c2, focus, slot="cmp.b", default=DEFAULT_DECODER, field="other", which=" B")
+    label_a, label_b = model_label(a), model_label(b)
+    with c1:
+        att_a = attention_or_stop(a, text)
+    with c2:
+        att_b = attention_or_stop(b, text)
+    if a == b:
+        st.info("A and B are the same model in the same precision: every distance below is 0. Pick another model "
+                "or precision for B, or one of the pairs above.")
+    cmp = result_of(compare_results, (a, b, text), "Comparing every head…", att_a, att_b)
+
+focus = fit(att_a)
+L, H = att_a.n_layers, att_a.n_heads
+if cmp.words:
+    st.caption(f"Compared on {len(cmp.labels)} words (special tokens left out, each row rescaled to 1): A has "
+               f"{L} × {H} heads, B {att_b.n_layers} × {att_b.n_heads}; each head of A is matched to the head of B "
+               "nearest to it.")
+else:
+    st.caption(f"Compared on the same {len(cmp.labels):,} tokens, head by head: {L} layers × {H} heads.")
+
+st.subheader("Which heads changed most")
+ranked = cmp.largest(10)
+c1, c2 = st.columns([3, 2])
+c1.plotly_chart(figures.comparison(cmp, clickable=True), width="stretch", key="cmp.map",
+                on_select=head_opener("cmp.map"), selection_mode="points",
+                config=chart_config("compare", label_a, "vs", label_b))
+c1.caption("Click a head to open it below beside its counterpart in B.")
+table = [{"head of A": f"L{layer + 1}H{head + 1}", "JSD (bits)": round(value, 5),
+          **({"nearest in B": "L{}H{}".format(*(cmp.match[layer, head] + 1))} if cmp.words else {})}
+         for layer, head, value in ranked]
+picked = c2.dataframe(table, key="cmp.ranked", hide_index=True, on_select="rerun", selection_mode="single-row",
+                      width="stretch")
+c2.caption("The 10 heads that moved most. Pick a row to open it below.")
+focus = open_picked_row(picked, "cmp.ranked", [r[:2] for r in ranked])
+
+st.subheader("One head of A beside B's")
+c1, c2 = st.columns(2)
+layer, head = layer_and_head(c1, c2, focus, L, H, slot="cmp", kinds=att_a.layer_kind)
+pair = head_pair(att_a, att_b, cmp, layer, head)
+counterpart = f"L{pair.b_layer + 1}H{pair.b_head + 1}, its nearest head on words" if cmp.words else "the same head"
+st.markdown(f"**L{layer + 1}H{head + 1}** of A against {counterpart} of B: **{pair.distance:.4f} bits** on average "
+            f"over its {len(pair.labels):,} query rows.")
+fig_a, fig_b, fig_d = figures.pair(pair)
+c1, c2 = st.columns(2)
+c1.plotly_chart(figures.named(fig_a, layer=layer, head=head), width="stretch", key="cmp.a_head",
+                config=chart_config(label_a, f"layer-{layer + 1}", f"head-{head + 1}"))
+c2.plotly_chart(fig_b, width="stretch", key="cmp.b_head",
+                config=chart_config(label_b, f"layer-{pair.b_layer + 1}", f"head-{pair.b_head + 1}"))
+st.caption(f"A: {md(label_a)}. B: {md(label_b)}.")
+c1, c2 = st.columns(2)
+c1.plotly_chart(figures.named(fig_d, layer=layer, head=head), width="stretch", key="cmp.diff",
+                config=chart_config("compare", f"layer-{layer + 1}", f"head-{head + 1}", "difference"))
+c1.caption("Blue: more weight in B than in A; red: less.")
+c2.plotly_chart(figures.row_distance(pair), width="stretch", key="cmp.rows",
+                config=chart_config("compare", f"layer-{layer + 1}", f"head-{head + 1}", "rows"))
+
+comparison_button(att_a, att_b, cmp, label_a, label_b)
+path_links("pages/compare.py")
