@@ -22,9 +22,11 @@ Shapes: L layers, H heads (of A; B's are Lb, Hb), n rows, m keys.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, load_npz
@@ -52,16 +54,25 @@ class HeadComparison:
 
 
 def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Jensen–Shannon divergence in bits between rows of weights. Shapes: p, q (..., m) -> (...)."""
-    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
-    mid = (p + q) / 2
+    """Jensen–Shannon divergence in bits between rows of weights: H(m) - (H(p) + H(q)) / 2 with m = (p + q) / 2
+    and H the entropy in bits, in float64 (equal to the mean of the two KL divergences from m; one logarithm
+    per entry instead of two). Shapes: p, q (..., m), broadcast -> (...)."""
+    p, q = _float64(p), _float64(q)
+    return _jsd(p, q, _entropy(p), _entropy(q))
 
-    def kl(a):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(a > 0, a * np.log2(a / mid), 0.0)
-        return terms.sum(axis=-1)
 
-    return np.clip((kl(p) + kl(q)) / 2, 0.0, 1.0)
+def _float64(x) -> torch.Tensor:
+    return x.double() if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x, np.float64))
+
+
+def _entropy(p: torch.Tensor) -> torch.Tensor:
+    """Entropy in bits of each row. Shapes: (..., m) -> (...)."""
+    return -torch.special.xlogy(p, p).sum(-1) / math.log(2)
+
+
+def _jsd(p: torch.Tensor, q: torch.Tensor, hp: torch.Tensor, hq: torch.Tensor) -> np.ndarray:
+    """The JSD of rows p and q whose entropies are hp and hq (computed once where a row meets many)."""
+    return (_entropy((p + q) / 2) - (hp + hq) / 2).clamp(0.0, 1.0).numpy()
 
 
 def compare_heads(att_a: ModelAttention, att_b: ModelAttention, *, words: bool = False) -> HeadComparison:
@@ -81,9 +92,11 @@ def compare_heads(att_a: ModelAttention, att_b: ModelAttention, *, words: bool =
         raise ValueError(f"the two results read different words ({len(labels)} and {len(labels_b)}): they must "
                          "be of the same text")
     pair = np.empty(wa.shape[:2] + wb.shape[:2])  # (L, H, Lb, Hb): every head of A against every head of B
+    wa, wb = _float64(wa), _float64(wb)
+    ha, hb = _entropy(wa), _entropy(wb)  # each row's entropy, once
     for layer in range(wa.shape[0]):  # a head of A at a time: (Lb, Hb, W, W) in memory, not (L, H, Lb, Hb, W, W)
         for head in range(wa.shape[1]):
-            pair[layer, head] = js_divergence(wa[layer, head][None, None], wb).mean(axis=-1)
+            pair[layer, head] = _jsd(wa[layer, head], wb, ha[layer, head], hb).mean(axis=-1)
     nearest = pair.reshape(*pair.shape[:2], -1).argmin(axis=-1)  # (L, H) into B's flat heads
     match = np.stack(np.unravel_index(nearest, pair.shape[2:]), axis=-1)  # (L, H, 2)
     match_distance = np.take_along_axis(pair.reshape(*pair.shape[:2], -1), nearest[..., None], -1)[..., 0]
@@ -98,8 +111,8 @@ def _layer_distance(att_a: ModelAttention, att_b: ModelAttention, layer: int) ->
     total = np.zeros(att_a.n_heads)
     for start in range(0, n, ROWS_AT_ONCE):
         rows = slice(start, min(start + ROWS_AT_ONCE, n))
-        wa, wb = (att.self_attn.layer_weights(layer, rows=rows).cpu().numpy() for att in (att_a, att_b))
-        total += js_divergence(wa, wb).sum(axis=-1)
+        wa, wb = (att.self_attn.layer_weights(layer, rows=rows) for att in (att_a, att_b))
+        total += js_divergence(wa.cpu(), wb.cpu()).sum(axis=-1)
     return total / n
 
 
