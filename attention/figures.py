@@ -12,7 +12,7 @@ or `load_npz(...)`), one call each:
     effects(head_effects)             one number per head (ablation, patching, direct shares)
     qk_attribution_heatmap(found)     why this key: a score's (query part x key part) pairs
     comparison(cmp)                   two models or precisions: how far each head moved (compare_heads)
-    pair(head_pair(...))              one head of A beside B's, and B − A
+    pair(head_pair(...))              one head of A beside B's, and B − A, in three panels
     trace_steps(trace)                a toy trace step by step: scaled scores beside the weights
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
 
@@ -222,21 +222,50 @@ def lens_heatmap(lens, *, target: bool = False) -> go.Figure:
 def comparison(cmp, *, clickable: bool = False) -> go.Figure:
     """A HeadComparison (attention.models.compare_heads) as one cell per head of A: its distance from B (the
     same head, or on words its nearest), in bits. Shapes: cmp.distance (L, H)."""
-    what = "nearest head of B, on words" if cmp.words else "the same head of B"
-    fig = layer_head_heatmap(cmp.distance, title=f"How far each head of A is from {what}", value_name="JSD (bits)",
+    fig = layer_head_heatmap(cmp.distance, title="Distance from B, per head", value_name="JSD (bits)",
                              signed=False, zmax=max(float(np.nanmax(cmp.distance)), 1e-9), clickable=clickable)
     return fig
 
 
-def pair(p) -> tuple[go.Figure, go.Figure, go.Figure]:
-    """A HeadPair (attention.models.head_pair): A's head, B's, and B − A (red: less weight in B, blue: more),
-    on the same rows and columns."""
-    a, b = view_heatmap(p.a), view_heatmap(p.b)
+def pair(p) -> go.Figure:
+    """A HeadPair (attention.models.head_pair) as one figure of three panels on the same query rows: A's head,
+    B's, and B − A (blue: more weight in B, red: less). Hover names the query and key and the value."""
+    from plotly.subplots import make_subplots
+
     d = p.difference
+    n, m = d.matrix.shape
     top = max(float(np.nanmax(np.abs(d.matrix))) if d.matrix.size else 0.0, 1e-9)
-    diff = heatmap(d.matrix, d.col_labels, d.row_labels, title=d.title, value_name=d.value_name,
-                   colours=Colours(-top, top, scale=SIGNED.scale, centred=True), mask=d.mask, show_values=False)
-    return a, b, diff
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.03,
+                        subplot_titles=[f"A: L{p.layer + 1}H{p.head + 1}", f"B: L{p.b_layer + 1}H{p.b_head + 1}",
+                                        "B − A"])
+    rows, cols = [esc(t) for t in d.row_labels], [esc(t) for t in d.col_labels]
+    names = np.array([[f"{rows[i]} → {cols[j]}" for j in range(m)] for i in range(n)], dtype=object) \
+        if n * m <= 65_536 else None  # "query → key" per cell, while the payload stays small
+    for col, (view, axis) in enumerate(((p.a, "coloraxis"), (p.b, "coloraxis"), (d, "coloraxis2")), start=1):
+        z = np.asarray(view.matrix, dtype=float)
+        if view.mask is not None:
+            z = np.where(view.mask, z, np.nan)
+        fig.add_trace(go.Heatmap(
+            z=z, x=list(range(m)), y=list(range(n)), coloraxis=axis, customdata=names, xgap=1 if m <= 60 else 0,
+            ygap=1 if n <= 60 else 0, hoverongaps=False,
+            hovertemplate=("%{customdata}" if names is not None else "query %{y} → key %{x}")
+                          + f"<br>{esc(view.value_name)}: %{{z:.4f}}<extra></extra>"), row=1, col=col)
+    fig.update_layout(
+        height=min(900, max(340, 150 + 20 * n)), margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#d9d9d9",
+        coloraxis=dict(colorscale="Blues", cmin=0.0, cmax=1.0,  # two colour bars stacked on the right
+                       colorbar=dict(title=dict(text="weight"), x=1.01, y=1.0, yanchor="top", len=0.46, thickness=10)),
+        coloraxis2=dict(colorscale=SIGNED.scale, cmin=-top, cmax=top, cmid=0.0,
+                        colorbar=dict(title=dict(text="B − A"), x=1.01, y=0.0, yanchor="bottom", len=0.46,
+                                      thickness=10)))
+    labelled = m <= 40
+    fig.update_xaxes(showgrid=False, tickmode="array" if labelled else "auto",
+                     tickvals=list(range(m)) if labelled else None, ticktext=cols if labelled else None,
+                     title_text="key")
+    fig.update_yaxes(showgrid=False, autorange="reversed", tickmode="array" if n <= 40 else "auto",
+                     tickvals=list(range(n)) if n <= 40 else None, ticktext=rows if n <= 40 else None)
+    fig.update_yaxes(title_text="query", row=1, col=1)
+    fig.update_annotations(font_size=13)
+    return fig
 
 
 def row_distance(p) -> go.Figure:
@@ -245,7 +274,7 @@ def row_distance(p) -> go.Figure:
                            customdata=[esc(t) for t in p.labels],
                            hovertemplate="%{customdata}: %{y:.4f} bits<extra></extra>"))
     fig.update_layout(height=260, margin=dict(l=10, r=10, t=40, b=10),
-                      title=dict(text="Which query rows changed: JSD of each row (bits)"))
+                      title=dict(text="Each query row's distance (JSD, bits)"))
     shown = len(p.labels) <= 60
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(p.labels))) if shown else None,
                      ticktext=[esc(t) for t in p.labels] if shown else None, title_text="query")

@@ -7,16 +7,20 @@ from attention.models import (
     COMPARISONS,
     DEFAULT_DECODER,
     MAX_TEXT_CHARS,
+    ROLES,
     ModelChoice,
     compare_results,
     head_pair,
+    head_roles,
     load_comparison,
     model_label,
+    role_change,
 )
 from pages._export import chart_config, comparison_button
 from pages._focus import changing, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, result_of
+from pages._jobs import attention_or_stop, model_or_stop, result_of
+from pages._labels import label_of
 from pages._lessons import intro, path_links
 from pages._text import md
 from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker, open_picked_row
@@ -90,16 +94,20 @@ else:
 
 st.subheader("Which heads changed most")
 ranked = cmp.largest(10)
-c1, c2 = st.columns([3, 2])
+c1, c2 = st.columns(2)  # at 800 px a 2/5 column cut the table's numbers
 c1.plotly_chart(figures.comparison(cmp, clickable=True), width="stretch", key="cmp.map",
                 on_select=head_opener("cmp.map"), selection_mode="points",
                 config=chart_config("compare", label_a, "vs", label_b))
-c1.caption("Click a head to open it below beside its counterpart in B.")
-table = [{"head of A": f"L{layer + 1}H{head + 1}", "JSD (bits)": round(value, 5),
+c1.caption("Each cell: a head of A, coloured by its distance from " + ("its nearest head of B on words" if cmp.words
+           else "the same head of B") + " (JSD, bits). Click a head to open it below beside its counterpart.")
+table = [{"head of A": f"L{layer + 1}H{head + 1}", "JSD (bits)": value,
           **({"nearest in B": "L{}H{}".format(*(cmp.match[layer, head] + 1))} if cmp.words else {})}
          for layer, head, value in ranked]
+narrow = {"head of A": st.column_config.TextColumn(width="small"),
+          "JSD (bits)": st.column_config.NumberColumn(format="%.2e", width="small"),
+          "nearest in B": st.column_config.TextColumn(width="small")}  # three columns in 2/5 of 800 px
 picked = c2.dataframe(table, key="cmp.ranked", hide_index=True, on_select="rerun", selection_mode="single-row",
-                      width="stretch")
+                      width="stretch", column_config=narrow)
 c2.caption("The 10 heads that moved most. Pick a row to open it below.")
 focus = open_picked_row(picked, "cmp.ranked", [r[:2] for r in ranked])
 
@@ -108,21 +116,38 @@ c1, c2 = st.columns(2)
 layer, head = layer_and_head(c1, c2, focus, L, H, slot="cmp", kinds=att_a.layer_kind)
 pair = head_pair(att_a, att_b, cmp, layer, head)
 counterpart = f"L{pair.b_layer + 1}H{pair.b_head + 1}, its nearest head on words" if cmp.words else "the same head"
-st.markdown(f"**L{layer + 1}H{head + 1}** of A against {counterpart} of B: **{pair.distance:.4f} bits** on average "
+st.markdown(f"**L{layer + 1}H{head + 1}** of A against {counterpart} of B: **{pair.distance:.3g} bits** on average "
             f"over its {len(pair.labels):,} query rows.")
-fig_a, fig_b, fig_d = figures.pair(pair)
-c1, c2 = st.columns(2)
-c1.plotly_chart(figures.named(fig_a, layer=layer, head=head), width="stretch", key="cmp.a_head",
-                config=chart_config(label_a, f"layer-{layer + 1}", f"head-{head + 1}"))
-c2.plotly_chart(fig_b, width="stretch", key="cmp.b_head",
-                config=chart_config(label_b, f"layer-{pair.b_layer + 1}", f"head-{pair.b_head + 1}"))
-st.caption(f"A: {md(label_a)}. B: {md(label_b)}.")
-c1, c2 = st.columns(2)
-c1.plotly_chart(figures.named(fig_d, layer=layer, head=head), width="stretch", key="cmp.diff",
-                config=chart_config("compare", f"layer-{layer + 1}", f"head-{head + 1}", "difference"))
-c1.caption("Blue: more weight in B than in A; red: less.")
-c2.plotly_chart(figures.row_distance(pair), width="stretch", key="cmp.rows",
+st.plotly_chart(figures.named(figures.pair(pair), layer=layer, head=head), width="stretch", key="cmp.pair",
+                config=chart_config("compare", f"layer-{layer + 1}", f"head-{head + 1}"))
+st.caption(f"A: {md(label_a)}. B: {md(label_b)}" + (", on words" if cmp.words else "") + ". On the right, B − A: "
+           "blue where B gives more weight, red less. Hover a cell for its query, key and value.")
+st.plotly_chart(figures.row_distance(pair), width="stretch", key="cmp.rows",
                 config=chart_config("compare", f"layer-{layer + 1}", f"head-{head + 1}", "rows"))
+
+st.subheader("What the heads do, in A and B")
+if opened is not None:
+    st.info("Head roles are measured by running each model on a probe: close the file (above) to measure them.")
+elif st.toggle("Measure head roles in both", key="cmp.roles",
+               help="Each model reads the induction probe (a beginning-of-text token, then random tokens twice) "
+                    "once, as on the Head atlas: one forward pass each."):
+    roles_a = result_of(head_roles, (a,), f"Running the induction probe on {label_a}…", model_or_stop(a))
+    roles_b = result_of(head_roles, (b,), f"Running the induction probe on {label_b}…", model_or_stop(b))
+    change = role_change(roles_a, roles_b, cmp.match if cmp.words else None)
+    role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
+                                key="cmp.role") or "induction"
+    st.caption(f"{ROLES[role][1]} Each cell: B's score minus A's, for each head of A and its counterpart in B "
+               + ("(its nearest head on the text's words)" if cmp.words else "(the same head)") + ". Scores are mean "
+               "attention weights on the probe, 0 to 1; the Head atlas shows them for one model.")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.layer_head_heatmap(change.change(role), title=f"{ROLES[role][0]} score: B − A",
+                                               value_name="B − A", clickable=True),
+                    width="stretch", key="cmp.role_map", on_select=head_opener("cmp.role_map"),
+                    selection_mode="points", config=chart_config("compare", role))
+    c2.dataframe([{"role": ROLES[r][0], "A": change.a[r][layer, head], "B": change.b[r][layer, head],
+                   "B − A": change.change(r)[layer, head]} for r in ROLES], hide_index=True, width="stretch",
+                 column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("A", "B", "B − A")})
+    c2.caption(f"L{layer + 1}H{head + 1} of A and {counterpart} of B, every role.")
 
 comparison_button(att_a, att_b, cmp, label_a, label_b)
 path_links("pages/compare.py")

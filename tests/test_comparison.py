@@ -227,11 +227,47 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     at.session_state["cmp.ranked"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
     assert (at.session_state["visit.focus"].layer, at.session_state["visit.focus"].head) == ranked[2][:2]
-    layout = json.loads(next(e.proto.spec for e in at.get("plotly_chart") if "cmp.a_head" in e.proto.id))["layout"]
+    layout = json.loads(next(e.proto.spec for e in at.get("plotly_chart") if "cmp.pair" in e.proto.id))["layout"]
     assert (layout["meta"]["layer"], layout["meta"]["head"]) == ranked[2][:2]
+    # head roles in both, the open head's beside its counterpart's (the Head atlas's head_roles of each model)
+    from attention.models import head_roles
+
+    next(t for t in at.toggle if t.key == "cmp.roles").set_value(True).run()
+    assert not at.exception
+    rows = next(d for d in at.dataframe if "role" in d.value.columns).value
+    layer, head = ranked[2][:2]
+    a_roles, b_roles = head_roles(smollm2), head_roles(load_model("smollm2", dtype="bfloat16"))
+    assert rows["A"].tolist() == pytest.approx([getattr(a_roles, r)[layer, head] for r in
+                                                ("induction", "previous_token", "duplicate_token", "first_token")])
+    assert rows["B"].tolist() == pytest.approx([getattr(b_roles, r)[layer, head] for r in
+                                                ("induction", "previous_token", "duplicate_token", "first_token")])
     # a saved comparison: shown as saved, no model run
     at.session_state["cmp.opened"] = load_comparison(comparison_npz(a, b, cmp, label_a="float32", label_b="bf16"))
     at.run()
     assert not at.exception and any("Opened from a file" in c.value for c in at.caption)
     assert not any("Exact:" in c.value for c in at.caption)  # no model's check: neither model ran
     assert np.allclose(array(chart(at, "cmp.map")["data"][0]["z"]), cmp.distance)
+
+
+def test_role_change_puts_each_head_beside_its_counterpart():
+    from attention.models import ROLES, HeadRoles, role_change
+
+    rng = np.random.default_rng(3)
+
+    def roles(layers, heads):
+        return HeadRoles(**{r: rng.random((layers, heads)) for r in ROLES}, repeat=5, seed=0,
+                         probe_ids=np.arange(11), first=1)
+
+    a, b = roles(2, 3), roles(2, 3)
+    same = role_change(a, b)
+    assert np.array_equal(same.change("induction"), b.induction - a.induction)
+    layer, head, value = same.largest("induction", 1)[0]
+    assert abs(value) == np.abs(b.induction - a.induction).max() and value == same.change("induction")[layer, head]
+    other = roles(4, 2)
+    with pytest.raises(ValueError, match="counterpart"):
+        role_change(a, other)
+    match = rng.integers(0, 2, size=(2, 3, 2))
+    matched = role_change(a, other, match)
+    for i in range(2):
+        for j in range(3):
+            assert matched.b["previous_token"][i, j] == other.previous_token[match[i, j, 0], match[i, j, 1]]
