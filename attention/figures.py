@@ -219,11 +219,47 @@ def lens_heatmap(lens, *, target: bool = False) -> go.Figure:
     return fig
 
 
-def comparison(cmp, *, clickable: bool = False) -> go.Figure:
+def comparison(cmp, *, clickable: bool = False, open_head: tuple[int, int] | None = None) -> go.Figure:
     """A HeadComparison (attention.models.compare_heads) as one cell per head of A: its distance from B (the
-    same head, or on words its nearest), in bits. Shapes: cmp.distance (L, H)."""
-    fig = layer_head_heatmap(cmp.distance, title="Distance from B, per head", value_name="JSD (bits)",
-                             signed=False, zmax=max(float(np.nanmax(cmp.distance)), 1e-9), clickable=clickable)
+    same head, or on words its nearest, named on hover), in bits, to three significant digits. `open_head`
+    (layer, head), 0-based, is outlined; `clickable` lays a point on every cell, so a click names its head
+    (x the head, y the layer, from 1). Shapes: cmp.distance (L, H)."""
+    d = np.asarray(cmp.distance, dtype=float)
+    n_layers, n_heads = d.shape
+    hover = "layer %{y} · head %{x}<br>JSD: %{z:.3g} bits"
+    custom = None
+    if cmp.words:
+        custom = np.asarray(cmp.match) + 1
+        hover += "<br>nearest in B: L%{customdata[0]}H%{customdata[1]}"
+    top = max(float(np.nanmax(d)) if d.size else 0.0, 1e-12)
+    fig = go.Figure(go.Heatmap(
+        z=d, x=list(range(1, n_heads + 1)), y=list(range(1, n_layers + 1)), zmin=0.0, zmax=top, colorscale="Blues",
+        customdata=custom, hovertemplate=hover + "<extra></extra>", xgap=1, ygap=1,
+        colorbar=dict(title=dict(text="JSD (bits)", side="right"), thickness=12, exponentformat="e",
+                      tickformat=".2~g" if top >= 0.01 else ".1e")))
+    if clickable:  # the points are what the pointer meets: they carry the cell's hover too
+        layers, heads = np.divmod(np.arange(n_layers * n_heads), n_heads)
+        point = np.column_stack([d.ravel(), *(() if custom is None else (custom[..., 0].ravel(),
+                                                                         custom[..., 1].ravel()))])
+        said = "layer %{y} · head %{x}<br>JSD: %{customdata[0]:.3g} bits" + (
+            "<br>nearest in B: L%{customdata[1]}H%{customdata[2]}" if cmp.words else "")
+        fig.add_trace(go.Scatter(x=heads + 1, y=layers + 1, mode="markers", showlegend=False, name="heads",
+                                 marker=dict(size=max(8, min(30, 600 // max(n_heads, n_layers))), opacity=0,
+                                             symbol="square"), customdata=point,
+                                 hovertemplate=said + "<br>click to open it below<extra></extra>"))
+    if open_head is not None:
+        fig.add_trace(go.Scatter(x=[open_head[1] + 1], y=[open_head[0] + 1], mode="markers", showlegend=False,
+                                 name="open", hoverinfo="skip",
+                                 marker=dict(size=max(10, min(34, 640 // max(n_heads, n_layers))), symbol="square-open",
+                                             color="#d62728", line=dict(width=2))))
+    fig.update_layout(title=dict(text="Distance from B, per head (the open head outlined)" if open_head is not None
+                                 else "Distance from B, per head"),
+                      height=min(1000, 150 + 22 * n_layers), margin=dict(l=10, r=10, t=50, b=10),
+                      plot_bgcolor="white")
+    fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
+                     zeroline=False)
+    fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(1, n_layers + 1)), showgrid=False,
+                     zeroline=False, autorange="reversed")
     return fig
 
 
@@ -236,8 +272,7 @@ def pair(p) -> go.Figure:
     n, m = d.matrix.shape
     top = max(float(np.nanmax(np.abs(d.matrix))) if d.matrix.size else 0.0, 1e-9)
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[f"A: L{p.layer + 1}H{p.head + 1}", f"B: L{p.b_layer + 1}H{p.b_head + 1}",
-                                        "B − A"])
+                        subplot_titles=["A", "B", "B − A"])
     rows, cols = [esc(t) for t in d.row_labels], [esc(t) for t in d.col_labels]
     names = np.array([[f"{rows[i]} → {cols[j]}" for j in range(m)] for i in range(n)], dtype=object) \
         if n * m <= 65_536 else None  # "query → key" per cell, while the payload stays small
@@ -251,7 +286,8 @@ def pair(p) -> go.Figure:
             hovertemplate=("%{customdata}" if names is not None else "query %{y} → key %{x}")
                           + f"<br>{esc(view.value_name)}: %{{z:.4f}}<extra></extra>"), row=1, col=col)
     fig.update_layout(
-        height=min(900, max(340, 150 + 20 * n)), margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#d9d9d9",
+        title=dict(text=f"L{p.layer + 1}H{p.head + 1} of A beside L{p.b_layer + 1}H{p.b_head + 1} of B"),
+        height=min(900, max(360, 170 + 20 * n)), margin=dict(l=10, r=10, t=70, b=10), plot_bgcolor="#d9d9d9",
         coloraxis=dict(colorscale="Blues", cmin=0.0, cmax=1.0,  # two colour bars stacked on the right
                        colorbar=dict(title=dict(text="weight"), x=1.01, y=1.0, yanchor="top", len=0.46, thickness=10)),
         coloraxis2=dict(colorscale=SIGNED.scale, cmin=-top, cmax=top, cmid=0.0,
@@ -278,7 +314,7 @@ def row_distance(p) -> go.Figure:
     shown = len(p.labels) <= 60
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(p.labels))) if shown else None,
                      ticktext=[esc(t) for t in p.labels] if shown else None, title_text="query")
-    fig.update_yaxes(title_text="JSD (bits)", rangemode="tozero")
+    fig.update_yaxes(title_text="JSD (bits)", rangemode="tozero", exponentformat="e")  # not "2µ": bits, not SI
     return fig
 
 

@@ -327,17 +327,16 @@ def head_opener(chart_key: str, *, first: int = 0, from_customdata: bool = False
     return functools.partial(_open_head, chart_key, first, from_customdata)
 
 
-def open_picked_row(picked, table_key: str, heads) -> Focus:
-    """After a table of heads (one row each, in the order of `heads`: (layer, head), 0-based, drawn with
-    on_select="rerun"): a row newly picked makes its head the focus's. A row stays picked across reruns, so it
-    acts once, not again after the Layer and Head inputs have moved on. Returns the focus."""
-    rows = picked.selection.rows if picked else []
-    heads = tuple((int(layer), int(head)) for layer, head in heads)
-    acted = f"{table_key}.acted"
-    if rows and rows[0] < len(heads) and st.session_state.get(acted) != (rows[0], heads):
-        st.session_state[acted] = (rows[0], heads)
+def picked_head(table_key: str, heads) -> Focus:
+    """Before anything that shows the open head is drawn: a row picked in the table of heads keyed
+    `table_key`, drawn in the last run (one row per head, in the order of `heads`: (layer, head), 0-based, with
+    on_select="rerun"), makes its head the focus's. Key the table by the open head, so that once another head
+    is open the next table starts with no row ticked. Returns the focus."""
+    state = st.session_state.get(table_key)
+    rows = state["selection"]["rows"] if state else []
+    if rows and rows[0] < len(heads):
         layer, head = heads[rows[0]]
-        return update(layer=layer, head=head, aggregation="head")
+        return update(layer=int(layer), head=int(head), aggregation="head")
     return current()
 
 

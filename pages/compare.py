@@ -23,7 +23,7 @@ from pages._jobs import attention_or_stop, model_or_stop, result_of
 from pages._labels import label_of
 from pages._lessons import intro, path_links
 from pages._text import md
-from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker, open_picked_row
+from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker, picked_head
 
 OPENED = "cmp.opened"  # session key: a comparison opened from its file (a SavedComparison), shown instead
 
@@ -70,9 +70,11 @@ else:
                  help="Both models read it. Two tokenizers are compared on its words, so it needs words both can read.")
     c1, c2 = st.columns(2)
     a = model_picker(c1, focus, slot="cmp.a", default=DEFAULT_DECODER, which=" A")
+    c1.caption("A is the visit's model: the one Model heads and the other model pages show.")
     if focus.other is None:  # the page's own B: model A in bfloat16
         focus = update(other=ModelChoice(a.name, "bfloat16"))
     b = model_picker(c2, focus, slot="cmp.b", default=DEFAULT_DECODER, field="other", which=" B")
+    c2.caption("B is this page's own.")
     label_a, label_b = model_label(a), model_label(b)
     with c1:
         att_a = attention_or_stop(a, text)
@@ -94,26 +96,28 @@ else:
 
 st.subheader("Which heads changed most")
 ranked = cmp.largest(10)
-c1, c2 = st.columns(2)  # at 800 px a 2/5 column cut the table's numbers
-c1.plotly_chart(figures.comparison(cmp, clickable=True), width="stretch", key="cmp.map",
-                on_select=head_opener("cmp.map"), selection_mode="points",
+table_key = f"cmp.ranked.{focus.layer}.{focus.head}"  # a new table once another head is open: no stale tick
+focus = picked_head(table_key, [r[:2] for r in ranked])  # a row picked in the table drawn last run
+st.plotly_chart(figures.comparison(cmp, clickable=True, open_head=(focus.layer, focus.head)), width="stretch",
+                key="cmp.map", on_select=head_opener("cmp.map", first=1), selection_mode="points",
                 config=chart_config("compare", label_a, "vs", label_b))
-c1.caption("Each cell: a head of A, coloured by its distance from " + ("its nearest head of B on words" if cmp.words
-           else "the same head of B") + " (JSD, bits). Click a head to open it below beside its counterpart.")
+st.caption("Each cell: a head of A, coloured by its distance from " + ("its nearest head of B on words" if cmp.words
+           else "the same head of B") + " (Jensen–Shannon divergence, bits). Click a head to open it below beside "
+           "its counterpart; the open head is outlined in red.")
 table = [{"head of A": f"L{layer + 1}H{head + 1}", "JSD (bits)": value,
           **({"nearest in B": "L{}H{}".format(*(cmp.match[layer, head] + 1))} if cmp.words else {})}
          for layer, head, value in ranked]
-narrow = {"head of A": st.column_config.TextColumn(width="small"),
-          "JSD (bits)": st.column_config.NumberColumn(format="%.2e", width="small"),
-          "nearest in B": st.column_config.TextColumn(width="small")}  # three columns in 2/5 of 800 px
-picked = c2.dataframe(table, key="cmp.ranked", hide_index=True, on_select="rerun", selection_mode="single-row",
-                      width="stretch", column_config=narrow)
-c2.caption("The 10 heads that moved most. Pick a row to open it below.")
-focus = open_picked_row(picked, "cmp.ranked", [r[:2] for r in ranked])
+st.dataframe(table, key=table_key, hide_index=True, on_select="rerun", selection_mode="single-row",
+             column_config={"JSD (bits)": st.column_config.NumberColumn(format="%.3g")})
+st.caption("The 10 heads that moved most. Tick a row to open it below.")
 
 st.subheader("One head of A beside B's")
 c1, c2 = st.columns(2)
 layer, head = layer_and_head(c1, c2, focus, L, H, slot="cmp", kinds=att_a.layer_kind)
+top_layer, top_head, _ = ranked[0]
+if (layer, head) != (top_layer, top_head):
+    st.button(f"Open L{top_layer + 1}H{top_head + 1}, the head that moved most", key="cmp.top",
+              on_click=changing(layer=top_layer, head=top_head, aggregation="head"))
 pair = head_pair(att_a, att_b, cmp, layer, head)
 counterpart = f"L{pair.b_layer + 1}H{pair.b_head + 1}, its nearest head on words" if cmp.words else "the same head"
 st.markdown(f"**L{layer + 1}H{head + 1}** of A against {counterpart} of B: **{pair.distance:.3g} bits** on average "
@@ -136,18 +140,18 @@ elif st.toggle("Measure head roles in both", key="cmp.roles",
     change = role_change(roles_a, roles_b, cmp.match if cmp.words else None)
     role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
                                 key="cmp.role") or "induction"
-    st.caption(f"{ROLES[role][1]} Each cell: B's score minus A's, for each head of A and its counterpart in B "
+    st.caption(f"{ROLES[role][1]} R is the number of random tokens the probe repeats ({roles_a.repeat}). Each "
+               f"cell: B's score minus A's, for each head of A and its counterpart in B "
                + ("(its nearest head on the text's words)" if cmp.words else "(the same head)") + ". Scores are mean "
                "attention weights on the probe, 0 to 1; the Head atlas shows them for one model.")
-    c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.layer_head_heatmap(change.change(role), title=f"{ROLES[role][0]} score: B − A",
+    st.plotly_chart(figures.layer_head_heatmap(change.change(role), title=f"{ROLES[role][0]} score: B − A",
                                                value_name="B − A", clickable=True),
                     width="stretch", key="cmp.role_map", on_select=head_opener("cmp.role_map"),
                     selection_mode="points", config=chart_config("compare", role))
-    c2.dataframe([{"role": ROLES[r][0], "A": change.a[r][layer, head], "B": change.b[r][layer, head],
+    st.dataframe([{"role": ROLES[r][0], "A": change.a[r][layer, head], "B": change.b[r][layer, head],
                    "B − A": change.change(r)[layer, head]} for r in ROLES], hide_index=True, width="stretch",
                  column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("A", "B", "B − A")})
-    c2.caption(f"L{layer + 1}H{head + 1} of A and {counterpart} of B, every role.")
+    st.caption(f"L{layer + 1}H{head + 1} of A and {counterpart} of B, every role.")
 
 comparison_button(att_a, att_b, cmp, label_a, label_b)
 path_links("pages/compare.py")

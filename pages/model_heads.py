@@ -50,6 +50,8 @@ L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
            "v and hidden states; weights are recomputed from q and k for each view)")
 
+if att.windows_note():
+    st.caption(att.windows_note())
 reading = reading_switches(focus, att, slot="heads")
 
 st.subheader("All heads at once")

@@ -224,7 +224,7 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     assert np.allclose(shown, cmp.distance, atol=1e-6)
     ranked = cmp.largest(10)
     assert [row for row in at.dataframe[0].value["head of A"]] == [f"L{l_ + 1}H{h + 1}" for l_, h, _ in ranked]
-    at.session_state["cmp.ranked"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
+    at.session_state["cmp.ranked.0.0"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
     assert (at.session_state["visit.focus"].layer, at.session_state["visit.focus"].head) == ranked[2][:2]
     layout = json.loads(next(e.proto.spec for e in at.get("plotly_chart") if "cmp.pair" in e.proto.id))["layout"]

@@ -57,6 +57,7 @@ def test_layer_kinds_are_the_masks_the_model_applied(gemma3):
         assert seen == (n if window is None else window), (layer, seen, window)
     assert [i for i in range(att.n_layers) if att.layer_kind(i) == "global"] == [5, 11, 17]
     assert att.layer_kind(0) == "local, window 512"
+    assert "past token 512" in att.windows_note() and "fit" in attend(gemma3, SHORT).windows_note()
 
 
 def test_a_local_layers_window_is_drawn_on_its_heatmap(gemma3):

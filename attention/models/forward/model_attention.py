@@ -217,6 +217,20 @@ class ModelAttention:
         window = self.windows[layer]
         return "global" if window is None else f"local, window {window:,}"
 
+    def windows_note(self) -> str:
+        """What the local layers' windows mean for this text, where the model has local and global layers: ""
+        otherwise."""
+        local = [w for w in (self.windows or ()) if w is not None]
+        if not local or len(set(self.windows)) < 2:
+            return ""
+        n, window = len(self.tokens), min(local)
+        if n <= window:
+            return (f"All {n:,} tokens fit in the local layers' window of {window:,}: here they see every earlier "
+                    "token, as the global layers do. From a longer text on they see only the last "
+                    f"{window:,}, and their heatmaps draw the window's edge.")
+        return (f"This text has {n:,} tokens: past token {window:,}, a local layer sees only the last {window:,} "
+                "(the dashed line on its heatmap); a global layer sees every earlier token.")
+
     @property
     def weights(self) -> np.ndarray:
         """(L, H, n, n): the self-attention weights of every layer and head (materialised on first use)."""

@@ -153,11 +153,11 @@ def head_pair(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComp
     att_a.check_head(layer, head)
     if comparison.words:
         b_layer, b_head = (int(x) for x in comparison.match[layer, head])
-        labels, wa = _word_head(att_a, layer, head)
-        labels_b, wb = _word_head(att_b, b_layer, b_head)
+        labels, wa, mask_a = _word_head(att_a, layer, head)
+        labels_b, wb, mask_b = _word_head(att_b, b_layer, b_head)
         if [w.lower() for w in labels] != [w.lower() for w in labels_b]:
             raise ValueError("the two results read different words: they must be of the same text")
-        mask = None
+        mask = mask_a if mask_b is None else mask_b if mask_a is None else mask_a | mask_b  # seen by A or B
     else:
         b_layer, b_head = layer, head
         labels = tuple(att_a.tokens)
@@ -184,14 +184,17 @@ def head_pair(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComp
         row_distance=row_distance, labels=labels)
 
 
-def _word_head(att: ModelAttention, layer: int, head: int) -> tuple[tuple[str, ...], np.ndarray]:
-    """One head between the text's words without special tokens, rows rescaled to 1 (as _words)."""
+def _word_head(att: ModelAttention, layer: int, head: int):
+    """One head between the text's words without special tokens, rows rescaled to 1 (as _words), and which
+    word pairs its mask lets it see (None: all). Shapes: -> (words, (W, W) float64, (W, W) bool | None)."""
     groups = word_groups(att)
     keep = ~np.asarray(groups.special, bool)
     merged = groups.merge(att.head_weights(layer, head)).astype(np.float64)[keep][:, keep]
     total = merged.sum(axis=-1, keepdims=True)
     merged = np.divide(merged, total, out=np.zeros_like(merged), where=total > 0)
-    return tuple(word for word, k in zip(groups.words, keep, strict=True) if k), merged
+    mask = groups.merge_mask(att.self_attn.mask_of(layer))
+    return (tuple(word for word, k in zip(groups.words, keep, strict=True) if k), merged,
+            None if mask is None else mask[keep][:, keep])
 
 
 def _pool_signed(d: np.ndarray, size: int) -> np.ndarray:
