@@ -6,20 +6,25 @@ from attention import figures
 from attention.models import (
     COMPARISONS,
     DEFAULT_DECODER,
+    HEAD_MEASURES,
     MAX_TEXT_CHARS,
     ROLES,
     ModelChoice,
     compare_results,
+    contrast,
+    direct_logit_attribution,
+    head_ablation,
+    head_change,
     head_pair,
     head_roles,
     load_comparison,
     model_label,
-    role_change,
+    next_tokens,
 )
 from pages._export import chart_config, comparison_button
 from pages._focus import changing, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, model_or_stop, result_of
+from pages._jobs import attention_or_stop, follow, model_or_stop, result_of, shared
 from pages._labels import label_of
 from pages._lessons import intro, path_links
 from pages._text import md
@@ -129,29 +134,89 @@ st.caption(f"A: {md(label_a)}. B: {md(label_b)}" + (", on words" if cmp.words el
 st.plotly_chart(figures.row_distance(pair), width="stretch", key="cmp.rows",
                 config=chart_config("compare", f"layer-{layer + 1}", f"head-{head + 1}", "rows"))
 
-st.subheader("What the heads do, in A and B")
-if opened is not None:
-    st.info("Head roles are measured by running each model on a probe: close the file (above) to measure them.")
-elif st.toggle("Measure head roles in both", key="cmp.roles",
-               help="Each model reads the induction probe (a beginning-of-text token, then random tokens twice) "
-                    "once, as on the Head atlas: one forward pass each."):
-    roles_a = result_of(head_roles, (a,), f"Running the induction probe on {label_a}…", model_or_stop(a))
-    roles_b = result_of(head_roles, (b,), f"Running the induction probe on {label_b}…", model_or_stop(b))
-    change = role_change(roles_a, roles_b, cmp.match if cmp.words else None)
-    role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
-                                key="cmp.role") or "induction"
-    st.caption(f"{ROLES[role][1]} R is the number of random tokens the probe repeats ({roles_a.repeat}). Each "
-               f"cell: B's score minus A's, for each head of A and its counterpart in B "
-               + ("(its nearest head on the text's words)" if cmp.words else "(the same head)") + ". Scores are mean "
-               "attention weights on the probe, 0 to 1; the Head atlas shows them for one model.")
-    st.plotly_chart(figures.layer_head_heatmap(change.change(role), title=f"{ROLES[role][0]} score: B − A",
-                                               value_name="B − A", clickable=True),
-                    width="stretch", key="cmp.role_map", on_select=head_opener("cmp.role_map"),
-                    selection_mode="points", config=chart_config("compare", role))
-    st.dataframe([{"role": ROLES[r][0], "A": change.a[r][layer, head], "B": change.b[r][layer, head],
-                   "B − A": change.change(r)[layer, head]} for r in ROLES], hide_index=True, width="stretch",
-                 column_config={k: st.column_config.NumberColumn(format="%.3f") for k in ("A", "B", "B − A")})
-    st.caption(f"L{layer + 1}H{head + 1} of A and {counterpart} of B, every role.")
-
 comparison_button(att_a, att_b, cmp, label_a, label_b)
+
+st.subheader("What the heads do, in A and B")
+
+
+def measured(analysis, key: tuple, message: str, *args, **kwargs):
+    """An analysis of one model, shared and with progress (pages/_jobs.py); None after a warning where it is
+    not defined for that model (a ValueError saying why), so the other model's and the page's rest still show."""
+    try:
+        return follow(shared(analysis, key, message, *args, **kwargs))
+    except ValueError as err:
+        st.warning(md(err))
+        return None
+
+
+values_a = values_b = None
+if opened is not None:
+    st.info("What heads do is measured by running each model again: close the file (above) to measure it.")
+else:
+    measure = st.segmented_control("Measure in both", list(HEAD_MEASURES), format_func=label_of(HEAD_MEASURES),
+                                   key="cmp.measure", help="Each measure runs both models again; each head of A is "
+                                   "shown beside its counterpart in B.")
+    if measure is None:
+        st.caption("Pick a measure above: its value for each head of A beside its counterpart in B.")
+    else:
+        st.caption(HEAD_MEASURES[measure][1])
+        loaded_a, loaded_b = model_or_stop(a), model_or_stop(b)
+        if measure == "roles":
+            roles_a = measured(head_roles, (a,), f"Running the induction probe on {label_a}…", loaded_a)
+            roles_b = measured(head_roles, (b,), f"Running the induction probe on {label_b}…", loaded_b)
+            role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
+                                        key="cmp.role") or "induction"
+            if roles_a is not None and roles_b is not None:
+                st.caption(f"{ROLES[role][1]} R is the number of random tokens the probe repeats ({roles_a.repeat}).")
+                values_a, values_b = getattr(roles_a, role), getattr(roles_b, role)
+                what = f"{ROLES[role][0]} score"
+        elif att_a.next_logits is None or att_b.next_logits is None:
+            st.info("This measure reads the next token's logits: both models must predict the next token (decoders "
+                    "such as SmolLM2 and Gemma 3; MiniLM does not).")
+        else:
+            top = next_tokens(att_a.next_logits, loaded_a.tokenizer, k=2).tokens  # A's own two likeliest
+            c1, c2 = st.columns(2)
+            key = show("cmp.target", focus.target if focus.target is not None else top[0])
+            target = c1.text_input("Target (next token)", key=key, on_change=on_change(key, setting("target")),
+                                   help="By default A's likeliest next token. A leading space is part of a token.")
+            key = show("cmp.foil", focus.foil if focus.foil is not None else top[1])
+            foil = c2.text_input("Foil", key=key, on_change=on_change(key, setting("foil")),
+                                 help="By default A's second likeliest next token.")
+            try:
+                ca = contrast(att_a, loaded_a.tokenizer, target, foil)
+                cb = contrast(att_b, loaded_b.tokenizer, target, foil)
+            except ValueError as err:
+                st.warning(md(err))
+                ca = cb = None
+            if ca is not None:
+                st.caption(f"logit(“{md(ca.target.token)}”) − logit(“{md(ca.foil.token)}”) after the text: "
+                           f"{ca.baseline:.3f} in A, {cb.baseline:.3f} in B.")
+                if measure == "direct":
+                    found = [measured(direct_logit_attribution, (m, text, *c.typed), f"Reading {lab}'s direct shares…",
+                                      loaded, att, c) for m, lab, loaded, att, c in
+                             ((a, label_a, loaded_a, att_a, ca), (b, label_b, loaded_b, att_b, cb))]
+                    if all(f is not None for f in found):
+                        values_a, values_b = (f.heads for f in found)
+                        what = "direct share"
+                else:
+                    found = [measured(head_ablation, (m, text, *c.typed, "zero"), f"Removing each head of {lab}…",
+                                      loaded, att, c, ablation="zero") for m, lab, loaded, att, c in
+                             ((a, label_a, loaded_a, att_a, ca), (b, label_b, loaded_b, att_b, cb))]
+                    if all(f is not None for f in found):
+                        values_a, values_b = (f.effect for f in found)
+                        what = "effect of removing it"
+if values_a is not None:
+    change = head_change(values_a, values_b, cmp.match if cmp.words else None)
+    st.plotly_chart(figures.layer_head_heatmap(change.change, title=f"{what}: B − A", value_name="B − A",
+                                               clickable=True),
+                    width="stretch", key="cmp.measure_map", on_select=head_opener("cmp.measure_map"),
+                    selection_mode="points", config=chart_config("compare", measure))
+    st.caption(f"Each cell: a head of A, its counterpart's {what} in B minus its own ("
+               + ("the counterpart: its nearest head on the text's words" if cmp.words else "the same head")
+               + "). Blue: more in B, red: less. Click a head to open it above.")
+    st.dataframe([{"model": "A", "head": f"L{layer + 1}H{head + 1}", what: change.a[layer, head]},
+                  {"model": "B", "head": f"L{pair.b_layer + 1}H{pair.b_head + 1}", what: change.b[layer, head]},
+                  {"model": "B − A", "head": "", what: change.change[layer, head]}], hide_index=True,
+                 column_config={what: st.column_config.NumberColumn(format="%.3g")})
+
 path_links("pages/compare.py")

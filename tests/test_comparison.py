@@ -232,15 +232,26 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     # head roles in both, the open head's beside its counterpart's (the Head atlas's head_roles of each model)
     from attention.models import head_roles
 
-    next(t for t in at.toggle if t.key == "cmp.roles").set_value(True).run()
-    assert not at.exception
-    rows = next(d for d in at.dataframe if "role" in d.value.columns).value
+    at.button_group(key="cmp.measure").set_value("roles").run()
+    assert not at.exception and not at.warning
     layer, head = ranked[2][:2]
     a_roles, b_roles = head_roles(smollm2), head_roles(load_model("smollm2", dtype="bfloat16"))
-    assert rows["A"].tolist() == pytest.approx([getattr(a_roles, r)[layer, head] for r in
-                                                ("induction", "previous_token", "duplicate_token", "first_token")])
-    assert rows["B"].tolist() == pytest.approx([getattr(b_roles, r)[layer, head] for r in
-                                                ("induction", "previous_token", "duplicate_token", "first_token")])
+    rows = next(d for d in at.dataframe if "model" in d.value.columns).value
+    assert rows["induction score"].tolist() == pytest.approx(
+        [a_roles.induction[layer, head], b_roles.induction[layer, head],
+         b_roles.induction[layer, head] - a_roles.induction[layer, head]])
+    # the direct share of logit(target) - logit(foil), by default A's two likeliest next tokens: the page's
+    # numbers are each model's own direct_logit_attribution (held to the model's logits in test_effects)
+    from attention.models import contrast, direct_logit_attribution, next_tokens
+
+    at.button_group(key="cmp.measure").set_value("direct").run()
+    assert not at.exception and not at.warning
+    target, foil = next_tokens(a.next_logits, smollm2.tokenizer, k=2).tokens
+    bf16 = load_model("smollm2", dtype="bfloat16")
+    shares = [direct_logit_attribution(m, r, contrast(r, m.tokenizer, target, foil)).heads[layer, head]
+              for m, r in ((smollm2, a), (bf16, b))]
+    rows = next(d for d in at.dataframe if "model" in d.value.columns).value
+    assert rows["direct share"].tolist() == pytest.approx([shares[0], shares[1], shares[1] - shares[0]], abs=1e-6)
     # a saved comparison: shown as saved, no model run
     at.session_state["cmp.opened"] = load_comparison(comparison_npz(a, b, cmp, label_a="float32", label_b="bf16"))
     at.run()
@@ -249,25 +260,20 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     assert np.allclose(array(chart(at, "cmp.map")["data"][0]["z"]), cmp.distance)
 
 
-def test_role_change_puts_each_head_beside_its_counterpart():
-    from attention.models import ROLES, HeadRoles, role_change
+def test_head_change_puts_each_head_beside_its_counterpart():
+    from attention.models import head_change
 
     rng = np.random.default_rng(3)
-
-    def roles(layers, heads):
-        return HeadRoles(**{r: rng.random((layers, heads)) for r in ROLES}, repeat=5, seed=0,
-                         probe_ids=np.arange(11), first=1)
-
-    a, b = roles(2, 3), roles(2, 3)
-    same = role_change(a, b)
-    assert np.array_equal(same.change("induction"), b.induction - a.induction)
-    layer, head, value = same.largest("induction", 1)[0]
-    assert abs(value) == np.abs(b.induction - a.induction).max() and value == same.change("induction")[layer, head]
-    other = roles(4, 2)
+    a, b = rng.random((2, 3)), rng.random((2, 3))
+    same = head_change(a, b)
+    assert np.array_equal(same.change, b - a)
+    layer, head, value = same.largest(1)[0]
+    assert abs(value) == np.abs(b - a).max() and value == same.change[layer, head]
+    other = rng.random((4, 2))
     with pytest.raises(ValueError, match="counterpart"):
-        role_change(a, other)
+        head_change(a, other)
     match = rng.integers(0, 2, size=(2, 3, 2))
-    matched = role_change(a, other, match)
+    matched = head_change(a, other, match)
     for i in range(2):
         for j in range(3):
-            assert matched.b["previous_token"][i, j] == other.previous_token[match[i, j, 0], match[i, j, 1]]
+            assert matched.b[i, j] == other[match[i, j, 0], match[i, j, 1]]

@@ -10,8 +10,8 @@ Modules:
     head_effects    each head removed, exactly or by attribution patching, and how well the two agree
     readout         the residual stream through the unembedding: direct logit attribution, the logit lens
     patching        activation patching of a clean run into a corrupted one
-    roles           previous-token, induction, duplicate-token and first-token scores on a probe; two
-                    models' scores head beside head (role_change)
+    roles           previous-token, induction, duplicate-token and first-token scores on a probe
+    two_models      one measure of heads in two models, each head beside its counterpart (head_change)
     composition_scores Q-, K- and V-composition of heads, from their weights
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
@@ -69,14 +69,13 @@ from attention.models.analyses.roles import (
     ROLE_THRESHOLD,
     ROLES,
     HeadRoles,
-    RoleChange,
     head_roles,
     probe_attention,
     probe_ids,
-    role_change,
     roles_of,
 )
 from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast, spaced_alternative
+from attention.models.analyses.two_models import HEAD_MEASURES, HeadChange, head_change
 
 __all__ = [
     "ABLATIONS", "CORPUS_FORMATS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "QK_FAMILIES", "ROLES",
@@ -87,6 +86,6 @@ __all__ = [
     "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices", "listed_corpora",
     "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed", "part_in_words",
     "probe_attention", "probe_ids", "qk_attribution", "qk_projection", "read_corpus", "roles_of",
-    "spaced_alternative", "survey_bytes", "RoleChange", "role_change",
+    "spaced_alternative", "survey_bytes", "HEAD_MEASURES", "HeadChange", "head_change",
     "survey_file", "survey_file_on_ray", "swap_words",
 ]

@@ -105,39 +105,3 @@ def head_roles(loaded: LoadedModel, *, repeat: int = PROBE_REPEAT, seed: int = 0
     att, first = probe_attention(loaded, repeat=repeat, seed=seed)
     return replace(roles_of(att, repeat, first, seed=seed), probe=att)
 
-
-@dataclass(frozen=True)
-class RoleChange:
-    """Two models' (or precisions') role scores side by side: each head of A beside its counterpart in B (the
-    same head, or on words the nearest: attention.models.compare_heads' `match`). Scores (L, H) of A's heads."""
-
-    a: dict[str, np.ndarray]  # role field -> (L, H) A's scores
-    b: dict[str, np.ndarray]  # role field -> (L, H) the score of each A head's counterpart in B
-    counterpart: np.ndarray  # (L, H, 2) B's (layer, head) for each head of A
-
-    def change(self, role: str) -> np.ndarray:
-        """(L, H) B's score minus A's, for one role field ("induction", ...)."""
-        return self.b[role] - self.a[role]
-
-    def largest(self, role: str, k: int = 10) -> list[tuple[int, int, float]]:
-        """The k heads whose score changed most (either way): [(layer, head, B − A)], 0-based."""
-        change = self.change(role)
-        flat = np.argsort(-np.abs(change), axis=None, kind="stable")[:k]
-        return [(int(i), int(j), float(change[i, j])) for i, j in zip(*np.unravel_index(flat, change.shape),
-                                                                         strict=True)]
-
-
-def role_change(roles_a: HeadRoles, roles_b: HeadRoles, match: np.ndarray | None = None) -> RoleChange:
-    """Each head of A's role scores beside its counterpart's in B: the same head (`match` None: both have as
-    many layers and heads), else B's head match[layer, head] (compare_heads(..., words=True).match)."""
-    shape = roles_a.induction.shape
-    if match is None:
-        if roles_b.induction.shape != shape:
-            raise ValueError(f"A has {shape[0]} × {shape[1]} heads and B {roles_b.induction.shape[0]} × "
-                             f"{roles_b.induction.shape[1]}: give each head of A its counterpart (match)")
-        layers, heads = np.indices(shape)
-        match = np.stack([layers, heads], axis=-1)
-    match = np.asarray(match, dtype=np.int64)
-    a = {role: np.asarray(getattr(roles_a, role)) for role in ROLES}
-    b = {role: np.asarray(getattr(roles_b, role))[match[..., 0], match[..., 1]] for role in ROLES}
-    return RoleChange(a, b, match)
