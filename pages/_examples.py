@@ -110,6 +110,11 @@ def target_and_foil(focus: Focus, att: ModelAttention, tokenizer, defaults: tupl
     return made
 
 
+def token_setter(field: str):
+    """An on_change setter for a target or foil box (a space shown as ␣): the token into the focus's `field`."""
+    return functools.partial(_set_token, field)
+
+
 def _set_token(field: str, focus: Focus, shown_word: str) -> Focus:
     return focus.replace(**{field: from_visible_spaces(shown_word or "")})
 

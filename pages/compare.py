@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attention import figures
+from attention.focus import with_visible_spaces
 from attention.models import (
     COMPARISONS,
     DEFAULT_DECODER,
@@ -21,6 +22,7 @@ from attention.models import (
     model_label,
     next_tokens,
 )
+from pages._examples import token_setter
 from pages._export import chart_config, comparison_button
 from pages._focus import changing, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
@@ -176,12 +178,16 @@ else:
         else:
             top = next_tokens(att_a.next_logits, loaded_a.tokenizer, k=2).tokens  # A's own two likeliest
             c1, c2 = st.columns(2)
-            key = show("cmp.target", focus.target if focus.target is not None else top[0])
-            target = c1.text_input("Target (next token)", key=key, on_change=on_change(key, setting("target")),
-                                   help="By default A's likeliest next token. A leading space is part of a token.")
-            key = show("cmp.foil", focus.foil if focus.foil is not None else top[1])
-            foil = c2.text_input("Foil", key=key, on_change=on_change(key, setting("foil")),
-                                 help="By default A's second likeliest next token.")
+            target = focus.target if focus.target is not None else top[0]
+            foil = focus.foil if focus.foil is not None else top[1]
+            key = show("cmp.target", with_visible_spaces(target))
+            c1.text_input("Target (next token)", key=key, max_chars=40,
+                          on_change=on_change(key, token_setter("target")),
+                          help="By default A's likeliest next token; a space is shown as ␣ (“␣Paris” and “Paris” "
+                               "are two tokens).")
+            key = show("cmp.foil", with_visible_spaces(foil))
+            c2.text_input("Foil", key=key, max_chars=40, on_change=on_change(key, token_setter("foil")),
+                          help="By default A's second likeliest next token; a space is shown as ␣.")
             try:
                 ca = contrast(att_a, loaded_a.tokenizer, target, foil)
                 cb = contrast(att_b, loaded_b.tokenizer, target, foil)
@@ -189,7 +195,8 @@ else:
                 st.warning(md(err))
                 ca = cb = None
             if ca is not None:
-                st.caption(f"logit(“{md(ca.target.token)}”) − logit(“{md(ca.foil.token)}”) after the text: "
+                st.caption(f"logit(“{md(with_visible_spaces(ca.target.token))}”) − "
+                           f"logit(“{md(with_visible_spaces(ca.foil.token))}”) after the text: "
                            f"{ca.baseline:.3f} in A, {cb.baseline:.3f} in B.")
                 if measure == "direct":
                     found = [measured(direct_logit_attribution, (m, text, *c.typed), f"Reading {lab}'s direct shares…",
