@@ -185,15 +185,21 @@ def attention_lines(view, *, title: str = "") -> go.Figure:
 
 
 def layer_head_heatmap(values, *, title: str, value_name: str, signed: bool = True, zmax: float | None = None,
-                       clickable: bool = False) -> go.Figure:
-    """One number per head, layers down and heads across (1-based): effects, shares, role scores.
-    Shapes: values (L, H)."""
+                       clickable: bool = False, open_head: tuple[int, int] | None = None) -> go.Figure:
+    """One number per head, layers down and heads across (1-based): effects, shares, role scores. `open_head`
+    (layer, head), 0-based, is outlined. Shapes: values (L, H)."""
     values = np.asarray(values, dtype=float)
     L, H = values.shape
     colours = Colours(scale="RdBu", centred=True) if signed else Colours(0.0, zmax)
-    return heatmap(values, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)], title=title,
-                   x_title="head", y_title="layer", value_name=value_name, colours=colours, show_values=False,
-                   height=min(1000, 140 + 22 * L), clickable=clickable)
+    fig = heatmap(values, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)], title=title,
+                  x_title="head", y_title="layer", value_name=value_name, colours=colours, show_values=False,
+                  height=min(1000, 140 + 22 * L), clickable=clickable)
+    if open_head is not None:
+        fig.add_trace(go.Scatter(x=[open_head[1]], y=[open_head[0]], mode="markers", showlegend=False, name="open",
+                                 hoverinfo="skip", marker=dict(size=max(10, min(34, 640 // max(H, L))),
+                                                               symbol="square-open", color="#d62728",
+                                                               line=dict(width=2))))
+    return fig
 
 
 def lens_heatmap(lens, *, target: bool = False) -> go.Figure:

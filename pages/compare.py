@@ -215,12 +215,12 @@ else:
 if values_a is not None:
     change = head_change(values_a, values_b, cmp.match if cmp.words else None)
     st.plotly_chart(figures.layer_head_heatmap(change.change, title=f"{what}: B − A", value_name="B − A",
-                                               clickable=True),
+                                               clickable=True, open_head=(layer, head)),
                     width="stretch", key="cmp.measure_map", on_select=head_opener("cmp.measure_map"),
                     selection_mode="points", config=chart_config("compare", measure))
     st.caption(f"Each cell: a head of A, its counterpart's {what} in B minus its own ("
                + ("the counterpart: its nearest head on the text's words" if cmp.words else "the same head")
-               + "). Blue: more in B, red: less. Click a head to open it above.")
+               + "). Blue: more in B, red: less. The open head is outlined; click a head to open it above.")
     st.dataframe([{"model": "A", "head": f"L{layer + 1}H{head + 1}", what: change.a[layer, head]},
                   {"model": "B", "head": f"L{pair.b_layer + 1}H{pair.b_head + 1}", what: change.b[layer, head]},
                   {"model": "B − A", "head": "", what: change.change[layer, head]}], hide_index=True,

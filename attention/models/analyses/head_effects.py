@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, linear_metric, scan, z_of
+from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, linear_metric, run_from, scan, z_of
 from attention.models.analyses.target_foil import Contrast
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
@@ -102,7 +102,12 @@ def head_ablation(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, 
     setup = edit_setup(loaded, att)
     read = linear_metric(loaded, contrast)
     ablated = _ablations(loaded, setup, ablation, read, progress, base=True)
-    return HeadEffects(baseline=contrast.baseline, effect=ablated - contrast.baseline, ablation=ablation,
+    # Each effect against the clean run read the same way (float64 from the final hidden state): in half
+    # precision the model's own logits are rounded (bfloat16 keeps ~3 digits: 0.125 apart near 20), and
+    # ablated - contrast.baseline moved every head by that rounding (Compare two models, float32 vs bfloat16).
+    with loaded.lock, torch.inference_mode():
+        clean = float(read(run_from(loaded, setup, 0, 1, base=True))[0])
+    return HeadEffects(baseline=contrast.baseline, effect=ablated - clean, ablation=ablation,
                        estimated=False, metric=contrast.metric, contrast=contrast)
 
 

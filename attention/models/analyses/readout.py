@@ -149,8 +149,10 @@ def direct_logit_attribution(loaded: LoadedModel, att: ModelAttention, contrast:
     docstring). ValueError for families whose heads are not written linearly to the residual stream."""
     parts = _anatomy_for_readout(loaded, att, "logit difference")
     if not parts.family.linear_heads:
-        raise ValueError(f"{loaded.spec.name} normalises what attention writes before adding it to the residual "
-                         f"stream ({parts.model_type}): a head's direct share of the logits is not defined.")
+        raise ValueError(f"{loaded.spec.label} normalises what each attention layer writes before adding it to "
+                         "the residual stream (a norm after attention, as in Gemma 2 and 3 and OLMo-2): a head's "
+                         "direct share of the logits is not defined for it. The effect of removing each head is "
+                         "measured for any model.")
     if loaded.logit_softcap:
         raise ValueError(f"{loaded.spec.name} soft-caps its logits: they are not a sum of parts.")
     r = residual_stream(loaded, att, parts)
