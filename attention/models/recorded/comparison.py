@@ -30,7 +30,7 @@ import torch
 
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, load_npz
-from attention.models.recorded.views import MAX_SHOWN, MatrixView, block_labels, pool_max
+from attention.models.recorded.views import MAX_SHOWN, MatrixView, block_labels, drop_tokens, pool_max
 from attention.models.recorded.words import word_groups, word_level
 
 ROWS_AT_ONCE = 256  # query rows of one layer compared at a time (tokens): (H, 256, m) float64 in memory
@@ -189,9 +189,7 @@ def _word_head(att: ModelAttention, layer: int, head: int):
     word pairs its mask lets it see (None: all). Shapes: -> (words, (W, W) float64, (W, W) bool | None)."""
     groups = word_groups(att)
     keep = ~np.asarray(groups.special, bool)
-    merged = groups.merge(att.head_weights(layer, head)).astype(np.float64)[keep][:, keep]
-    total = merged.sum(axis=-1, keepdims=True)
-    merged = np.divide(merged, total, out=np.zeros_like(merged), where=total > 0)
+    merged = drop_tokens(groups.merge(att.head_weights(layer, head)).astype(np.float64), keep)
     mask = groups.merge_mask(att.self_attn.mask_of(layer))
     return (tuple(word for word, k in zip(groups.words, keep, strict=True) if k), merged,
             None if mask is None else mask[keep][:, keep])
@@ -208,9 +206,7 @@ def _words(att: ModelAttention) -> tuple[tuple[str, ...], np.ndarray]:
     """The text's words without special tokens, and (L, H, W, W) weights between them, rows rescaled to 1."""
     w = word_level(att)
     keep = ~np.asarray(w.special, bool)
-    weights = w.weights[:, :, keep][:, :, :, keep].astype(np.float64)
-    total = weights.sum(axis=-1, keepdims=True)
-    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    weights = drop_tokens(w.weights.astype(np.float64), keep)
     return tuple(word for word, k in zip(w.words, keep, strict=True) if k), weights
 
 
