@@ -19,6 +19,7 @@ Modules, in the order a forward pass meets them:
     recompute       weights recomputed from q and k, a chunk of rows at a time, on the compute device
     guard           rebuilt weights held to the model's own before anyone's text is read: ModelCheck
     tokens          display strings, special and punctuation flags, finding a word
+    images          an image model's input: a stranger's file read safely, its tokens named by their patches
     sinks           the one rule for a head's attention sinks
 
 Nothing here imports the other two wings (attention.models.recorded, attention.models.analyses): they read
@@ -28,7 +29,19 @@ what this wing records.
 from attention.focus import DTYPES, Focus, ModelChoice, TokenAt, WordPair
 from attention.models.forward.guard import GUARD_GAP, ModelCheck
 from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey, survey
-from attention.models.forward.loading import SMALL_MODEL_BYTES, from_model, load_model
+from attention.models.forward.images import (
+    IMAGE_FORMATS,
+    MAX_IMAGE_BYTES,
+    MAX_IMAGE_PIXELS,
+    MAX_IMAGE_SIDE,
+    MIN_IMAGE_SIDE,
+    ExampleImages,
+    ImagePatches,
+    ImageRefused,
+    image_patches,
+    read_image,
+)
+from attention.models.forward.loading import SMALL_MODEL_BYTES, example_images, from_model, load_model
 from attention.models.forward.memory import MEMORY_ENV, MemoryPlan, NotEnoughMemory, plan_memory, weight_bytes
 from attention.models.forward.model import REQUESTER, LoadedModel, Progress, has_lm_head, layer_windows, rotary_base
 from attention.models.forward.model_attention import STACKS, AttentionStack, ModelAttention
@@ -37,17 +50,21 @@ from attention.models.forward.registry import (
     COMPARISONS,
     DEFAULT_DECODER,
     DEFAULT_ENCODER,
+    DEFAULT_IMAGE_MODEL,
     DEFAULT_MODEL,
+    IMAGE_HUB_MODELS,
+    IMAGE_MODELS,
     LOCAL_PREFIX,
     ModelSpec,
     ModelUnavailable,
     carriers,
     hub_allowlist,
+    image_models,
     local_models,
     model_label,
     model_name,
 )
-from attention.models.forward.running import MAX_TEXT_CHARS, attend, own_attention
+from attention.models.forward.running import MAX_TEXT_CHARS, attend, attend_image, own_attention
 from attention.models.forward.sinks import SINKS_NOTE
 from attention.models.forward.tokens import default_focus, find_word, last_word
 
@@ -61,4 +78,7 @@ __all__ = [
     "Progress", "carriers", "from_model", "has_lm_head", "hub_allowlist", "last_word", "layer_windows",
     "load_model", "local_models", "model_label", "model_name", "own_attention", "plan_memory", "rotary_base", "survey",
     "weight_bytes",
+    "DEFAULT_IMAGE_MODEL", "IMAGE_FORMATS", "IMAGE_HUB_MODELS", "IMAGE_MODELS", "MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS",
+    "MAX_IMAGE_SIDE", "MIN_IMAGE_SIDE", "ImagePatches", "ImageRefused", "ExampleImages", "attend_image",
+    "example_images", "image_models", "image_patches", "read_image",
 ]

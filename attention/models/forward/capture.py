@@ -118,8 +118,10 @@ def _capture_attention(module, query, key, value, attention_mask, scaling=None, 
                                       **kwargs)
     else:
         # A plain causal mask goes as is_causal (the fused kernel's fast path); any other mask as given.
+        given = kwargs.pop("is_causal", None)  # SigLIP says is_causal=False itself
         out, weights = sdpa_attention_forward(module, query, key, value, None if causal else attention_mask,
-                                              dropout=dropout, scaling=scaling, is_causal=causal or None, **kwargs)
+                                              dropout=dropout, scaling=scaling, is_causal=True if causal else given,
+                                              **kwargs)
     if weights is not None and name in active.eager_for:
         call = replace(call, weights=_np(weights[0]))
     active.calls.append(call)

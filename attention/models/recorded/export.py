@@ -38,7 +38,9 @@ def matrix_csv(view: MatrixView, *, digits: int = 6) -> str:
 
 def sentence_npz(att: ModelAttention) -> bytes:
     """Everything for one sentence, compressed: text, model_name, tokens, token_ids, special, word_ids and
-    offsets (when the tokenizer gave them), windows (each layer's sliding window, 0 for global), and per
+    offsets (when the tokenizer gave them), windows (each layer's sliding window, 0 for global), an image
+    model's image_pixels (h, w, 3) uint8, image_pixel_values (C, h, w), image_grid (rows, cols, patch pixels),
+    image_prefix (the tokens before the patches), image_labels and image_class_logits (a classifier's), and per
     attention stack (self; decoder and cross for an encoder-decoder model) `<stack>_weights` (L, H, n, m)
     float32; for inputs too long for that, `<stack>_q`, `_k`, `_v`, `_scale`, `_softcap` (0: none) and the
     masks: `_masks` (k, n, m), the distinct ones, with `_mask_of_layer` (L,) naming each layer's (-1: every
@@ -51,6 +53,13 @@ def sentence_npz(att: ModelAttention) -> bytes:
         arrays["word_ids"], arrays["offsets"] = np.asarray(att.word_ids), np.asarray(att.offsets)
     if att.windows is not None:  # each layer's sliding window, 0 for a global layer
         arrays["windows"] = np.array([w or 0 for w in att.windows], dtype=np.int64)
+    if att.image is not None:  # an image model's: the pixels, what the model read, the grid and its prefix
+        im = att.image
+        arrays.update(image_pixels=im.pixels, image_pixel_values=im.pixel_values,
+                      image_grid=np.array([im.rows, im.cols, im.patch]), image_prefix=np.array(im.prefix, dtype=str),
+                      image_labels=np.array(im.labels, dtype=str))
+        if im.class_logits is not None:
+            arrays["image_class_logits"] = im.class_logits
     if att.target_tokens is not None:
         arrays["target_tokens"] = np.array(att.target_tokens, dtype=str)
         arrays["target_ids"] = np.asarray(att.target_ids)

@@ -22,6 +22,7 @@ import zlib
 
 import numpy as np
 
+from attention.models.forward.images import ImagePatches, token_names
 from attention.models.forward.model_attention import AttentionStack, ModelAttention
 from attention.models.recorded.export import sentence_npz
 
@@ -87,14 +88,21 @@ def _stack(layers, keep: np.ndarray | None, batch_index: int) -> AttentionStack:
 
 def from_attentions(tokens, attentions, *, model_name: str | None = None, attention_mask=None,
                     batch_index: int = 0, special=None, decoder_tokens=None, decoder_attentions=None,
-                    cross_attentions=None, prettify: bool = True) -> ModelAttention:
+                    cross_attentions=None, prettify: bool = True, image: ImagePatches | None = None) -> ModelAttention:
     """A ModelAttention from what transformers returns with output_attentions=True: `attentions` (the
     encoder's, or a decoder-only model's self-attention) as L tensors or arrays of (batch, heads, n, n);
     `tokens` the strings of the sequence `batch_index` (or of every sequence: a list of lists).
     `attention_mask` (batch, n) drops that sequence's padding. An encoder-decoder model also gives
     `decoder_attentions` and `cross_attentions`, with `decoder_tokens`. `special` (n,) flags special tokens
-    (default: the usual [CLS], <s>, <|endoftext|>...). `prettify` drops the Ġ, ▁ and ## of sub-word pieces."""
+    (default: the usual [CLS], <s>, <|endoftext|>...). `prettify` drops the Ġ, ▁ and ## of sub-word pieces.
+    An image model's attentions come with `image` (attention.models.forward.images.image_patches(config,
+    processor, pixel_values[0], n_tokens)): `tokens` may then be None, and are named by their patches."""
     shown = _display if prettify else str
+    if image is not None:
+        names = token_names(image.prefix, image.rows, image.cols)
+        tokens = names if tokens is None else tokens
+        special = np.arange(len(names)) < image.first_patch if special is None else special
+        prettify, shown = False, str
     if tokens and isinstance(tokens[0], list | tuple):
         tokens = tokens[batch_index]
         decoder_tokens = decoder_tokens[batch_index] if decoder_tokens and isinstance(decoder_tokens[0], list | tuple) \
@@ -113,8 +121,10 @@ def from_attentions(tokens, attentions, *, model_name: str | None = None, attent
         model_name=model_name or "given attentions", text=" ".join(shown(t) for t in tokens),
         architecture="decoder-only" if stack.causal else "encoder-only", tokens=tuple(shown(t) for t in tokens),
         token_ids=np.full(n, -1), special=flags, self_attn=stack,
-        hidden=np.zeros((stack.n_layers + 1, n, 0), np.float32), truncated=False, n_input_tokens=n,
+        hidden=np.zeros((stack.n_layers + 1, n, 0), np.float32), truncated=False, n_input_tokens=n, image=image,
     )
+    if image is not None:
+        result["text"] = model_name or "an image"
     if decoder_attentions is not None:
         if decoder_tokens is None or cross_attentions is None:
             raise ValueError("an encoder-decoder model needs decoder_tokens, decoder_attentions and cross_attentions")
@@ -213,6 +223,8 @@ def _result_of(a: dict) -> ModelAttention:
         offsets=np.asarray(a["offsets"]) if "offsets" in a else None,
         windows=tuple(int(w) or None for w in np.asarray(a["windows"]).reshape(-1)) if "windows" in a else None,
     )
+    if "image_pixel_values" in a:
+        result["image"] = _image_of(a, n)
     if result["windows"] is not None and len(result["windows"]) != s.n_layers:
         raise ValueError(f"windows must hold one value per layer ({s.n_layers}), not {len(result['windows'])}")
     if "cross" in stacks:
@@ -220,6 +232,23 @@ def _result_of(a: dict) -> ModelAttention:
         result.update(target_tokens=targets, target_ids=np.asarray(a.get("target_ids", np.full(len(targets), -1))),
                       decoder_attn=stacks.get("decoder"), cross_attn=stacks["cross"])
     return ModelAttention(**result)
+
+
+def _image_of(a: dict, n: int) -> ImagePatches:
+    """An image result's ImagePatches from its file (sentence_npz wrote them), checked against its tokens."""
+    rows, cols, patch = (int(x) for x in np.asarray(a["image_grid"]).reshape(-1)[:3])
+    prefix = tuple(str(t) for t in np.asarray(a["image_prefix"]).reshape(-1))
+    if len(prefix) + rows * cols != n:
+        raise ValueError(f"{n} tokens, not the {len(prefix)} + {rows} x {cols} patches its image makes")
+    pixels = np.asarray(a["image_pixels"], dtype=np.uint8)
+    if pixels.ndim != 3 or pixels.shape[2] != 3 or pixels.shape[0] < rows * patch or pixels.shape[1] < cols * patch:
+        raise ValueError(f"image_pixels of shape {pixels.shape} do not hold a {rows} x {cols} grid of {patch}-pixel "
+                         "patches")
+    logits = np.asarray(a["image_class_logits"], dtype=np.float32) if "image_class_logits" in a else None
+    return ImagePatches(pixels=pixels, pixel_values=np.asarray(a["image_pixel_values"], dtype=np.float32), rows=rows,
+                        cols=cols, patch=patch, prefix=prefix,
+                        labels=tuple(str(t) for t in np.asarray(a.get("image_labels", [])).reshape(-1)),
+                        class_logits=logits)
 
 
 def _captured_stack(a: dict, stack: str) -> AttentionStack:
