@@ -17,7 +17,8 @@ or `load_npz(...)`), one call each:
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
 
 A corpus survey (attention.models.corpus_survey) has its own four (attention.corpus_figures): corpus_map,
-example_rows, qk_scatter, corpus_statistic.
+example_rows, qk_scatter, corpus_statistic. An image model's result (`load_model("vit-digits").attend(image)`)
+has three drawn over its picture (attention.image_figures): picture, heads_over_image, norms_chart.
 
 The builders below them (view_heatmap, head_grid, attention_lines, layer_head_heatmap, lens_heatmap)
 take arrays and views. Figures are Plotly's: in JupyterLab and VS Code they render offline (plotly.js
@@ -33,6 +34,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention.corpus_figures import corpus_map, corpus_statistic, example_rows, head_name, qk_scatter
+from attention.image_figures import heads_over_image, norms_chart, picture
 from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view, survey, token_focus, zoom
 from attention.toy.plotting import AUTO_TICKS, SIGNED, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
 from attention.toy.plotting import lines as line_chart
@@ -40,7 +42,8 @@ from attention.toy.plotting import lines as line_chart
 __all__ = ["attention_lines", "comparison", "pair", "row_distance",
            "corpus_map", "corpus_statistic", "distance", "effects", "example_rows", "grid", "head",
            "head_grid", "head_name", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view", "named",
-           "qk_scatter", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML"]
+           "qk_scatter", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML",
+           "heads_over_image", "norms_chart", "picture"]
 
 
 def view_heatmap(view, *, x_title: str = "key", y_title: str = "query", height: int | None = None,

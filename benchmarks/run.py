@@ -21,6 +21,7 @@ from attention.toy import examples as ex
 from benchmarks import browser as bb
 from benchmarks import comparison as compared
 from benchmarks import compute, soak
+from benchmarks import images as image_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {  # figure -> (target text, check)
@@ -478,6 +479,8 @@ def report(r: dict, smoke: bool) -> str:
         lines += ["", *soak.lines(json.loads(soak.RESULT.read_text()))]
     if "comparison" in r:
         lines += ["", *compared.lines(r["comparison"])]
+    if "images" in r:
+        lines += ["", *image_bench.lines(r["images"])]
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -514,6 +517,8 @@ def main() -> int:
     print("big models and GPU done", file=sys.stderr)
     r["comparison"] = compared.measure(args.smoke)
     print("comparison done", file=sys.stderr)
+    r["images"] = image_bench.measure(args.smoke)
+    print("images done", file=sys.stderr)
     texts16 = [compute.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
     texts512 = [compute.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
     payload_texts = {n: compute.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}

@@ -55,6 +55,9 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/compare.py", "Compare two models", ":material/difference:",
                   "One text, two models or two precisions: which heads changed, and how, head by head.",
                   minutes=8),
+        PageEntry("pages/image_model.py", "Attention in an image model", ":material/image:",
+                  "A vision transformer reads a picture as patches: click one to see where it looks, every head at "
+                  "once, [CLS], attention rollout, and the high-norm tokens registers replace.", minutes=8),
         PageEntry("pages/corpus.py", "A head across a corpus", ":material/scatter_plot:",
                   "Every head over 278 texts: a map of all heads, each head's top examples anywhere in the corpus, "
                   "its queries and keys in one picture.", minutes=10),

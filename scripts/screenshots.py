@@ -11,7 +11,7 @@ from serving import APP, chromium, page_url, running_app, wait_idle  # noqa: E40
 
 PAGES = sys.argv[1:] or ["", "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity",
                          "positions", "bottleneck", "model_heads", "inside_head", "ambiguous_words", "head_atlas",
-                         "predictions", "circuits", "compare", "corpus"]
+                         "predictions", "circuits", "compare", "image_model", "corpus"]
 out = APP.parent / "artifacts" / "screenshots"
 out.mkdir(parents=True, exist_ok=True)
 with running_app() as base, chromium() as browser:
