@@ -46,6 +46,16 @@ CELLS = [
     ("code", "from attention.models import export_npz, load_npz\n\n"
              "data = export_npz(att)\nback = load_npz(data)\n"
              "assert (back.weights == att.weights).all()\nprint(f\"{len(data):,} bytes\")\nfigures.head(back, 0, 0)"),
+    ("markdown", "## 6. An image model: patches instead of words\n\nThe bundled ViT reads 8 × 8 digits as [CLS] and "
+                 "4 × 4 patches; `attend` takes an image (a PIL image, an array, a file) as a text model takes a "
+                 "text. Any vision transformer's own `output_attentions` reads the same way with "
+                 "`from_attentions(None, attentions, image=image_patches(...))`."),
+    ("code", "from attention.models import attention_rollout, example_images, heads_looking, patch_looks\n\n"
+             "vit = load_model(\"vit-digits\")\ndigit = vit.attend(example_images().images[0])\n"
+             "print(digit.tokens[:3], digit.image.predicted)\n"
+             "middle = digit.image.token_of(1, 2)  # patch (2, 3), counting from 1 as its name does\n"
+             "figures.picture(digit, patch_looks(digit, 3, 0, middle).on_image, selected=(1, 2))"),
+    ("code", "figures.heads_over_image(digit, heads_looking(digit, 3, middle))"),
 ]
 
 
