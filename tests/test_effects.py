@@ -252,19 +252,61 @@ def test_minilm_vector_scan_equals_a_copy_with_a_head_zeroed(minilm):
     assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-5)
 
 
+class HandClock:
+    """A monotonic clock the test moves by hand (ModelLock(clock=...)): no test here measures wall time. Moving it
+    wakes the lock's waiters, which read it again."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def move_to(self, lock, seconds: float) -> None:
+        self.now = seconds
+        with lock._turn:
+            lock._turn.notify_all()
+
+
+def _in_thread(work, *, session=None):
+    """`work()` in a thread of its own (as `session`, the REQUESTER, when given); returns (thread, done event)."""
+    import contextvars
+    import threading
+
+    from attention.models.forward.model import REQUESTER
+
+    done = threading.Event()
+
+    def run():
+        if session is not None:
+            REQUESTER.set(session)
+        work()
+        done.set()
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True)
+    thread.start()
+    return thread, done
+
+
+def _until(condition, seconds: float = 10.0) -> None:
+    """Wait for `condition()` (a thread reaching a state), failing after `seconds` instead of hanging."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the lock's waiter never got there"
+        time.sleep(0.001)
+
+
 def test_a_short_request_goes_before_the_next_batch_of_long_work():
     """A scan releases the model between batches; a sentence waiting then must get it before the scan's next
     batch, however fast the scan asks again (with a plain lock the scan could win every time)."""
-    import threading
-
     from attention.models.forward.model import ModelLock
 
-    lock, order = ModelLock(), []
+    clock = HandClock()
+    lock, order = ModelLock(clock=clock), []
     lock.acquire(short=False)  # a batch in flight
-    short_waiting = threading.Event()
 
     def short_request():
-        short_waiting.set()
         with lock:
             order.append("short")
 
@@ -272,16 +314,14 @@ def test_a_short_request_goes_before_the_next_batch_of_long_work():
         with lock.background():
             order.append("batch")
 
-    first = threading.Thread(target=short_request)
-    first.start()
-    short_waiting.wait()
-    while not lock._short_waiting:  # the short request is queued
-        pass
-    second = threading.Thread(target=next_batch)
-    second.start()
+    first, _ = _in_thread(short_request)
+    _until(lambda: lock._short_waiting)  # the short request is queued
+    second, _ = _in_thread(next_batch)
+    _until(lambda: lock._long_since)  # so is the next batch
     lock.release()  # the batch ends
-    first.join(5)
-    second.join(5)
+    first.join(10)
+    clock.move_to(lock, 1.5)  # the short request's page has drawn (its grace is over)
+    second.join(10)
     assert order == ["short", "batch"]
 
 
@@ -291,7 +331,6 @@ def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer)
     it is: with the hooks installed before the lock it ran with the batch's head removed (a 16-token grid
     during a scan failed with an IndexError in the app)."""
     import threading
-    import time
 
     from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, scan
 
@@ -314,7 +353,7 @@ def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer)
     loaded.lock.acquire()  # a short request holds the model
     scanning = threading.Thread(target=run_scan)
     scanning.start()
-    time.sleep(0.5)  # the scan's first batch is now waiting for the lock
+    _until(lambda: loaded.lock._long_since)  # the scan's first batch is now waiting for the lock
     try:
         with torch.inference_mode():
             during = loaded.network(input_ids=ids).logits
@@ -328,102 +367,87 @@ def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer)
 def test_long_work_leaves_the_cores_to_a_page_that_just_ran_a_short_request():
     """After another thread's short request, a batch of long work waits `grace` seconds (that page draws its
     figures meanwhile); after its own thread's short request (a scan's setup pass) it does not wait."""
-    import threading
-    import time
-
     from attention.models.forward.model import ModelLock
 
-    lock = ModelLock(grace=0.4)
+    clock = HandClock()
+    lock = ModelLock(grace=0.4, clock=clock)
 
     def sentence():
         with lock:
             pass
 
-    other = threading.Thread(target=sentence)
-    other.start()
-    other.join()
-    started = time.monotonic()
-    with lock.background():
-        waited = time.monotonic() - started
-    assert 0.3 <= waited < 2.0
-    with lock:  # this thread's own short request (the other's grace is over by now)
-        pass
-    started = time.monotonic()
-    with lock.background():
-        assert time.monotonic() - started < 0.1
+    other, _ = _in_thread(sentence, session="another page")  # (thread ids are reused: each names its session)
+    other.join(10)
+    batch, got = _in_thread(lambda: lock.background().__enter__(), session="the scan")
+    _until(lambda: lock._long_since)
+    clock.move_to(lock, 0.39)
+    assert not got.wait(0.2)  # within the other page's grace: still waiting
+    clock.move_to(lock, 0.41)
+    assert got.wait(10)  # the grace is over: it goes
+    lock.release()
+    mine, done = _in_thread(lambda: (sentence(), lock.background().__enter__()), session="the scan")  # its own first
+    assert done.wait(10)  # no grace for itself: the clock did not move
+    lock.release()
 
 
 def test_the_grace_is_for_other_users_not_for_the_scans_own_session():
     """A short request from another thread of the same session (REQUESTER: the app's Jobs run in threads of
     their own) gives that session's scan no grace; one from another session does."""
-    import contextvars
-    import threading
-    import time
+    from attention.models.forward.model import ModelLock
 
-    from attention.models.forward.model import REQUESTER, ModelLock
+    clock = HandClock()
+    lock = ModelLock(grace=0.4, clock=clock)
 
-    lock = ModelLock(grace=0.4)
+    def sentence():
+        with lock:
+            pass
 
-    def sentence_of(session):
-        def run():
-            REQUESTER.set(session)
-            with lock:
-                pass
-        thread = threading.Thread(target=contextvars.copy_context().run, args=(run,))
-        thread.start()
-        thread.join()
+    def batch():
+        with lock.background():
+            pass
 
-    def batch_wait(session) -> float:
-        def run():
-            REQUESTER.set(session)
-            started = time.monotonic()
-            with lock.background():
-                return time.monotonic() - started
-        return contextvars.copy_context().run(run)
-
-    sentence_of("session a")
-    assert batch_wait("session a") < 0.1
-    sentence_of("session b")
-    assert 0.3 <= batch_wait("session a") < 2.0
+    _in_thread(sentence, session="session a")[0].join(10)
+    assert _in_thread(batch, session="session a")[1].wait(10)  # the clock never moved: it did not wait
+    _in_thread(sentence, session="session b")[0].join(10)
+    _, done = _in_thread(batch, session="session a")
+    assert not done.wait(0.2)  # session b's page draws first
+    clock.move_to(lock, 0.5)
+    assert done.wait(10)
 
 
 def test_long_work_gets_the_model_under_a_steady_stream_of_other_users_short_requests():
     """Short requests go first, but long work that has waited `patience` goes next: other users' sentences
     arriving without a pause (a class; a corpus survey, whose texts are short requests) left a scan's batch
     waiting until they stopped (the soak: a scan of 410 s beside a survey)."""
-    import contextvars
     import threading
-    import time
 
-    from attention.models.forward.model import REQUESTER, ModelLock
+    from attention.models.forward.model import ModelLock
 
-    lock, stop = ModelLock(grace=0.4, patience=0.6), threading.Event()
-    passes = []
+    clock = HandClock()
+    lock, order = ModelLock(grace=0.4, patience=0.6, clock=clock), []
+    hold, release = threading.Event(), threading.Event()
 
-    def stream():
-        REQUESTER.set("another session")
-        end = time.monotonic() + 3  # without patience the batch waits for the stream's end
-        while not stop.is_set() and time.monotonic() < end:
+    def pass_of(name):
+        def run():
             with lock:
-                time.sleep(0.02)  # a pass
-            passes.append(time.monotonic())
-            time.sleep(0.01)  # its page asks again at once: always within the grace
+                order.append(name)
+                if name == "pass 1":
+                    hold.set()
+                    release.wait(10)
+        return run
 
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(stream,))
-    thread.start()
-    try:
-        time.sleep(0.2)
-        started = time.monotonic()
-        with lock.background():
-            got = time.monotonic()
-            time.sleep(0.1)  # a batch
-        waited = got - started
-        time.sleep(0.2)
-    finally:
-        stop.set()
-        thread.join(5)
-    assert 0.55 <= waited < 1.2, waited
-    assert any(t > got for t in passes)  # the stream went on after the batch: it was never paused for it
+    _in_thread(pass_of("pass 1"), session="another session")
+    assert hold.wait(10)  # another user's pass holds the model
+    batch, _ = _in_thread(lambda: (lock.background().__enter__(), order.append("batch"), lock.release()))
+    _until(lambda: lock._long_since)
+    _in_thread(pass_of("pass 2"), session="another session")
+    _until(lambda: lock._short_waiting)
+    clock.move_to(lock, 0.3)  # not yet patient: the next pass would go first
+    assert not lock._overdue()
+    clock.move_to(lock, 0.7)  # the batch has waited its patience: it goes before the waiting pass
+    release.set()
+    _until(lambda: len(order) == 3)
+    assert order == ["pass 1", "batch", "pass 2"]
 
 
 def test_a_scans_first_batch_is_one_copy_and_its_wait_for_the_lock_does_not_shrink_the_next(monkeypatch):

@@ -55,7 +55,9 @@ class ModelLock:
     the pages' passes as fast (median 0.46 s; benchmarks/contention.py, benchmarks/NOTES.md). A sentence
     then waits for at most two batches."""
 
-    def __init__(self, grace: float = SHORT_GRACE_SECONDS, patience: float = LONG_WORK_PATIENCE_SECONDS):
+    def __init__(self, grace: float = SHORT_GRACE_SECONDS, patience: float = LONG_WORK_PATIENCE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
+        self._clock = clock  # seconds, monotonic: tests give a clock they move by hand
         self._turn = threading.Condition()
         self._held = False
         self._short_waiting = 0
@@ -66,7 +68,7 @@ class ModelLock:
 
     def acquire(self, *, short: bool = True) -> None:
         with self._turn:
-            me, since = object(), time.monotonic()
+            me, since = object(), self._clock()
             self._short_waiting += short
             if not short:
                 self._long_since[me] = since
@@ -80,7 +82,7 @@ class ModelLock:
                             self._turn.wait(0.05)
                             continue
                         break
-                    waited = time.monotonic() - since
+                    waited = self._clock() - since
                     if waited >= self._patience:
                         break
                     rest = self._patience if self._short_waiting else self._grace_left()
@@ -94,19 +96,19 @@ class ModelLock:
 
     def _overdue(self) -> bool:
         """Whether a batch of long work has waited `patience` seconds."""
-        now = time.monotonic()
+        now = self._clock()
         return any(now - since >= self._patience for since in self._long_since.values())
 
     def _grace_left(self) -> float:
         """Seconds until the last short request of another requester is `grace` old (<= 0: none is)."""
-        now, me = time.monotonic(), _requester()
+        now, me = self._clock(), _requester()
         self._short_ended = {t: end for t, end in self._short_ended.items() if now - end < self._grace}
         return max((end + self._grace - now for t, end in self._short_ended.items() if t != me), default=0.0)
 
     def release(self) -> None:
         with self._turn:
             if self._holder_short:
-                self._short_ended[_requester()] = time.monotonic()
+                self._short_ended[_requester()] = self._clock()
             self._held = False
             self._turn.notify_all()
 
