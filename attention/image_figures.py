@@ -26,8 +26,8 @@ from plotly.subplots import make_subplots
 from attention.models import HIGH_NORM_FACTOR, ImagePatches, ModelAttention, token_norms
 from attention.toy.plotting import esc
 
-OVER_IMAGE = [[0.0, "rgba(255, 235, 59, 0)"], [0.25, "rgba(255, 193, 7, 0.2)"], [0.6, "rgba(244, 81, 30, 0.45)"],
-              [1.0, "rgba(211, 47, 47, 0.7)"]]  # clear where a head gives nothing, red where it gives the most
+OVER_IMAGE = [[0.0, "rgba(255, 235, 59, 0)"], [0.2, "rgba(255, 193, 7, 0.35)"], [0.6, "rgba(244, 81, 30, 0.7)"],
+              [1.0, "rgba(183, 28, 28, 0.9)"]]  # clear where a head gives nothing, red where it gives the most
 MIN_DRAWN_SIDE = 256  # pixels: a smaller image is scaled up by whole pixels to at least this
 SELECTED = "#1565c0"
 
@@ -58,8 +58,14 @@ def _grid(att: ModelAttention) -> ImagePatches:
     return att.image
 
 
-def _image_trace(grid: ImagePatches, *, min_side: int = MIN_DRAWN_SIDE) -> go.Image:
-    uri, scale = image_uri(grid.pixels, min_side=min_side)
+FADED = 0.4  # under weights, the picture keeps this much of its contrast, on light grey: the colours read as the bar
+
+
+def _image_trace(grid: ImagePatches, *, min_side: int = MIN_DRAWN_SIDE, faded: bool = False) -> go.Image:
+    pixels = grid.pixels
+    if faded:  # 0..255 -> 153..255: black is light grey, white stays white
+        pixels = np.rint(255 - FADED * (255 - pixels.astype(np.float32))).astype(np.uint8)
+    uri, scale = image_uri(pixels, min_side=min_side)
     # pixel j of the original spans [j - 0.5, j + 0.5]: the scaled image's first pixel is centred at -0.5 + 0.5/s
     return go.Image(source=uri, x0=-0.5 + 0.5 / scale, dx=1 / scale, y0=-0.5 + 0.5 / scale, dy=1 / scale,
                     hoverinfo="skip", name="image")
@@ -78,9 +84,10 @@ def _overlay(grid: ImagePatches, values: np.ndarray, *, zmax: float | None, valu
     names = np.array([[f"patch ({r + 1}, {c + 1})" for c in range(grid.cols)] for r in range(grid.rows)])
     return go.Heatmap(z=values, x=xs, y=ys, zmin=0.0, zmax=max(top, 1e-12), colorscale=OVER_IMAGE,
                       showscale=show_scale, text=names, name=value_name,
-                      hovertemplate=f"%{{text}}<br>{esc(value_name)}: %{{z:.3g}}<extra></extra>" if hover else None,
+                      hovertemplate=f"%{{text}}<br>{esc(value_name)}: %{{z:.1%}}<extra></extra>" if hover else None,
                       hoverinfo=None if hover else "skip",
-                      colorbar=dict(title=dict(text=esc(value_name), side="right"), thickness=12))
+                      colorbar=dict(title=dict(text=esc(value_name), side="right"), thickness=12, tickformat=".0%",
+                                    len=0.8))
 
 
 def _grid_lines(fig: go.Figure, grid: ImagePatches) -> None:
@@ -101,10 +108,11 @@ def picture(att: ModelAttention, values: np.ndarray | None = None, *, title: str
             selected: tuple[int, int] | None = None, clickable: bool = False, zmax: float | None = None,
             height: int = 460) -> go.Figure:
     """The image the model read with its patch grid; `values` (rows, cols) drawn over it (clear at 0, red at
-    `zmax`, default their largest); `selected` (row, col, from 0) outlined; `clickable` lays a point on every
+    `zmax`, default their largest; the picture faded under them); `title` escaped, a new line at each "\n";
+    `selected` (row, col, from 0) outlined; `clickable` lays a point on every
     patch (customdata: row, col from 0), so a Streamlit selection names the patch clicked."""
     grid = _grid(att)
-    fig = go.Figure(_image_trace(grid))
+    fig = go.Figure(_image_trace(grid, faded=values is not None))
     if values is not None:
         fig.add_trace(_overlay(grid, np.asarray(values, dtype=float), zmax=zmax, value_name=value_name))
     _grid_lines(fig, grid)
@@ -112,7 +120,7 @@ def picture(att: ModelAttention, values: np.ndarray | None = None, *, title: str
     if clickable:
         xs, ys = _centres(grid)
         cols, rows = np.meshgrid(np.arange(grid.cols), np.arange(grid.rows))
-        said = "" if values is None else f"<br>{esc(value_name)}: %{{customdata[2]:.3g}}"
+        said = "" if values is None else f"<br>{esc(value_name)}: %{{customdata[2]:.1%}}"
         data = np.column_stack([rows.ravel(), cols.ravel(),
                                 np.zeros(rows.size) if values is None else np.asarray(values, float).ravel()])
         size = max(6, min(60, (height - 80) // max(grid.rows, grid.cols)))
@@ -130,7 +138,8 @@ def picture(att: ModelAttention, values: np.ndarray | None = None, *, title: str
                      constrain="domain")
     fig.update_yaxes(range=[h - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
                      scaleanchor="x", constrain="domain")
-    fig.update_layout(title=dict(text=esc(title)), height=height, margin=dict(l=10, r=10, t=50 if title else 10, b=10),
+    fig.update_layout(title=dict(text="<br>".join(esc(line) for line in title.split("\n"))), height=height,
+                      margin=dict(l=10, r=10, t=(40 + 20 * title.count("\n")) if title else 10, b=10),
                       plot_bgcolor="white", dragmode=False)
     return fig
 
@@ -141,9 +150,11 @@ def _patch_hover(extra: str) -> str:
 
 
 def heads_over_image(att: ModelAttention, maps: np.ndarray, *, title: str = "", columns: int = 4,
-                     value_name: str = "weight", shared_scale: bool = False) -> go.Figure:
+                     value_name: str = "weight", shared_scale: bool = False,
+                     selected: tuple[int, int] | None = None) -> go.Figure:
     """Every head's map (H, rows, cols) over the image, one small panel each ("head 3"), each on its own
-    colour scale (a faint head stays visible) unless `shared_scale`."""
+    colour scale (a faint head stays visible) unless `shared_scale`; `selected` (row, col from 0), the query
+    patch, outlined in each."""
     grid = _grid(att)
     maps = np.asarray(maps, dtype=float)
     n = maps.shape[0]
@@ -151,15 +162,20 @@ def heads_over_image(att: ModelAttention, maps: np.ndarray, *, title: str = "", 
     rows = -(-n // columns)
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h + 1}" for h in range(n)],
                         horizontal_spacing=0.02, vertical_spacing=0.06)
-    image = _image_trace(grid, min_side=96)
+    image = _image_trace(grid, min_side=96, faded=True)
     top = float(maps.max()) if shared_scale else None
     for h in range(n):
         r, c = divmod(h, columns)
         fig.add_trace(image, row=r + 1, col=c + 1)
         heat = _overlay(grid, maps[h], zmax=top, value_name=value_name, show_scale=False)
-        fig.add_trace(heat.update(hovertemplate=f"head {h + 1} · %{{text}}<br>{esc(value_name)}: %{{z:.3g}}"
+        fig.add_trace(heat.update(hovertemplate=f"head {h + 1} · %{{text}}<br>{esc(value_name)}: %{{z:.1%}}"
                                                 "<extra></extra>"), row=r + 1, col=c + 1)
     p = grid.patch
+    if selected is not None:
+        sr, sc = selected
+        for h in range(n):
+            fig.add_shape(type="rect", x0=sc * p - 0.5, x1=(sc + 1) * p - 0.5, y0=sr * p - 0.5, y1=(sr + 1) * p - 0.5,
+                          line=dict(color=SELECTED, width=2), row=h // columns + 1, col=h % columns + 1)
     fig.update_xaxes(range=[-0.5, grid.cols * p - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
                      constrain="domain")
     fig.update_yaxes(range=[grid.rows * p - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
@@ -189,6 +205,6 @@ def norms_chart(att: ModelAttention, layer: int = -1, *, factor: float = HIGH_NO
     fig.update_layout(title=dict(text=f"Each token's norm after {shown}"),
                       height=320, margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white", showlegend=False,
                       bargap=0.1)
-    fig.update_xaxes(title_text="token (1 = the first; patches row by row)")
+    fig.update_xaxes(title_text="token (1 = the first; patches row by row)", dtick=1 if len(norms) <= 40 else None)
     fig.update_yaxes(title_text="L2 norm of the hidden state", rangemode="tozero")
     return fig

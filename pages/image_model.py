@@ -32,7 +32,8 @@ PICTURE = "image.picture"  # the clickable picture's chart key, followed by its 
 
 ensure_app_frame()
 st.title("Attention in an image model")
-intro(PAGE, "A vision transformer cuts an image into a grid of square patches and reads each patch as one token, "
+intro(PAGE, "A vision transformer cuts an image into a grid of square patches and reads each patch as one token "
+      "(here a token is a patch of pixels, not a piece of text), "
       "with a few tokens of its own in front: **[CLS]**, the summary its classifier reads, and in some models "
       "**registers**, spare tokens with no place on the image. Its heads are the heads of a text model, over "
       "patches instead of words: every query patch asks which patches to look at. Click a patch to see where it "
@@ -45,9 +46,9 @@ if kept("image.model", DEFAULT_IMAGE_MODEL) not in models:  # an operator's fold
     keep("image.model", DEFAULT_IMAGE_MODEL)
 name = col_model.selectbox("Image model", list(models), key=drawn("image.model", "image.model", DEFAULT_IMAGE_MODEL),
                            format_func=models.get, on_change=keeping("image.model", "image.model"),
-                           help="The bundled digits model runs offline; the others load from the Hugging Face hub "
-                                "where this server allows it (ATTENTION_EXPLORER_HUB_MODELS), or from an operator's "
-                                "folders.")
+                           help="The bundled digits model runs offline. The others load from the Hugging Face hub, "
+                                "where this server is online and allows them, or from the folders its operator "
+                                "lists.")
 choice = ModelChoice(name, "auto")
 examples = example_images()
 sources = ["A held-out test digit", "My own image"]
@@ -65,8 +66,9 @@ else:
     formats = ", ".join(f.lower() for f in IMAGE_FORMATS)
     upload = col_image.file_uploader(
         "Your image", type=["png", "jpg", "jpeg", "gif", "bmp", "webp"], key="image.upload",
-        help=f"{formats}; up to {MAX_IMAGE_BYTES / 1e6:.0f} MB. It is read on this server and nowhere else. The "
-             "digits model saw white digits on black, 8 x 8 pixels: a photo is shrunk to that.")
+        help=f"{formats}; up to {MAX_IMAGE_BYTES / 1e6:.0f} MB and 40 million pixels (larger files are refused). It "
+             "is read on this server and nowhere else. The digits model knows only 8 × 8 white digits on black: "
+             "it shrinks any picture to that and reads it as one of 0–9.")
     if upload is None:
         st.info("Upload an image above, or pick a held-out test digit.")
         st.stop()
@@ -86,56 +88,62 @@ if said is not None:
     label, p = said
     accuracy = f" It reads {examples.accuracy:.1%} of the held-out digits right." if (
         name == DEFAULT_IMAGE_MODEL and examples.accuracy is not None) else ""
-    st.markdown(f"**The model reads this image as “{md(label)}”** ({p:.0%} of its probability).{accuracy}")
+    misread = " It is one of the digits the model gets wrong." if "misreads" in image_name else ""
+    st.markdown(f"**The model reads this image as “{md(label)}”** ({p:.0%} of its probability).{accuracy}{misread}")
+    if name == DEFAULT_IMAGE_MODEL and source != sources[0]:
+        st.caption("This model knows only 8 × 8 white digits on black: it reads any picture as one of 0–9.")
 
 # --- layer, head, query ----------------------------------------------------------------------------------------
+# The widgets are keyed by model and image: a run that stopped before drawing them (an upload awaited, a model
+# that failed) drops their state, and a widget drawn again under its old key showed its default while the page
+# used the kept value. Their values are kept per model (pages/_kept.py), whatever the image.
+here = f"{name}.{digest}"
 tokens = att.tokens
 n_layers, n_heads = att.n_layers, att.n_heads
 col_layer, col_head, col_query = st.columns(3)
 layer = col_layer.number_input(f"Layer (1–{n_layers})", 1, n_layers, key=drawn(
-    "image.layer", f"image.layer.{name}", n_layers), on_change=keeping("image.layer", f"image.layer.{name}")) - 1
+    f"image.layer.{here}", f"image.layer.{name}", n_layers),
+    on_change=keeping(f"image.layer.{here}", f"image.layer.{name}")) - 1
 heads = ["mean of the heads", *(f"head {h + 1}" for h in range(n_heads))]
-head_label = col_head.selectbox("Head", heads, key=drawn("image.head", f"image.head.{name}", heads[1]),
-                                on_change=keeping("image.head", f"image.head.{name}"))
+head_label = col_head.selectbox("Head", heads, key=drawn(f"image.head.{here}", f"image.head.{name}", heads[1]),
+                                on_change=keeping(f"image.head.{here}", f"image.head.{name}"))
 head = None if head_label == heads[0] else heads.index(head_label) - 1
 default_query = grid.token_of(grid.rows // 2, grid.cols // 2)
 if kept(f"image.query.{name}") not in tokens:  # another image size: another grid
     keep(f"image.query.{name}", tokens[default_query])
-clicked = st.session_state.get(f"{PICTURE}.{kept(f'image.query.{name}')}")  # the last run's picture, keyed by its query
+clicked = st.session_state.get(f"{PICTURE}.{here}.{kept(f'image.query.{name}')}")  # the last run's picture
 points = clicked["selection"]["points"] if clicked else []
 if points:  # a click on a patch makes it the query (the next picture, keyed by it, starts with nothing clicked)
-    row, col = (int(round(v)) for v in points[0]["customdata"][:2])
+    row, col = grid.patch_at(points[0]["x"], points[0]["y"])
     keep(f"image.query.{name}", f"patch ({row + 1}, {col + 1})")
 query_name = col_query.selectbox("Query token (or click a patch)", tokens,
-                                 key=drawn("image.query", f"image.query.{name}", tokens[default_query]),
-                                 on_change=keeping("image.query", f"image.query.{name}"))
+                                 key=drawn(f"image.query.{here}", f"image.query.{name}", tokens[default_query]),
+                                 on_change=keeping(f"image.query.{here}", f"image.query.{name}"))
 query = tokens.index(query_name)
 
 
 looks = patch_looks(att, layer, head, query)
 who = "the mean of the heads" if head is None else f"head {head + 1}"
-col_pic, col_note = st.columns([3, 2])
-with col_pic:
-    st.plotly_chart(figures.picture(att, looks.on_image, title=f"Where {query_name} looks · layer {layer + 1}, {who}",
-                                    selected=grid.patch_of(query), clickable=True),
-                    key=f"{PICTURE}.{query_name}", on_select="rerun", selection_mode="points",
-                    config=chart_config(name, "image", f"layer {layer + 1}", who, query_name))
-with col_note:
-    top = looks.on_image.max()
-    prose(f"The picture is what the model read: {grid.rows} × {grid.cols} patches of {grid.patch} × {grid.patch} "
-          f"pixels, after its own processor resized it. Red is where **{md(query_name)}** puts its attention "
-          f"weight in {who} of layer {layer + 1}: the reddest patch holds {top:.1%}.")
-    if grid.prefix:
-        names = ", ".join(grid.prefix)
-        st.markdown(f"**{looks.prefix_share:.1%}** of its weight goes to tokens that are not on the picture "
-                    f"({md(names)}).")
-    st.caption("A patch's row sums to 1 over every token it sees: the picture's patches and those in front.")
+short = "mean of heads" if head is None else f"head {head + 1}"
+st.plotly_chart(figures.picture(att, looks.on_image, title=f"Where {query_name} looks\nlayer {layer + 1}, {short}",
+                                selected=grid.patch_of(query), clickable=True, height=480),
+                key=f"{PICTURE}.{here}.{query_name}", on_select="rerun", selection_mode="points",
+                config=chart_config(name, "image", f"layer {layer + 1}", who, query_name))
+(top_row, top_col), top = looks.top
+prose(f"The picture is what the model read: {grid.rows} × {grid.cols} patches of {grid.patch} × {grid.patch} "
+      f"pixels, after its own processor resized it (shown faded under the colours). The redder a patch, the more "
+      f"of **{md(query_name)}**'s attention weight it gets in {who} of layer {layer + 1}: the most, {top:.1%}, goes "
+      f"to patch ({top_row + 1}, {top_col + 1}).")
+if grid.prefix:
+    st.markdown(f"**{looks.prefix_share:.1%}** of its weight goes to tokens that are not on the picture "
+                f"({md(', '.join(grid.prefix))}). A row sums to 1 over every token it sees: the patches and those.")
 
 # --- every head at once ----------------------------------------------------------------------------------------
 st.subheader(f"Every head of layer {layer + 1} at once")
 st.caption(f"Where {md(query_name)} looks in each head; each panel on its own colour scale, so a faint head "
            "still shows its pattern. Hover for the weights.")
-st.plotly_chart(figures.heads_over_image(att, heads_looking(att, layer, query), columns=min(6, n_heads)),
+st.plotly_chart(figures.heads_over_image(att, heads_looking(att, layer, query), columns=min(6, n_heads),
+                                         selected=grid.patch_of(query)),
                 config=chart_config(name, "image", "heads", f"layer {layer + 1}", query_name))
 
 # --- [CLS] and rollout ------------------------------------------------------------------------------------------
@@ -144,7 +152,7 @@ with col_cls:
     st.subheader("What [CLS] looks at")
     if grid.prefix and grid.prefix[0] == "[CLS]":
         cls = patch_looks(att, layer, head, 0)
-        st.plotly_chart(figures.picture(att, cls.on_image, title=f"[CLS] · layer {layer + 1}, {who}", height=360),
+        st.plotly_chart(figures.picture(att, cls.on_image, title=f"[CLS] · layer {layer + 1}\n{short}", height=360),
                         config=chart_config(name, "image", "cls", f"layer {layer + 1}", who))
         st.caption(f"The classifier reads [CLS] after the last layer; here it gives {cls.prefix_share:.1%} of its "
                    "weight to the tokens in front (itself included).")
@@ -154,7 +162,8 @@ with col_roll:
     st.subheader("Attention rollout")
     rolled = result_of(attention_rollout, ("rollout", choice, digest), "Rolling attention out…", att)[layer]
     st.plotly_chart(figures.picture(att, grid.on_grid(rolled[query]), value_name="rollout", height=360,
-                                    title=f"Rollout of {query_name} · layers 1–{layer + 1}"),
+                                    title=f"Rollout of {query_name}\n" + (
+                                        "layer 1" if layer == 0 else f"layers 1–{layer + 1}")),
                     config=chart_config(name, "image", "rollout", f"layer {layer + 1}", query_name))
     st.caption("Abnar and Zuidema (2020): each layer's weights averaged over its heads, half of each token kept "
                "for the residual stream, and the layers multiplied. Read it with care: it treats heads as equal, "

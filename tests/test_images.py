@@ -295,15 +295,18 @@ def test_the_image_page_draws_where_a_clicked_patch_looks_as_the_model_computes_
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.title[0].value == "Attention in an image model"
     at.selectbox(key="image.example").set_value(3).run()
-    at.selectbox(key="image.head").set_value("head 2").run()
-    at.number_input(key="image.layer").set_value(2).run()
-    query = at.selectbox(key="image.query").value
-    at.session_state[f"image.picture.{query}"] = {"selection": {"points": [{"customdata": [1, 2, 0]}]}}
-    at.run()  # what a click on patch (2, 3) sends
+    here = "vit-digits.example 3"  # the pickers are keyed by model and image
+    at.selectbox(key=f"image.head.{here}").set_value("head 2").run()
+    at.number_input(key=f"image.layer.{here}").set_value(2).run()
+    query = at.selectbox(key=f"image.query.{here}").value
+    # what a click on patch (2, 3) sends: the point under the pointer, in the image's pixels (2 x 2 a patch)
+    at.session_state[f"image.picture.{here}.{query}"] = {"selection": {"points": [{"x": 4.6, "y": 2.4}]}}
+    at.run()
     assert not at.exception
-    assert at.selectbox(key="image.query").value == "patch (2, 3)"
+    assert at.selectbox(key=f"image.query.{here}").value == "patch (2, 3)"
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert "patch (2, 3)" in spec["layout"]["title"]["text"] and "layer 2, head 2" in spec["layout"]["title"]["text"]
+    assert any("the most" in m.value and "patch (" in m.value for m in at.markdown)
     from attention.models import example_images
 
     att = digits.attend(example_images().images[3])
@@ -317,5 +320,12 @@ def test_the_image_page_draws_where_a_clicked_patch_looks_as_the_model_computes_
     at.switch_page("pages/model_heads.py").run()
     at.switch_page("pages/image_model.py").run()
     assert not at.exception
-    assert at.selectbox(key="image.example").value == 3 and at.number_input(key="image.layer").value == 2
-    assert at.selectbox(key="image.head").value == "head 2" and at.selectbox(key="image.query").value == "patch (2, 3)"
+    assert at.selectbox(key="image.example").value == 3 and at.number_input(key=f"image.layer.{here}").value == 2
+    assert at.selectbox(key=f"image.head.{here}").value == "head 2"
+    assert at.selectbox(key=f"image.query.{here}").value == "patch (2, 3)"
+    # another digit: the layer, head and patch hold (they are the model's, not the image's)
+    at.selectbox(key="image.example").set_value(5).run()
+    there = "vit-digits.example 5"
+    assert at.number_input(key=f"image.layer.{there}").value == 2
+    assert at.selectbox(key=f"image.query.{there}").value == "patch (2, 3)"
+    assert "patch (2, 3)" in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]

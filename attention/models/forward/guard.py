@@ -70,7 +70,8 @@ class ModelCheck:
             to += (f" (the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.0e}: ours are "
                    "computed in float32 from its q and k)")
         output = f" to {self.output_gap:.0e}" if self.output_gap > 0 else " exactly"
-        return (f"weights rebuilt from q and k equal the model's own {to} (layers {layers}), and its output made "
+        return (f"weights rebuilt from q and k equal the model's own {to} (its first, middle and last layers: "
+                f"{layers}), and its output made "
                 f"with our attention kernel equals its own{output}: checked on a {self.probe_tokens}-token probe "
                 "when it loaded")
 

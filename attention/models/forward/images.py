@@ -93,6 +93,11 @@ class ImagePatches:
             raise ValueError(f"patch ({row + 1}, {col + 1}) is outside the {self.rows} x {self.cols} grid")
         return self.first_patch + row * self.cols + col
 
+    def patch_at(self, x: float, y: float) -> tuple[int, int]:
+        """(row, col) of the patch under pixel (x, y) of `pixels`, clipped to the grid (a click's place)."""
+        return (min(self.rows - 1, max(0, int((y + 0.5) // self.patch))),
+                min(self.cols - 1, max(0, int((x + 0.5) // self.patch))))
+
     def patch_of(self, token: int) -> tuple[int, int] | None:
         """(row, col) of a token, 0-based; None for a prefix token ([CLS], a register)."""
         i = token - self.first_patch

@@ -439,13 +439,15 @@ def example_images() -> ExampleImages:
     the model) and its held-out accuracy (training.json)."""
     folder = image_model_dir(DEFAULT_IMAGE_MODEL)
     with np.load(folder / "test_digits.npz", allow_pickle=False) as saved:
-        images, labels, indices = saved["images"], saved["labels"], saved["indices"]
+        images, labels, indices, predicted = saved["images"], saved["labels"], saved["indices"], saved["predicted"]
     record = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-    names = tuple(f"a {int(y)} (test digit {int(i) + 1})" for y, i in zip(labels, indices, strict=True))
+    names = tuple(f"a {int(y)} (test digit {int(i) + 1}" + (", which the model misreads)" if y != p else ")")
+                  for y, i, p in zip(labels, indices, predicted, strict=True))
     return ExampleImages(images=tuple(np.ascontiguousarray(x) for x in images), names=names,
                          labels=tuple(str(int(y)) for y in labels), accuracy=record.get("held_out_accuracy"),
-                         about=f"Digits the model never trained on: {record.get('test_size', '?')} of scikit-learn's "
-                               "1,797 digits held out by scripts/train_vit_digits.py's fixed split.")
+                         about=f"Digits the model never trained on, from the {record.get('test_size', '?')} of "
+                               "scikit-learn's 1,797 held out when it was trained: one of each class, and two more "
+                               "(one that it misreads, where there is one).")
 
 
 def _load_image_dir(spec: ModelSpec, folder: Path, dtype: str = "auto") -> LoadedModel:

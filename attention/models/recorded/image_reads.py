@@ -53,6 +53,12 @@ class PatchLooks:
     prefix: np.ndarray  # (len(prefix),) float32
 
     @property
+    def top(self) -> tuple[tuple[int, int], float]:
+        """The patch that gets the most weight, (row, col) from 0, and its weight."""
+        row, col = np.unravel_index(int(np.argmax(self.on_image)), self.on_image.shape)
+        return (int(row), int(col)), float(self.on_image[row, col])
+
+    @property
     def prefix_share(self) -> float:
         """The share of the row that goes to tokens that are not patches."""
         return float(self.prefix.sum())
