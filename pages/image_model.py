@@ -125,15 +125,19 @@ query = tokens.index(query_name)
 looks = patch_looks(att, layer, head, query)
 who = "the mean of the heads" if head is None else f"head {head + 1}"
 short = "mean of heads" if head is None else f"head {head + 1}"
-st.plotly_chart(figures.picture(att, looks.on_image, title=f"Where {query_name} looks\nlayer {layer + 1}, {short}",
-                                selected=grid.patch_of(query), clickable=True, height=480),
-                key=f"{PICTURE}.{here}.{query_name}", on_select="rerun", selection_mode="points",
-                config=chart_config(name, "image", f"layer {layer + 1}", who, query_name))
+col_plain, col_heat = st.columns([2, 3])
+col_plain.plotly_chart(figures.picture(att, title="What the model read", selected=grid.patch_of(query),
+                                       height=340), config=chart_config(name, "image"))
+title = f"Where {query_name} looks\nlayer {layer + 1}, {short}"
+col_heat.plotly_chart(figures.picture(att, looks.on_image, title=title,
+                                      selected=grid.patch_of(query), clickable=True, height=480),
+                      key=f"{PICTURE}.{here}.{query_name}", on_select="rerun", selection_mode="points",
+                      config=chart_config(name, "image", f"layer {layer + 1}", who, query_name))
 (top_row, top_col), top = looks.top
 prose(f"The picture is what the model read: {grid.rows} × {grid.cols} patches of {grid.patch} × {grid.patch} "
-      f"pixels, after its own processor resized it (shown faded under the colours). The redder a patch, the more "
-      f"of **{md(query_name)}**'s attention weight it gets in {who} of layer {layer + 1}: the most, {top:.1%}, goes "
-      f"to patch ({top_row + 1}, {top_col + 1}).")
+      "pixels, after its own processor resized it (on the left; faded under the colours on the right). The "
+      f"redder a patch, the more of **{md(query_name)}**'s attention weight it gets in {who} of layer "
+      f"{layer + 1}: the most, {top:.1%}, goes to patch ({top_row + 1}, {top_col + 1}).")
 if grid.prefix:
     st.markdown(f"**{looks.prefix_share:.1%}** of its weight goes to tokens that are not on the picture "
                 f"({md(', '.join(grid.prefix))}). A row sums to 1 over every token it sees: the patches and those.")

@@ -304,7 +304,7 @@ def test_the_image_page_draws_where_a_clicked_patch_looks_as_the_model_computes_
     at.run()
     assert not at.exception
     assert at.selectbox(key=f"image.query.{here}").value == "patch (2, 3)"
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = json.loads(at.get("plotly_chart")[1].proto.spec)  # [0] the plain image, [1] where the patch looks
     assert "patch (2, 3)" in spec["layout"]["title"]["text"] and "layer 2, head 2" in spec["layout"]["title"]["text"]
     assert any("the most" in m.value and "patch (" in m.value for m in at.markdown)
     from attention.models import example_images
@@ -315,7 +315,7 @@ def test_the_image_page_draws_where_a_clicked_patch_looks_as_the_model_computes_
 
     drawn = array(spec["data"][1]["z"]).astype(float)  # the heatmap over the image
     assert np.allclose(drawn.ravel(), own[1, 1, att.image.token_of(1, 2), 1:], atol=1e-5)
-    assert len(at.get("plotly_chart")) == 5  # the picture, every head, [CLS], rollout, norms
+    assert len(at.get("plotly_chart")) == 6  # the image, where it looks, every head, [CLS], rollout, norms
     # another page and back: the digit, layer, head and patch hold
     at.switch_page("pages/model_heads.py").run()
     at.switch_page("pages/image_model.py").run()
@@ -328,4 +328,4 @@ def test_the_image_page_draws_where_a_clicked_patch_looks_as_the_model_computes_
     there = "vit-digits.example 5"
     assert at.number_input(key=f"image.layer.{there}").value == 2
     assert at.selectbox(key=f"image.query.{there}").value == "patch (2, 3)"
-    assert "patch (2, 3)" in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert "patch (2, 3)" in json.loads(at.get("plotly_chart")[1].proto.spec)["layout"]["title"]["text"]
