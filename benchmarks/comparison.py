@@ -11,12 +11,10 @@ one head pair as the page opens it, and the comparison's file. SmolLM2 against G
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 from benchmarks.compute import text_of_tokens, timed
-from benchmarks.soak import splice
+from benchmarks.soak import section_main
 
 SECTION = "## 12. Two models compared head by head (issue 44)"
 
@@ -74,15 +72,7 @@ def lines(r: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"))
-    args = ap.parse_args(argv)
-    section = lines(measure(args.smoke))
-    print("\n".join(section))
-    if not args.smoke:
-        splice(Path(args.out), section, SECTION)
-    return 0
+    return section_main(argv, measure, lines, SECTION, __doc__)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,10 @@ draws from the result (where one patch looks, every head of a layer, rollout). A
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 from benchmarks.compute import timed
-from benchmarks.soak import splice
+from benchmarks.soak import section_main
 
 SECTION = "## 13. An image through a vision transformer (issue 45)"
 BASE = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, image_size=224,
@@ -96,20 +94,13 @@ def lines(r: dict) -> list[str]:
             f"{r['attend']['median'] / own:.2f} |",
             f"| the image page's figures: one patch, every head of a layer, rollout | {_fig(r['page'], 'ms')} | "
             f"{r['page']['median'] / own:.2f} |", "",
-            f"The guard held its rebuilt weights to the model's own eager attention to {r['gap']:.0e}. The bundled "
+            "The guard held its rebuilt weights to the model's own eager attention "
+            f"{'exactly' if r['gap'] == 0 else format(r['gap'], '.0e').join(('to ', ''))}. The bundled "
             f"digits model ({r['digits']['tokens']} tokens) attends in {_fig(r['digits']['attend'], 'ms')}."]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"))
-    args = ap.parse_args(argv)
-    section = lines(measure(args.smoke))
-    print("\n".join(section))
-    if not args.smoke:
-        splice(Path(args.out), section, SECTION)
-    return 0
+    return section_main(argv, measure, lines, SECTION, __doc__)
 
 
 if __name__ == "__main__":

@@ -389,6 +389,23 @@ def error_lines(errors: list[str]) -> list[str]:
             *(f"- {len(wheres)} × “{what}” (first: {wheres[0]})" for what, wheres in kinds.items())]
 
 
+def section_main(argv, measure, lines, title: str, doc: str) -> int:
+    """The command line of a benchmark measured on its own (benchmarks.comparison, benchmarks.images): measure,
+    print its section, and splice it into docs/benchmarks.md; with --smoke, its smallest run, nothing written.
+    `doc` is the module's docstring (its first line is the help)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"))
+    args = ap.parse_args(argv)
+    section = lines(measure(args.smoke))
+    print("\n".join(section))
+    if not args.smoke:
+        splice(Path(args.out), section, title)
+    return 0
+
+
 def splice(doc: Path, section: list[str], title: str = SECTION) -> None:
     """Put a section headed `title` (the soak's, or another measured on its own) into docs/benchmarks.md where
     benchmarks.run puts it: in place of the one there (it runs to the next "## "), else before the notes

@@ -17,7 +17,7 @@ def test_benchmark_smoke_run_writes_a_report(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     text = out.read_text()
     for heading in ("## Targets", "## 1. Core", "## 2. Models", "## 3. Payload", "## 4. Browser", "## 5. Long inputs",
-                    "## 6. Predictions", "## 12. Two models compared"):
+                    "## 6. Predictions", "## 12. Two models compared", "## 13. An image through"):
         assert heading in text
     assert "| 3 |" in text  # the core row at n = 3
     assert "live slider, 1-s drag" in text and "websocket messages sent during a drag" in text
