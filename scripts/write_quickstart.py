@@ -12,7 +12,7 @@ CELLS = [
                  "models' heads, any model's own attentions, head effects, and results that travel between a "
                  "notebook and the app. Every figure is Plotly's and renders offline."),
     ("markdown", "## 1. The lookup, step by step (seed 002: apple, banana, chair)"),
-    ("code", "from attention.toy import examples as ex\nfrom attention import scaled_dot_product_attention\n\n"
+    ("code", "from attention import scaled_dot_product_attention\nfrom attention.toy import examples as ex\n\n"
              "t = scaled_dot_product_attention(ex.FRUIT_QUERY[None, :], ex.FRUIT_KEYS, ex.FRUIT_VALUES)\n"
              "t.scaled.round(2), t.weights.round(3), t.output.round(3)"),
     ("markdown", "## 2. A bundled model: every head, then one head read in words"),
@@ -50,7 +50,7 @@ CELLS = [
                  "4 × 4 patches; `attend` takes an image (a PIL image, an array, a file) as a text model takes a "
                  "text. Any vision transformer's own `output_attentions` reads the same way with "
                  "`from_attentions(None, attentions, image=image_patches(...))`."),
-    ("code", "from attention.models import attention_rollout, example_images, heads_looking, patch_looks\n\n"
+    ("code", "from attention.models import example_images, heads_looking, patch_looks\n\n"
              "vit = load_model(\"vit-digits\")\ndigit = vit.attend(example_images().images[0])\n"
              "print(digit.tokens[:3], digit.image.predicted)\n"
              "middle = digit.image.token_of(1, 2)  # patch (2, 3), counting from 1 as its name does\n"
