@@ -61,12 +61,13 @@ bench: install-dev browser nginx $(VENV)/.installed-bench
 
 # A class for 20 minutes (benchmarks/soak.py): 2 app processes behind nginx, 8 browser sessions walking the
 # pages with random inputs, then one process killed; its figures go into docs/benchmarks.md. Then JOURNEYS
-# random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 8 fixed ones). Not in
-# make test.
+# random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 8 fixed ones), and 8
+# browser sessions at once for 10 interactions each (tests/test_load.py; make test runs 4 x 6). Not in make test.
 JOURNEYS ?= 60
 soak: install-dev browser nginx
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.soak
 	HF_HUB_OFFLINE=1 JOURNEYS=$(JOURNEYS) $(PY) -m pytest -q -p no:cacheprovider tests/test_journeys.py::test_journeys
+	HF_HUB_OFFLINE=1 LOAD_SESSIONS=8 LOAD_ROUNDS=5 $(PY) -m pytest -q -p no:cacheprovider tests/test_load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -24,6 +24,14 @@ def smollm2():
 
 
 @pytest.fixture(scope="session")
+def smollm2_bf16():
+    """SmolLM2 in bfloat16, loaded once for every test that compares it with float32."""
+    from attention.models import load_model
+
+    return load_model("smollm2", dtype="bfloat16")
+
+
+@pytest.fixture(scope="session")
 def tok():
     from benchmarks.families import tokenizer
 

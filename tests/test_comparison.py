@@ -208,17 +208,17 @@ def test_words_are_read_from_the_offsets_where_the_tokenizer_calls_the_text_one_
 
 # --- the page ---------------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file(smollm2):
+def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file(smollm2, smollm2_bf16):
     import json
 
-    from attention.models import attend, compare_results, comparison_npz, load_comparison, load_model
+    from attention.models import attend, compare_results, comparison_npz, load_comparison
     from tests.test_pages import array, chart, open_page
 
     at = open_page("pages/compare.py")  # its own pair: SmolLM2 against itself in bfloat16
     focus = at.session_state["visit.focus"]
     assert focus.other.dtype == "bfloat16" and not at.error
     text = "I sat on the river bank and watched the water."
-    a, b = attend(smollm2, text), attend(load_model("smollm2", dtype="bfloat16"), text)
+    a, b = attend(smollm2, text), attend(smollm2_bf16, text)
     cmp = compare_results(a, b)
     shown = array(chart(at, "cmp.map")["data"][0]["z"])
     assert np.allclose(shown, cmp.distance, atol=1e-6)
@@ -235,7 +235,7 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     at.button_group(key="cmp.measure").set_value("roles").run()
     assert not at.exception and not at.warning
     layer, head = ranked[2][:2]
-    a_roles, b_roles = head_roles(smollm2), head_roles(load_model("smollm2", dtype="bfloat16"))
+    a_roles, b_roles = head_roles(smollm2), head_roles(smollm2_bf16)
     rows = next(d for d in at.dataframe if "model" in d.value.columns).value
     assert rows["induction score"].tolist() == pytest.approx(
         [a_roles.induction[layer, head], b_roles.induction[layer, head],
@@ -247,7 +247,7 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     at.button_group(key="cmp.measure").set_value("direct").run()
     assert not at.exception and not at.warning
     target, foil = next_tokens(a.next_logits, smollm2.tokenizer, k=2).tokens
-    bf16 = load_model("smollm2", dtype="bfloat16")
+    bf16 = smollm2_bf16
     shares = [direct_logit_attribution(m, r, contrast(r, m.tokenizer, target, foil)).heads[layer, head]
               for m, r in ((smollm2, a), (bf16, b))]
     rows = next(d for d in at.dataframe if "model" in d.value.columns).value

@@ -42,13 +42,13 @@ def test_load_model_takes_a_dtype_and_refuses_an_unknown_one():
 
 
 @pytest.mark.slow
-def test_smollm2_in_bfloat16_reads_its_heads_effects_and_why_this_key_like_float32(smollm2):
+def test_smollm2_in_bfloat16_reads_its_heads_effects_and_why_this_key_like_float32(smollm2, smollm2_bf16):
     """Two analyses refused or raised in bfloat16 (issue 42): attribution patching ("Got unsupported ScalarType
     BFloat16") and why this key (its norms "neither a layer norm nor an RMS norm"). In bfloat16 each now ranks
     and adds up as in float32, within that dtype's rounding."""
     from attention.models import attribution_patching, contrast, qk_attribution
 
-    half = load_model("smollm2", dtype="bfloat16")
+    half = smollm2_bf16
     text = "When Mary and John went to the store, John gave a drink to"
     estimates = []
     for model in (smollm2, half):
