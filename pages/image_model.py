@@ -88,7 +88,8 @@ if said is not None:
     label, p = said
     accuracy = f" It reads {examples.accuracy:.1%} of the held-out digits right." if (
         name == DEFAULT_IMAGE_MODEL and examples.accuracy is not None) else ""
-    misread = " It is one of the digits the model gets wrong." if "misreads" in image_name else ""
+    misread = " It is one of the digits the model gets wrong." if (
+        name == DEFAULT_IMAGE_MODEL and source == sources[0] and examples.labels[index] != label) else ""
     st.markdown(f"**The model reads this image as “{md(label)}”** ({p:.0%} of its probability).{accuracy}{misread}")
     if name == DEFAULT_IMAGE_MODEL and source != sources[0]:
         st.caption("This model knows only 8 × 8 white digits on black: it reads any picture as one of 0–9.")
