@@ -3,9 +3,11 @@
     SmolLM2 (its configuration; the bundled weights where installed)   float32     2,048 and 8,192 tokens
     a Llama-3.2-1B-shaped model with random weights                    bfloat16    16,384 and 32,768 tokens
 
-Per row: attend() (the forward pass with capture; a float32 model runs our kernel, which sums the survey as it
-goes), the grid on screen (the survey, then the all-heads grid figure as the page sends it), the model's own
-forward pass (sdpa, nothing captured, the next token's logits only), and the peak GPU memory of each.
+Per row: attend() (the forward pass with capture: the model's own fused kernel, q, k, v and the hidden states
+kept on the GPU in its dtype), the grid on screen (the survey, then the all-heads grid figure as the page sends
+it), the views after it (a head's zoom, the mean over heads, a query's row, attention by distance), the model's
+own forward pass (sdpa, nothing captured, the next token's logits only), the peak GPU memory of each, and what
+the result keeps in the process's memory.
 Timings synchronise the device; medians of 3 after a warm-up call (compute.timed).
 
     python -m benchmarks.gpu OUT.json     (ATTENTION_EXPLORER_DEVICE=cuda is set for the run)
@@ -108,8 +110,15 @@ def measure(loaded, n: int, repeats: int = 3) -> dict:
         grid(att)
         torch.cuda.synchronize()
         grid_runs.append(time.perf_counter() - t)
-        row["stored_gb"] = att.nbytes / 1e9
+        for name, view in views(att).items():
+            t = time.perf_counter()
+            view()
+            torch.cuda.synchronize()
+            row.setdefault("views", {}).setdefault(name, []).append(time.perf_counter() - t)
+        row["stored_gb"] = att.nbytes / 1e9  # the survey included
+        row["host_gb"] = att.host_nbytes / 1e9  # of it, in the process's memory (the rest stays on the GPU)
         del att
+    row["views"] = {name: _stats(runs) for name, runs in row["views"].items()}
     row["attend"] = _stats(attend_runs)
     row["grid"] = _stats(grid_runs)
     row["attend_peak_gb"] = peak_attend
@@ -126,6 +135,18 @@ def measure(loaded, n: int, repeats: int = 3) -> dict:
     row["attend_over_own"] = row["attend"]["median"] / row["own"]["median"]
     row["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     return row
+
+
+def views(att) -> dict:
+    """The views of a long result a page shows after the grid, each made on the device: a head's zoom (block
+    maxima), the mean over heads, a query's row, attention by distance (a lookup in the survey)."""
+    from attention.models import query_row, survey, zoom
+
+    last, n = att.n_layers - 1, len(att.tokens)
+    return {"zoom": lambda: zoom(att, "head", layer=last, head=0),
+            "mean": lambda: zoom(att, "mean", layer=last),
+            "row": lambda: query_row(att, n - 1, layer=last),
+            "distance": lambda: survey(att).distance_profile()}
 
 
 def _stats(runs: list[float]) -> dict:

@@ -27,6 +27,7 @@ from attention.models import (
     qk_attribution,
     survey,
 )
+from attention.models.forward.device_arrays import DeviceArray
 from attention.models.forward.guard import ROUNDING_UNITS
 from attention.models.forward.memory import LONG_INPUT_TOKENS
 from benchmarks.families import FAMILIES, TEXT, own_attentions, saved
@@ -52,6 +53,9 @@ def test_weights_on_the_gpu_are_the_models_own_there(family, dtype, tok, on_cuda
     loaded = from_model(copy.deepcopy(reference), tok, name=family)
     assert loaded.device.type == "cuda" and loaded.check.gap <= loaded.check.allowed
     att = loaded.attend(TEXT)
+    s = att.self_attn
+    assert all(isinstance(a, DeviceArray) and a.tensor.is_cuda for a in (s.q, s.k, s.v, att.hidden))
+    assert s.q.tensor.dtype == dtype  # kept where the model made it, in its dtype (issue 47)
     allowed = 2e-5 if dtype == torch.float32 else ROUNDING_UNITS * torch.finfo(dtype).eps / 2 + 1e-4
     for layer, own in enumerate(own_attentions(reference, att)):
         assert np.abs(att.weights[layer] - own).max() <= allowed

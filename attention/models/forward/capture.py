@@ -27,6 +27,8 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import eager_mask
 
+from attention.models.forward.device_arrays import DeviceArray, kept, resident_device
+
 CAPTURE = "explorer_capture"
 # What a call may carry for our own kernel to stand in for the model's: settings the captured mask already
 # holds (a sliding window), the soft cap it applies, and flags that do not touch attention's math. Anything
@@ -39,14 +41,15 @@ PLAIN_KWARGS = frozenset({"sliding_window", "softcap", "position_ids", "cache_po
 @dataclass(frozen=True)
 class CapturedCall:
     """One attention call. Shapes: q (H, n, d), k and v (H_kv, m, d), mask (n, m) bool or None,
-    weights (H, n, m) or None."""
+    weights (H, n, m) or None. On a GPU q, k, v and the mask are DeviceArrays (attention.models.forward.
+    device_arrays): they stay there, in the model's dtype."""
 
     module: str  # the attention module's qualified name, e.g. "encoder.layer.3.attention.self"
-    q: np.ndarray
-    k: np.ndarray
-    v: np.ndarray
-    mask: np.ndarray | None  # True = may attend (from the additive mask: 0 kept, very negative masked); calls
-    # given the same mask tensor share one array (a sliding-window layer gets its own)
+    q: np.ndarray | DeviceArray
+    k: np.ndarray | DeviceArray
+    v: np.ndarray | DeviceArray
+    mask: np.ndarray | DeviceArray | None  # True = may attend (from the additive mask: 0 kept, very negative
+    # masked); calls given the same mask tensor share one array (a sliding-window layer gets its own)
     bias: bool  # the additive mask held finite non-zero values (a position bias, as in T5)
     scale: float
     causal: bool = False  # the mask is exactly causal (query i sees keys 0..i)
@@ -104,7 +107,7 @@ def _capture_attention(module, query, key, value, attention_mask, scaling=None, 
     bias = bias or (isinstance(extra, torch.Tensor) and bool(torch.any(extra != 0)))
     scale = float(scaling) if scaling is not None else float(query.shape[-1]) ** -0.5
     softcap = kwargs.get("softcap")
-    call = CapturedCall(module=name, q=_np(query[0]), k=_np(key[0]), v=_np(value[0]), mask=mask, bias=bias,
+    call = CapturedCall(module=name, q=kept(query[0]), k=kept(key[0]), v=kept(value[0]), mask=mask, bias=bias,
                         scale=scale, causal=causal, softcap=None if softcap is None else float(softcap))
     own = None
     if callable(active.kernel) and name not in active.eager_for and _plain(query, bias, dropout, kwargs):
@@ -143,8 +146,7 @@ def _eager(module):
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
-    """A float32 numpy array in row-major order: the model's q, k and v arrive as transposed views
-    ((n, H, d) memory read as (H, n, d)), and a matmul over such a view copies it on every chunk."""
+    """A float32 numpy array in row-major order (the model's own weights, kept for a check)."""
     return t.detach().to(torch.float32).cpu().contiguous().numpy()
 
 
@@ -164,9 +166,11 @@ def _bool_mask(seen: dict, mask, n: int, m: int) -> tuple[np.ndarray | None, boo
         else:  # a masked key holds its dtype's most negative value (float16: -65504), or -inf
             blocked = a <= torch.finfo(a.dtype).min / 2
             visible, bias = ~blocked, bool(torch.any((a != 0) & ~blocked))
-        # compared where the mask is (on a GPU, n x n there), then copied once
+        # compared where the mask is (on a GPU, n x n there), then copied once, or kept there (a GPU's pass)
         causal = n == m and torch.equal(visible, torch.ones(n, n, dtype=torch.bool, device=a.device).tril())
-        seen[key] = (visible.cpu().numpy(), bias, causal)
+        resident = resident_device()
+        seen[key] = (visible.cpu().numpy() if resident is None else DeviceArray(visible.to(resident).contiguous()),
+                     bias, causal)
     return seen[key]
 
 

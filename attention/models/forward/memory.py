@@ -7,7 +7,10 @@
               per pair of tokens, the mask (n × n: one byte kept, one while it is read); × the token limit;
               on the CPU also the pass's activations per token, and while loading the largest tensor twice
     device    on a GPU, the weights and the pass's own working memory there: per token, one layer's
-              activations in the model's dtype and their float32 copies; per pair, the additive mask
+              activations in the model's dtype and their float32 copies, and what the result keeps there
+              (q, k, v of every layer and the hidden states, in the model's dtype: attention.models.forward.
+              device_arrays); per pair, the additive mask and the kept bool mask; the survey's buffers.
+              What stays in the process's memory is then the survey's per-token sums alone
     budget    what the process may use: the memory the system says is available (MemAvailable, or the cgroup's
               limit when lower), or an operator's cap ATTENTION_EXPLORER_MEMORY_GB when set; on a GPU also
               its free memory (torch.cuda.mem_get_info); HEADROOM of each
@@ -27,6 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+
+from attention.models.forward.survey_sums import GPU_CHUNK_FLOATS
 
 GB = 1_000_000_000  # decimal, as model cards count ("8B parameters in bfloat16: 16 GB")
 HEADROOM = 0.8  # of the budget a model may plan to use: the rest is Python, the page and other sessions
@@ -49,6 +54,7 @@ class MemoryPlan:
     device_per_token: int = 0  # on a GPU: the pass's working memory per token there
     device_per_pair: int = 0  # on a GPU: per pair of tokens there (the additive mask)
     device_budget: int = 0  # on a GPU: HEADROOM of its free memory
+    device_fixed: int = 0  # on a GPU: the survey's chunk buffers at their largest
     loading: int = 0  # while loading, in the process's memory: the largest tensor twice (in the file's pages
     # and in the network) when the weights load on the CPU
 
@@ -58,7 +64,7 @@ class MemoryPlan:
         host = self.per_token * n + self.per_pair * n * n
         if self.device != "cuda":
             return self.weights + self.loading + host, 0
-        return host, self.weights + self.device_per_token * n + self.device_per_pair * n * n
+        return host, self.weights + self.device_per_token * n + self.device_per_pair * n * n + self.device_fixed
 
     def fits(self, n: int) -> bool:
         host, gpu = self.needs(n)
@@ -149,6 +155,20 @@ def per_token_bytes(config) -> int:
     return 4 * (s.L * (s.H + 2 * s.H_kv) * s.d + (s.L + 1) * s.D + s.H * 4096)
 
 
+def kept_on_device_bytes(config, dtype: torch.dtype) -> int:
+    """Per token, what a GPU's result keeps there in the model's dtype: q, k, v of every layer and the
+    hidden states (L + 1 vectors)."""
+    s = Shape.of(config)
+    return torch.finfo(dtype).bits // 8 * (s.L * (s.H + 2 * s.H_kv) * s.d + (s.L + 1) * s.D)
+
+
+def survey_bytes(config) -> int:
+    """Per token, the survey's sums kept in the process's memory (float64): each head's column mass and
+    majority counts, and its mass at each offset (two per token)."""
+    s = Shape.of(config)
+    return 8 * 4 * s.L * s.H
+
+
 def activation_bytes(config, dtype: torch.dtype) -> int:
     """A pass's working memory per token wherever it runs: one layer's activations in `dtype` (the residual
     stream and its norm, the MLP's three widths, q, k, v and the attention output) and the float32 copies of
@@ -188,13 +208,15 @@ def plan_memory(config, auto_class, *, max_tokens: int, dtype: torch.dtype = tor
     dtype_name = str(dtype).removeprefix("torch.")
     sizes = [0] if placed else tensor_bytes(config, auto_class, dtype)
     plan = MemoryPlan(weights=sum(sizes), loading=2 * max(sizes) if not on_gpu else 0,
-                      per_token=per_token_bytes(config) + (0 if on_gpu else activation_bytes(config, dtype)),
+                      per_token=(survey_bytes(config) if on_gpu else
+                                 per_token_bytes(config) + activation_bytes(config, dtype)),
                       budget=int(available_bytes() * HEADROOM), max_tokens=0, dtype=dtype_name,
-                      device=device.type, per_pair=2,
-                      device_per_token=(activation_bytes(config, dtype) + 4 * Shape.of(config).H * 4096
+                      device=device.type, per_pair=0 if on_gpu else 2,
+                      device_per_token=(activation_bytes(config, dtype) + kept_on_device_bytes(config, dtype)
                                         if on_gpu else 0),
-                      device_per_pair=torch.finfo(dtype).bits // 8 if on_gpu else 0,
-                      device_budget=int(gpu_free_bytes(device) * HEADROOM) if on_gpu else 0)
+                      device_per_pair=torch.finfo(dtype).bits // 8 + 2 if on_gpu else 0,
+                      device_budget=int(gpu_free_bytes(device) * HEADROOM) if on_gpu else 0,
+                      device_fixed=3 * 4 * GPU_CHUNK_FLOATS if on_gpu else 0)
     ceiling = min(max_tokens, long_input_tokens(device))
     lo, hi = 0, ceiling  # the most tokens that fit: needs() grows with n
     while lo < hi:

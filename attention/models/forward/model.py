@@ -153,6 +153,17 @@ class LoadedModel:
         return attend(self, source, decoder_text=decoder_text, progress=progress)
 
     @cached_property
+    def output_weights(self) -> tuple[np.ndarray, ...] | None:
+        """Every self-attention layer's W_O, (H * d, D) float32 in x @ W_O form, through the anatomy; None when
+        the family has no entry. Read once: on a GPU each read copies them (a 1B model's: 268 MB) and every
+        result shares these."""
+        try:
+            parts = self.anatomy
+        except MissingAnatomy:
+            return None
+        return tuple(parts.output_weight(layer) for layer in range(len(parts.outputs)))
+
+    @cached_property
     def anatomy(self) -> Anatomy:
         """Where the network keeps its parts (attention.models.forward.anatomy); MissingAnatomy for an unknown
         family."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from attention.models.forward.device_arrays import part
 from attention.models.forward.recompute import layer_scores, layer_weights
 from attention.toy.core import scaled_dot_product_attention
 from attention.toy.trace import AttentionTrace
@@ -118,7 +119,7 @@ class AttentionStack:
         if self.own_weights is not None:
             w = self.own_weights[layer] if heads is None else self.own_weights[layer][list(heads)]
             return torch.from_numpy(np.ascontiguousarray(w[:, rows, :keys]))
-        return layer_weights(self.q[layer], self.k[layer], scale=self.scale, mask=self.masks[layer],
+        return layer_weights(part(self.q, layer), part(self.k, layer), scale=self.scale, mask=self.masks[layer],
                              causal=self.exactly_causal[layer], rows=rows, keys=keys, heads=heads,
                              softcap=self.softcap)
 
@@ -130,7 +131,7 @@ class AttentionStack:
         if self.own_weights is not None:
             w = self.layer_weights(layer, rows=rows, keys=keys, heads=heads).float()
             return torch.log(w).clamp(min=torch.finfo(torch.float32).min)
-        return layer_scores(self.q[layer], self.k[layer], scale=self.scale, mask=self.masks[layer],
+        return layer_scores(part(self.q, layer), part(self.k, layer), scale=self.scale, mask=self.masks[layer],
                             causal=self.exactly_causal[layer], rows=rows, keys=keys, heads=heads,
                             softcap=self.softcap, out=out)
 
@@ -255,6 +256,13 @@ class ModelAttention:
             arrays += (self.image.pixels, self.image.pixel_values)
         return sum(s.nbytes for s in stacks if s is not None) + sum(a.nbytes for a in arrays if a is not None)
 
+    @property
+    def host_nbytes(self) -> int:
+        """Bytes of `nbytes` in the process's memory: all of it, except what a GPU's pass kept there
+        (attention.models.forward.device_arrays)."""
+        return self.nbytes - sum(_device_bytes(s) for s in (self.self_attn, self.decoder_attn, self.cross_attn)
+                                 if s is not None) - _device_bytes(self)
+
     def attention_stack(self, stack: str = "self") -> AttentionStack:
         """The "self", "decoder" or "cross" attention stack; ValueError if this model has none."""
         if stack not in STACKS:
@@ -307,6 +315,18 @@ class ModelAttention:
         mask = None if s.masks[layer] is None else s.masks[layer][rows]
         return scaled_dot_product_attention(s.q[layer, head, rows], s.k[layer, kv], s.v[layer, kv], mask=mask,
                                             scale=s.scale, softcap=s.softcap)
+
+
+def _device_bytes(record) -> int:
+    """Bytes of the DeviceArrays among a record's fields (a mask shared by layers counts once)."""
+    from attention.models.forward.device_arrays import DeviceArray
+
+    found = {}
+    for value in vars(record).values():
+        for a in value if isinstance(value, tuple) else (value,):
+            if isinstance(a, DeviceArray):
+                found[id(a)] = a.nbytes
+    return sum(found.values())
 
 
 def _read_only(record) -> None:

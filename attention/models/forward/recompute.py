@@ -27,6 +27,8 @@ import warnings
 import numpy as np
 import torch
 
+from attention.models.forward.device_arrays import DeviceArray
+
 # q, k and masks are read-only numpy arrays shared by every session; torch.from_numpy views them without a
 # copy and warns that they are not writable. Nothing here writes to them.
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
@@ -71,21 +73,31 @@ _copies: collections.OrderedDict = collections.OrderedDict()
 _copies_lock = threading.Lock()
 
 
-def on_device(a: np.ndarray, device: torch.device) -> torch.Tensor:
-    """`a` as a tensor on `device`: a view on the CPU (no copy); on a GPU a copy made once and kept for the
-    next DEVICE_COPIES calls, so that a layer's chunks of rows do not each send its q, k and mask again (at
-    32,768 tokens a 1B model's k is 67 MB a layer). A copy is found by the array's memory (address, shape,
-    strides, dtype) and holds a reference to it, so that memory cannot be reused while the copy is kept; the
-    arrays are never written (module docstring)."""
-    if device.type == "cpu":
+def on_device(a: np.ndarray | DeviceArray, device: torch.device) -> torch.Tensor:
+    """`a` as a float32 (or bool) tensor on `device`: a view on the CPU (no copy); a DeviceArray already there
+    in float32 as itself; otherwise a copy made once and kept for the next DEVICE_COPIES calls, so that a
+    layer's chunks of rows do not each send its q, k and mask again (at 32,768 tokens a 1B model's k is 67 MB
+    a layer), nor cast a bfloat16 layer to float32 again. A copy is found by the array's memory (address,
+    shape, strides, dtype) and holds a reference to it, so that memory cannot be reused while the copy is
+    kept; the arrays are never written (module docstring)."""
+    if isinstance(a, DeviceArray):
+        t = a.tensor
+        if t.device == device and t.dtype in (torch.float32, torch.bool):
+            return t
+        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype), str(device))
+    elif device.type == "cpu":
         return torch.from_numpy(a)
-    key = (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str, str(device))
+    else:
+        key = (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str, str(device))
     with _copies_lock:
         kept = _copies.get(key)
         if kept is not None:
             _copies.move_to_end(key)
             return kept[1]
-    copy = torch.from_numpy(np.ascontiguousarray(a)).to(device)
+    if isinstance(a, DeviceArray):
+        copy = a.tensor.to(device, torch.bool if a.tensor.dtype == torch.bool else torch.float32)
+    else:
+        copy = torch.from_numpy(np.ascontiguousarray(a)).to(device)
     with _copies_lock:
         _copies[key] = (a, copy)
         while len(_copies) > DEVICE_COPIES:
@@ -150,10 +162,16 @@ def row_chunks(n: int, rows_per_chunk: int):
         yield slice(start, min(n, start + rows_per_chunk))
 
 
-def chunk_rows(n_heads: int, n_keys: int, budget_floats: int = 4_000_000, multiple: int = 1) -> int:
-    """How many query rows fit in one chunk of (heads, rows, keys) float32 within the budget (16 MB by
-    default: below glibc's largest mmap threshold, 32 MB, and small enough to stay in cache longer),
-    rounded down to a multiple of `multiple` (a pooling block)."""
+VIEW_CHUNK_FLOATS = {"cpu": 4_000_000, "cuda": 64_000_000}  # a view's chunk: 16 MB on a CPU (below glibc's
+# largest mmap threshold, 32 MB, and small enough to stay in cache longer), 256 MB on a GPU (a 32,768-token
+# layer of 32 heads in 61 chunks, not 9,000: each chunk waits for its copy back)
+
+
+def chunk_rows(n_heads: int, n_keys: int, budget_floats: int | None = None, multiple: int = 1) -> int:
+    """How many query rows fit in one chunk of (heads, rows, keys) float32 within the budget (default
+    VIEW_CHUNK_FLOATS on the compute device), rounded down to a multiple of `multiple` (a pooling block)."""
+    if budget_floats is None:
+        budget_floats = VIEW_CHUNK_FLOATS.get(compute_device().type, VIEW_CHUNK_FLOATS["cpu"])
     rows = max(1, budget_floats // max(1, n_heads * n_keys))
     return max(multiple, rows // multiple * multiple)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import MissingAnatomy
 from attention.models.forward.capture import recording
+from attention.models.forward.device_arrays import resident_device
 from attention.models.forward.images import image_patches, prefix_tokens, read_image, token_names
 from attention.models.forward.kernel import SurveyKernel
 from attention.models.forward.model import LoadedModel, Progress, has_lm_head, layer_windows
@@ -92,9 +92,11 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
         say(min(1.0, done / expected), f"Running {spec.name}: attention layer {min(done, expected)} of {expected}")
 
     encoder_decoder = spec.architecture == "encoder-decoder"
-    # One stack of self-attention: our kernel makes each layer's output and the head survey's sums from the
-    # same weights (an encoder-decoder model's three stacks run the fused kernel; the survey comes later).
-    kernel = "sdpa" if encoder_decoder else SurveyKernel(expected)
+    # One stack of self-attention on the CPU: our kernel makes each layer's output and the head survey's sums
+    # from the same weights (an encoder-decoder model's three stacks run the fused kernel; the survey comes
+    # later). On a GPU the model's own fused kernel makes the output, q, k and v stay there, and the survey
+    # is one pass of its own when a view first asks (attention.models.forward.head_survey).
+    kernel = "sdpa" if encoder_decoder or resident_device() is not None else SurveyKernel(expected)
     with loaded.lock, torch.inference_mode():
         inputs = make_inputs()
         with work_threads(inputs.length), recording(names, kernel=kernel, on_call=on_call) as calls:
@@ -118,7 +120,7 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
     by_stack = {stack: calls_of(calls, stack, encoder_decoder) for stack in ("self", "decoder", "cross")}
     calls.clear()  # each stack's list now holds its calls alone, so copying them can free them
     self_own = None if own is None else (own.encoder_attentions if encoder_decoder else own.attentions)
-    w_o = _output_weights(loaded)
+    w_o = loaded.output_weights
     self_attn = attention_stack(by_stack["self"], w_o, self_own, causal=spec.architecture == "decoder-only")
     result = dict(
         model_name=spec.name, text=inputs.text, decoder_text=decoder_text if inputs.target_ids is not None else None,
@@ -148,7 +150,7 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
             own_w = None if own is None else getattr(own, f"{stack}_attentions")
             result[f"{stack}_attn"] = attention_stack(by_stack[stack], None, own_w, causal=stack == "decoder")
     att = ModelAttention(**result)
-    found = None if encoder_decoder or own is not None else kernel.survey(att)
+    found = kernel.survey(att) if isinstance(kernel, SurveyKernel) and own is None else None
     if found is not None:
         att.self_attn.derived.survey = found
     return att
@@ -222,16 +224,20 @@ def _inputs(loaded: LoadedModel, text: str, decoder_text: str | None) -> _Inputs
     spec, tok = loaded.spec, loaded.tokenizer
     limit = spec.token_limit(loaded.device)
     text = text[:max(MAX_TEXT_CHARS, CHARS_PER_TOKEN * limit)]
-    enc = tok(text, return_tensors="pt", truncation=True, max_length=limit,
-              return_offsets_mapping=bool(getattr(tok, "is_fast", False)))
-    ids = enc["input_ids"]
-    n_input = ids.shape[1]
-    if n_input >= limit:  # maybe cut: count the whole text once to say by how much
-        n_input = len(tok(text, add_special_tokens=True, truncation=False)["input_ids"])
+    # Lists, a batch of one, made into tensors here: transformers' own conversion walks the offsets pair by
+    # pair (0.25 s at 32,768 tokens). The whole text first: it fits (one pass), or it says by how much it is
+    # cut, and then a second pass cuts it as the tokenizer does (its special tokens kept).
+    offsets = bool(getattr(tok, "is_fast", False))
+    enc = tok([text], truncation=False, return_offsets_mapping=offsets)
+    n_input = len(enc["input_ids"][0])
+    if n_input > limit:
+        enc = tok([text], truncation=True, max_length=limit, return_offsets_mapping=offsets)
+    ids = torch.tensor(enc["input_ids"], dtype=torch.long)
     if ids.shape[1] == 0:
         raise ValueError("The tokenizer produced no tokens for this text.")
-    mask = enc.get("attention_mask")
-    target_ids = _target_ids(loaded.network, tok, enc, decoder_text) if spec.architecture == "encoder-decoder" else None
+    mask = None if enc.get("attention_mask") is None else torch.tensor(enc["attention_mask"], dtype=torch.long)
+    target_ids = _target_ids(loaded.network, tok, ids, mask, decoder_text) if spec.architecture == "encoder-decoder" \
+        else None
     device = loaded.device
     word_ids, offsets = encoding_words(enc, ids.shape[1], text)
     return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
@@ -291,16 +297,7 @@ def _attention_calls(network) -> int:
     return max(1, int(n))
 
 
-def _output_weights(loaded: LoadedModel) -> tuple[np.ndarray, ...] | None:
-    """Every layer's W_O (self-attention), through the anatomy; None when the family has no entry."""
-    try:
-        parts = loaded.anatomy
-    except MissingAnatomy:
-        return None
-    return tuple(parts.output_weight(layer) for layer in range(len(parts.outputs)))
-
-
-def _target_ids(network, tok, enc, decoder_text: str | None) -> torch.Tensor:
+def _target_ids(network, tok, ids: torch.Tensor, mask: torch.Tensor | None, decoder_text: str | None) -> torch.Tensor:
     """Decoder input: the given decoder text, else the model's own greedy output (a translation)."""
     start_id = next((x for x in (getattr(network.config, "decoder_start_token_id", None),
                                  getattr(network.generation_config, "decoder_start_token_id", None),
@@ -310,7 +307,7 @@ def _target_ids(network, tok, enc, decoder_text: str | None) -> torch.Tensor:
         t = tok(text_target=decoder_text, return_tensors="pt", truncation=True, max_length=128)["input_ids"]
         return torch.cat([start, t], dim=1)
     # Only ids and mask: a tokenizer's token_type_ids would make generate() refuse the call.
-    return network.generate(input_ids=enc["input_ids"], attention_mask=enc.get("attention_mask"), max_new_tokens=64,
+    return network.generate(input_ids=ids, attention_mask=mask, max_new_tokens=64,
                             do_sample=False, num_beams=1)
 
 

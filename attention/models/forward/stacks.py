@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from attention.models.forward.capture import CapturedCall
+from attention.models.forward.device_arrays import DeviceArray, resident_device
 from attention.models.forward.model_attention import AttentionStack
 
 
@@ -51,31 +52,56 @@ def attention_stack(calls: list[CapturedCall], w_o, own_weights=None, *, causal:
                               modules=tuple(f"layer {i + 1}" for i in range(L)), w_o=None, own_weights=own)
     first = calls[0]
     modules_of = tuple(c.module for c in calls)
-    q = np.empty((len(calls), *first.q.shape), np.float32)
-    k = np.empty((len(calls), *first.k.shape), np.float32)
-    v = np.empty((len(calls), *first.v.shape), np.float32)
+    q, k, v = (_empty(len(calls), getattr(first, name)) for name in "qkv")
     for i, call in enumerate(calls):
-        q[i], k[i], v[i] = call.q, call.k, call.v
+        for into, part in ((q, call.q), (k, call.k), (v, call.v)):
+            if isinstance(into, DeviceArray):
+                into.tensor[i] = part.tensor
+            else:
+                into[i] = part
         calls[i] = replace(call, q=None, k=None, v=None)
-    full = {id(c.mask): c.mask is None or bool(c.mask.all()) for c in calls}  # once per distinct mask
+    distinct = {id(c.mask): c for c in calls}
+    full = {key: c.mask is None or (not c.causal and bool(c.mask.all())) for key, c in distinct.items()}
     masks = tuple(None if full[id(c.mask)] else c.mask for c in calls)
+    causal_of = {id(c.mask): c.causal for c in calls}
     return AttentionStack(
         q=q, k=k, v=v, masks=masks, exactly_causal=tuple(c.causal for c in calls),
-        causal=all(m is not None and _no_later_keys(m) for m in {id(m): m for m in masks}.values()),
+        causal=all(m is not None and (causal_of[id(m)] or _no_later_keys(m))
+                   for m in {id(m): m for m in masks}.values()),
         scale=first.scale, bias=any(c.bias for c in calls), modules=modules_of,
         w_o=w_o if w_o is not None and len(w_o) == len(calls) else None, own_weights=own,
         softcap=first.softcap,
     )
 
 
-def _no_later_keys(mask: np.ndarray) -> bool:
+def _empty(n_layers: int, first) -> np.ndarray | DeviceArray:
+    """Room for every layer's copy of an array shaped like `first` (one layer's), where `first` is: a
+    DeviceArray on its device in its dtype, else float32 numpy."""
+    if isinstance(first, DeviceArray):
+        t = first.tensor
+        return DeviceArray(torch.empty((n_layers, *t.shape), dtype=t.dtype, device=t.device))
+    return np.empty((n_layers, *first.shape), np.float32)
+
+
+def _no_later_keys(mask) -> bool:
     """No query sees a key after it (causal, or a causal sliding window). Shapes: mask (n, m), n == m."""
+    if isinstance(mask, DeviceArray):
+        return mask.shape[0] == mask.shape[1] and not bool(torch.triu(mask.tensor, 1).any())
     return mask.shape[0] == mask.shape[1] and not np.triu(mask, 1).any()
 
 
-def hidden_states_of(states: list) -> np.ndarray:
-    """(L + 1, n, D) float32 from the model's per-layer hidden states, each dropped from `states` once
-    copied: at 4,096 tokens they are ~0.3 GB, and the model's copy and ours need not coexist."""
+def hidden_states_of(states: list) -> np.ndarray | DeviceArray:
+    """(L + 1, n, D) from the model's per-layer hidden states, each dropped from `states` once copied: at
+    4,096 tokens they are ~0.3 GB, and the model's copy and ours need not coexist. float32 numpy, or on a
+    GPU (attention.models.forward.device_arrays) a DeviceArray there in the model's dtype."""
+    device = resident_device()
+    if device is not None:
+        first = states[0][0]
+        out = torch.empty((len(states), *first.shape), dtype=first.dtype, device=device)
+        for i in range(len(states)):
+            out[i] = states[i][0]
+            states[i] = None
+        return DeviceArray(out)
     out = np.empty((len(states), *states[0].shape[1:]), np.float32)
     for i in range(len(states)):
         out[i] = as_numpy(states[i][0])

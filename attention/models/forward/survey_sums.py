@@ -15,7 +15,7 @@ import math
 import numpy as np
 import torch
 
-from attention.models.forward.recompute import block_max, chunk_rows, compute_device, row_chunks
+from attention.models.forward.recompute import block_max, chunk_rows, compute_device, on_device, row_chunks
 
 GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
 GPU_CHUNK_FLOATS = 256_000_000  # on a GPU: 1 GB a buffer, so that a layer takes a few chunks, not hundreds
@@ -135,14 +135,16 @@ def visible_pairs(s, mask: np.ndarray | None, rows_per_chunk: int) -> tuple[np.n
     """For one mask: the visible (query, key) pairs at each offset, (n + m - 1,) from the most negative up,
     and the mean over rows of log(visible keys), the entropy of uniform attention."""
     n, m = s.n_queries, s.n_keys
-    visible = np.ones((n, m), bool) if mask is None else mask
-    out = np.zeros(n + m - 1)
+    device = compute_device()
+    visible = torch.ones(n, m, dtype=torch.bool, device=device) if mask is None else on_device(mask, device)
+    out = torch.zeros(n + m - 1, dtype=torch.float64, device=device)
     for rows in row_chunks(n, rows_per_chunk):
-        chunk = torch.from_numpy(np.ascontiguousarray(visible[rows, :s.keys_seen(rows)], np.float32))
+        chunk = visible[rows, :s.keys_seen(rows)].to(torch.float32).contiguous()
         lowest, pairs = _diagonal_sums(chunk[None], rows.start, s.causal)
         at = lowest + m - 1
-        out[at:at + pairs.shape[1]] += pairs[0].numpy()
-    return out, float(np.mean(np.log(np.maximum(visible.sum(-1), 1))))
+        out[at:at + pairs.shape[1]] += pairs[0]
+    seen = visible.sum(-1).clamp(min=1).to(torch.float64)
+    return out.cpu().numpy(), float(torch.log(seen).mean())
 
 
 def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
@@ -161,7 +163,7 @@ def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
     if causal and k == first_row + r and r > 1 and w.is_contiguous():
         return 0, _causal_diagonal_sums(w, first_row)
     size = h * r * (k + r + 1)
-    flat = torch.empty(size) if buffer is None else buffer[:size]
+    flat = torch.empty(size, device=w.device) if buffer is None else buffer[:size]
     rows = flat.view(h, r * (k + r + 1))[:, :r * (k + r)].view(h, r, k + r)  # row i: R zeros, then w[i]
     rows[..., :r] = 0
     rows[..., r:] = w

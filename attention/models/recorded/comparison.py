@@ -30,7 +30,7 @@ import torch
 
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, load_npz
-from attention.models.recorded.views import MAX_SHOWN, MatrixView, block_labels, drop_tokens, pool_max
+from attention.models.recorded.views import MAX_SHOWN, MatrixView, block_labels, drop_tokens, pool_mask, pool_max
 from attention.models.recorded.words import word_groups, word_level
 
 ROWS_AT_ONCE = 256  # query rows of one layer compared at a time (tokens): (H, 256, m) float64 in memory
@@ -167,7 +167,7 @@ def head_pair(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComp
     b_label = f"layer {b_layer + 1}, head {b_head + 1}"
     shown_a, block = pool_max(wa, max_shown)
     shown_b, _ = pool_max(wb, max_shown)
-    shown_mask = None if mask is None else pool_max(mask.astype(np.float32), max_shown)[0] > 0
+    shown_mask = None if mask is None else pool_mask(mask, max_shown)
     names = block_labels(labels, block)
     unit = "words" if comparison.words else "tokens"
     suffix = f" (block maxima of {block}×{block})" if block > 1 else ""

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attention.models.forward.device_arrays import DeviceArray
 from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.recompute import block_max
 from attention.models.forward.sinks import head_sinks, layer_sinks
 from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row, pooled
 from attention.models.recorded.words import WordGroups, word_groups
@@ -104,6 +106,17 @@ def pool_max(w: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     return pooled(w.reshape(-1, n, m), b).reshape(*w.shape[:-2], -(-n // b), -(-m // b)), b
 
 
+def pool_mask(mask, size: int) -> np.ndarray:
+    """Which cells of a mask pooled to at most size x size hold a visible pair (pool_max of a bool mask). A
+    mask kept on a GPU (attention.models.forward.device_arrays) is pooled there: at 32,768 tokens it is 1 GB.
+    Shapes: (n, m) bool -> (ceil(n / b), ceil(m / b)) bool."""
+    if isinstance(mask, DeviceArray):
+        n, m = mask.shape
+        b = -(-max(n, m) // size)
+        return block_max(mask.tensor.to(torch.uint8), b).cpu().numpy() > 0 if b > 1 else mask[:, :]
+    return pool_max(np.asarray(mask, np.float32), size)[0] > 0
+
+
 def block_labels(tokens, b: int) -> tuple[str, ...]:
     """Labels of blocks of b tokens: "40–47 bank…" (first position, last position, first token)."""
     if b == 1:
@@ -160,7 +173,7 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
         b = -(-max(len(rows), len(cols)) // max_shown)
         matrix = aggregate(att, how, layer=layer, head=head, stack=stack, block=b)
     if b > 1:
-        mask = None if mask is None else pool_max(mask.astype(np.float32), max_shown)[0] > 0
+        mask = None if mask is None else pool_mask(mask, max_shown)
         title += f" (block maxima of {b}×{b})"
     return MatrixView(matrix=matrix, row_labels=block_labels(rows, b), col_labels=block_labels(cols, b), mask=mask,
                       title=title, value_name=agg.value_name, zmax=1.0 if agg.value_name == "weight" else None,

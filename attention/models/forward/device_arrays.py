@@ -1,0 +1,144 @@
+"""Arrays a result keeps on the GPU: q, k, v, the masks and the hidden states of a pass that ran there.
+
+On a CPU a result holds numpy arrays. On a GPU copying every layer's q, k and v back as float32 would cost
+more than the pass itself (a 1B model at 32,768 tokens: 11 GB of RAM and seconds of copying) and every view
+would send them back again; so there they stay where the model made them, in its dtype, as DeviceArrays.
+A DeviceArray reads like the numpy array it stands for: `a[index]` copies that slice back (float32, or bool
+for a mask), `np.asarray(a)` copies all of it, and `shape`, `ndim`, `dtype`, `len()` answer as numpy would.
+Code that works on the device (attention.models.forward.recompute) takes `a.tensor` itself.
+
+Shapes: whatever the array's (q (L, H, n, d), a mask (n, m)...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+
+
+class DeviceArray(np.lib.mixins.NDArrayOperatorsMixin):
+    """A read-only array held as a torch tensor (on a GPU, in the model's dtype), read as numpy.
+
+    Indexing copies the slice; arithmetic, numpy functions and any other ndarray method (`a.sum()`,
+    `a | b`) work on a copy of the whole array: right for any code written for numpy, and what views of
+    long inputs avoid by indexing first or by working on `tensor`."""
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor = tensor.detach()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.tensor.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.tensor.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        """What reading gives: bool for a mask, float32 otherwise (as capture made numpy arrays before)."""
+        return np.dtype(bool) if self.tensor.dtype == torch.bool else np.dtype(np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes it holds where it is (on the GPU), not in the process's memory."""
+        return self.tensor.numel() * self.tensor.element_size()
+
+    def __len__(self) -> int:
+        return self.tensor.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        return _host(self.tensor[_torch_index(index)])
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        a = _host(self.tensor)
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def astype(self, dtype, copy: bool = True) -> np.ndarray:
+        return np.asarray(self).astype(dtype)
+
+    def all(self) -> bool:
+        return bool(self.tensor.all())
+
+    def any(self) -> bool:
+        return bool(self.tensor.any())
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = tuple(np.asarray(x) if isinstance(x, DeviceArray) else x for x in inputs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or not hasattr(np.ndarray, name):
+            raise AttributeError(name)
+        return getattr(np.asarray(self), name)
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, {self.tensor.dtype} on {self.tensor.device})"
+
+
+def _host(t: torch.Tensor) -> np.ndarray:
+    """A tensor as numpy in the process's memory: float32 (bool stays bool)."""
+    if t.dtype != torch.bool:
+        t = t.to(torch.float32)
+    return t.cpu().numpy()
+
+
+def _torch_index(index):
+    """A numpy index as torch takes it: arrays of ints or bools become tensors on the tensor's side."""
+    if isinstance(index, tuple):
+        return tuple(_torch_index(i) for i in index)
+    if isinstance(index, (np.ndarray, list)):
+        return torch.as_tensor(np.asarray(index))
+    if isinstance(index, np.integer):
+        return int(index)
+    return index
+
+
+_resident: list[torch.device] = []  # set by resident_on()
+
+
+def resident_device() -> torch.device | None:
+    """Where a pass's arrays stay: the compute device when it is a GPU, else None (numpy, in memory)."""
+    if _resident:
+        return _resident[-1]
+    from attention.models.forward.recompute import compute_device  # which imports this module
+
+    device = compute_device()
+    return device if device.type == "cuda" else None
+
+
+@contextlib.contextmanager
+def resident_on(device: str | torch.device):
+    """Keep the arrays of passes run inside the block on `device` whatever it is: the GPU's path, on the CPU
+    (how make test checks it without a GPU)."""
+    _resident.append(torch.device(device))
+    try:
+        yield
+    finally:
+        _resident.pop()
+
+
+def kept(t: torch.Tensor, device: torch.device | None = None) -> np.ndarray | DeviceArray:
+    """What a result keeps of a tensor the pass made: on `device` (default resident_device()) a DeviceArray
+    in the tensor's own dtype, contiguous; without one a float32 numpy array in row-major order (the
+    model's q, k and v arrive as transposed views, and a matmul over such a view copies it on every chunk)."""
+    device = resident_device() if device is None else device
+    if device is not None:
+        return DeviceArray(t.detach().to(device).contiguous())
+    return t.detach().to(torch.float32).cpu().contiguous().numpy()
+
+
+def tensor_of(a, device: torch.device) -> torch.Tensor | None:
+    """The device tensor behind `a` on `device`, float32 (a mask stays bool); None for a numpy array."""
+    if not isinstance(a, DeviceArray):
+        return None
+    t = a.tensor.to(device)
+    return t if t.dtype in (torch.bool, torch.float32) else t.to(torch.float32)
+
+
+def part(a, index):
+    """a[index] left where it is: a DeviceArray's part as a DeviceArray viewing the same memory (one layer's
+    q for the GPU's own work, nothing copied), a numpy array's as numpy."""
+    return DeviceArray(a.tensor[_torch_index(index)]) if isinstance(a, DeviceArray) else a[index]
