@@ -243,27 +243,40 @@ def big_lines(big: dict) -> list[str]:
 
 
 def gpu_lines(g: dict) -> list[str]:
-    """Section 10: long inputs on a GPU (benchmarks.gpu), measured here or recorded on the device machine."""
+    """Section 10: long inputs on a GPU (benchmarks.gpu), measured here or recorded on the device machine, beside
+    what the design before issue 47 gave on the same kind of card (benchmarks/gpu_h100_before.json)."""
     where = (f"Recorded on {g['device']} (torch {g['torch']}) by `python -m benchmarks.gpu`, this machine having no "
              "CUDA device; the file is benchmarks/gpu_h100.json. SmolLM2 there has random weights of its shape "
              "(the bundled files do not travel to that machine): the arithmetic is the same."
              if g.get("recorded") else f"Measured in this run on {g['device']} (torch {g['torch']}).")
+    before_file = ROOT / "benchmarks" / "gpu_h100_before.json"
+    before = {(x["model"], x["n"]): x for x in json.loads(before_file.read_text())["rows"] if "error" not in x}
     lines = ["", "## 10. Long inputs on a GPU", "", where, "",
-             "attend() (capture, and in float32 our kernel summing the survey as it goes), the grid on screen (the "
-             "survey, made by recomputing every head's weights from q and k in bfloat16's case, then the figure's "
-             "JSON), the model's own forward pass (sdpa, nothing captured, the next token's logits only), peak GPU "
-             "memory above the weights; medians (min–max) of 3 after a warm-up, the device synchronised.", "",
-             "| model | dtype | tokens | attend() | grid on screen | own forward | attend() ÷ own | "
-             "peak GPU, attend() | peak GPU, own | kept in RAM |",
+             "attend() (capture: the model's own fused kernel, q, k, v and the hidden states kept on the GPU in its "
+             "dtype), the grid on screen (the survey, one pass over every head's weights recomputed from q and k "
+             "there, then the figure's JSON), the views after it (a head's zoom, the mean over heads, a query's "
+             "row, attention by distance), the model's own forward pass (sdpa, nothing captured, the next token's "
+             "logits only), peak GPU memory above the weights, and what the result keeps in the process's memory "
+             "(the survey included); medians (min–max) of 3 after a warm-up, the device synchronised. \"before\" is "
+             "the design before issue 47 (q, k, v copied to RAM as float32; benchmarks/gpu_h100_before.json), on "
+             "the same kind of card.", "",
+             "| model | dtype | tokens | attend() | attend() ÷ own (before) | grid on screen (before) | "
+             "zoom / mean / row / distance | own forward | peak GPU, attend() | kept in RAM (before) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for x in g["rows"]:
         if "error" in x:
             lines.append(f"| {x['model']} | | {x['n']:,} | failed: {x['error'][:80]} | | | | | | |")
             continue
-        a, o, gr = x["attend"], x["own"], x["grid"]
-        lines.append(f"| {x['model']} | {x['dtype']} | {x['n']:,} | {s_(a['median'])} ({s_(a['min'])}–"
-                     f"{s_(a['max'])}) | {s_(gr['median'])} | {s_(o['median'])} | {x['attend_over_own']:.1f} x | "
-                     f"{x['attend_peak_gb']:.1f} GB | {x['own_peak_gb']:.1f} GB | {x['stored_gb']:.1f} GB |")
+        a, o, gr, b = x["attend"], x["own"], x["grid"], before.get((x["model"], x["n"]))
+        ratio_was = f" ({b['attend_over_own']:.1f} x)" if b else ""
+        grid_was = f" ({s_(b['grid']['median'])})" if b else ""
+        ram_was = f" ({b['stored_gb']:.1f} GB)" if b else ""
+        views = " / ".join(ms(x["views"][k]["median"] * 1000) for k in ("zoom", "mean", "row", "distance")) \
+            if "views" in x else ""
+        lines.append(
+            f"| {x['model']} | {x['dtype']} | {x['n']:,} | {s_(a['median'])} ({s_(a['min'])}–{s_(a['max'])}) | "
+            f"{x['attend_over_own']:.1f} x{ratio_was} | {s_(gr['median'])}{grid_was} | {views} | {s_(o['median'])} | "
+            f"{x['attend_peak_gb']:.1f} GB | {x.get('host_gb', x['stored_gb']):.2f} GB{ram_was} |")
     if not g["rows"]:
         lines.append("| no CUDA device | | | | | | | | | |")
     return lines

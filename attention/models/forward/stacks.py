@@ -60,8 +60,9 @@ def attention_stack(calls: list[CapturedCall], w_o, own_weights=None, *, causal:
             else:
                 into[i] = part
         calls[i] = replace(call, q=None, k=None, v=None)
-    distinct = {id(c.mask): c for c in calls}
-    full = {key: c.mask is None or (not c.causal and bool(c.mask.all())) for key, c in distinct.items()}
+    distinct = {id(c.mask): c for c in calls}  # each mask checked once (an exactly causal one sees all only at n = 1)
+    full = {key: c.mask is None or (c.mask.shape[0] == 1 if c.causal else bool(c.mask.all()))
+            for key, c in distinct.items()}
     masks = tuple(None if full[id(c.mask)] else c.mask for c in calls)
     causal_of = {id(c.mask): c.causal for c in calls}
     return AttentionStack(
