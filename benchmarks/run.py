@@ -282,6 +282,25 @@ def gpu_lines(g: dict) -> list[str]:
     return lines
 
 
+def gpu_targets(g: dict) -> list[str]:
+    """The GPU's targets (issue 47) as rows of the targets table, from section 10's rows."""
+    where = "recorded on " + g["device"] if g.get("recorded") else "on " + str(g["device"])
+    out = []
+    for x in g["rows"]:
+        if "error" in x:
+            continue
+        out.append(f"| {where}: {x['model']} ({x['dtype']}), {x['n']:,} tokens → attend(), vs its own forward pass | "
+                   f"<= 1.5 x | {x['attend_over_own']:.2f} x ({s_(x['attend']['median'])} vs "
+                   f"{s_(x['own']['median'])}) | {'yes' if x['attend_over_own'] <= 1.5 else '**no**'} |")
+        if x["n"] == 32768:
+            out.append(f"| {where}: the grid on screen at 32,768 tokens | <= 1 s | {s_(x['grid']['median'])} | "
+                       f"{'yes' if x['grid']['median'] <= 1 else '**no**'} |")
+            ram = x.get("host_gb", x["stored_gb"])  # the design before issue 47 kept everything there
+            out.append(f"| {where}: a 32,768-token result's memory in RAM | <= 1 GB | {ram:.2f} GB | "
+                       f"{'yes' if ram <= 1 else '**no**'} |")
+    return out
+
+
 def report(r: dict, smoke: bool) -> str:
     core = "\n".join(
         f"| {row['n']} | {us(row['ours'])} | {us(row['torch'])} | "
@@ -379,6 +398,7 @@ def report(r: dict, smoke: bool) -> str:
         value = measured[key]
         met = "–" if value is None else ("yes" if check(r) else "**no**")
         lines.append(f"| {names[key]} | {target} | {value or 'not measured (smoke)'} | {met} |")
+    lines += gpu_targets(r["gpu"])
     lines += [
         "",
         "## 1. Core: `scaled_dot_product_attention` trace vs torch's fused kernel (d = 64)",
