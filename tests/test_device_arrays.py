@@ -91,3 +91,28 @@ def test_every_analysis_of_a_result_kept_on_the_device_gives_what_the_numpy_one_
             np.testing.assert_allclose(results["device"][name], numpy_side, rtol=1e-5, atol=1e-6, err_msg=name)
         else:
             _same(numpy_side, results["device"][name], name)
+
+
+def test_the_views_of_a_result_kept_on_the_device_are_the_numpy_ones(tok):
+    """The views a page draws, pooled (max_shown below the length: the mask pooled where it is) and not, and a
+    comparison of two results, from DeviceArrays and from numpy arrays of the same pass."""
+    from attention.models import Reading, compare_heads, head_pair, query_row, token_focus, zoom
+
+    _, loaded = _tiny(tok)
+    numpy_side = loaded.attend(TEXT)
+    with resident_on("cpu"):
+        device_side = loaded.attend(TEXT)
+    assert isinstance(device_side.self_attn.masks[0], DeviceArray)
+    n = len(numpy_side.tokens)
+
+    def views(att):
+        return [zoom(att, "head", layer=1, head=2), zoom(att, "mean", layer=0, max_shown=n // 3),
+                zoom(att, "head", layer=1, head=0, reading=Reading(words=True, without_sinks=True)),
+                query_row(att, n - 1, layer=1), token_focus(att, n - 2),
+                head_pair(att, att, compare_heads(att, att), 1, 2, max_shown=n // 3)]
+
+    for a, b in zip(views(numpy_side), views(device_side), strict=True):
+        _same(a, b, type(a).__name__)
+        for name in ("mask",):
+            if getattr(a, name, None) is not None:
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
