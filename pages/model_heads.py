@@ -47,8 +47,9 @@ att = attention_or_stop(name, text)
 focus = fit(att)
 predict_then_see(model_questions("model_heads"), {"att": att})
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
+on_gpu = f", {att.device_nbytes / 1e6:.1f} MB of it on the GPU" if att.device_nbytes else ""
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
-           "v and hidden states; weights are recomputed from q and k for each view)")
+           f"v and hidden states{on_gpu}; weights are recomputed from q and k for each view)")
 
 if att.windows_note():
     st.caption(att.windows_note())

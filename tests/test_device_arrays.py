@@ -67,7 +67,7 @@ def test_kept_on_the_device_the_weights_are_the_models_own(tok, dtype):
     for layer, own in enumerate(own_attentions(reference, att)):
         assert np.abs(s.layer_weights(layer).numpy() - own).max() <= allowed
     kept_there = sum(a.nbytes for a in (s.q, s.k, s.v, att.hidden))
-    assert att.nbytes - att.host_nbytes >= kept_there > 0  # none of it counted in the process's memory
+    assert att.device_nbytes >= kept_there > 0 and att.host_nbytes == att.nbytes - att.device_nbytes
 
 
 def test_every_analysis_of_a_result_kept_on_the_device_gives_what_the_numpy_one_gives(tok):

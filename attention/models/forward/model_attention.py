@@ -257,11 +257,15 @@ class ModelAttention:
         return sum(s.nbytes for s in stacks if s is not None) + sum(a.nbytes for a in arrays if a is not None)
 
     @property
+    def device_nbytes(self) -> int:
+        """Bytes of `nbytes` that a GPU's pass kept there (attention.models.forward.device_arrays); 0 on a CPU."""
+        return sum(_device_bytes(s) for s in (self.self_attn, self.decoder_attn, self.cross_attn)
+                   if s is not None) + _device_bytes(self)
+
+    @property
     def host_nbytes(self) -> int:
-        """Bytes of `nbytes` in the process's memory: all of it, except what a GPU's pass kept there
-        (attention.models.forward.device_arrays)."""
-        return self.nbytes - sum(_device_bytes(s) for s in (self.self_attn, self.decoder_attn, self.cross_attn)
-                                 if s is not None) - _device_bytes(self)
+        """Bytes of `nbytes` in the process's memory: all of it but device_nbytes."""
+        return self.nbytes - self.device_nbytes
 
     def attention_stack(self, stack: str = "self") -> AttentionStack:
         """The "self", "decoder" or "cross" attention stack; ValueError if this model has none."""
