@@ -49,6 +49,10 @@ def test_a_device_array_reads_as_the_numpy_array_it_stands_for():
     np.testing.assert_array_equal(np.asarray(a), ref)
     np.testing.assert_array_equal(a * 2, ref * 2)  # arithmetic on a copy
     assert a.sum() == pytest.approx(ref.sum(), rel=1e-6)  # any other ndarray method, likewise
+    np.testing.assert_array_equal(a[np.array([2, 0], np.uint8)], ref[np.array([2, 0], np.uint8)])  # not a mask
+    np.testing.assert_array_equal(a[::-1, 1], ref[::-1, 1])
+    with pytest.raises(ValueError):
+        bool(a)
     mask = DeviceArray(torch.tril(torch.ones(4, 4, dtype=torch.bool)))
     assert mask.dtype == bool and not mask.all() and mask.any()
     np.testing.assert_array_equal(mask | mask.T, np.tril(np.ones((4, 4), bool)) | np.triu(np.ones((4, 4), bool)))
@@ -116,3 +120,42 @@ def test_the_views_of_a_result_kept_on_the_device_are_the_numpy_ones(tok):
         for name in ("mask",):
             if getattr(a, name, None) is not None:
                 np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_copies_made_of_a_result_on_the_device_go_with_it(tok):
+    """A bfloat16 layer is made float32 once for its chunks and kept (recompute.on_device); once the result is
+    dropped, so are those copies (on a GPU they would hold its memory there)."""
+    import gc
+
+    from attention.models.forward import recompute
+
+    _, loaded = _tiny(tok, torch.bfloat16)
+    with resident_on("cpu"):
+        att = loaded.attend(TEXT)
+    survey(att)
+    assert any(key[0] == "part" for key in recompute._copies)
+    del att
+    gc.collect()
+    assert not any(key[0] == "part" for key in recompute._copies)
+
+
+def test_a_gpu_out_of_memory_is_tried_again_once_then_said_plainly(tok, monkeypatch):
+    from attention.models import NotEnoughMemory
+    from attention.models.forward import running
+
+    _, loaded = _tiny(tok)
+    real, calls = running._attend, []
+
+    def short_of_memory(*args, failures):
+        calls.append(1)
+        if len(calls) <= failures:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return real(*args)
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (1.5e9, 80e9))
+    monkeypatch.setattr(running, "_attend", lambda *args: short_of_memory(*args, failures=1))
+    assert loaded.attend(TEXT).tokens and len(calls) == 2  # freed, then read
+    calls.clear()
+    monkeypatch.setattr(running, "_attend", lambda *args: short_of_memory(*args, failures=2))
+    with pytest.raises(NotEnoughMemory, match="1.5 GB free of 80.0 GB"):
+        loaded.attend(TEXT)

@@ -37,6 +37,7 @@ import torch
 
 from attention.models.analyses.readout import frozen_norm
 from attention.models.forward.anatomy import MissingAnatomy, home
+from attention.models.forward.device_arrays import part
 from attention.models.forward.guard import ROUNDING_UNITS
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
@@ -208,8 +209,8 @@ def qk_attribution(loaded: LoadedModel, att: ModelAttention, layer: int, head: i
             mean_k += k_other.sum(1)
         mean_k /= len(others)
         matrix = matrix - scale * q_vectors[:, 0] @ mean_k.T
-        own -= float(np.mean([scale * np.dot(s.q[layer, head, query].astype(np.float64), s.k[layer, s.kv_head(head), j])
-                              for j in others]))
+        keys = s.k[layer, s.kv_head(head), np.asarray(others)].astype(np.float64)  # (keys, d): one read
+        own -= float(np.mean(scale * (keys @ s.q[layer, head, query].astype(np.float64))))
     matrix = matrix.cpu().numpy()
     rest = {"query's biases × key parts": float(matrix[-1, :-1].sum()),
             "query parts × key's biases": float(matrix[:-1, -1].sum()),
@@ -265,7 +266,9 @@ class _Run:
         self.H, self.n = att.self_attn.n_heads, len(att.token_ids)
         self.H_kv = att.self_attn.k.shape[1]
         self.d = att.self_attn.q.shape[-1]
-        self.captured_q, self.captured_k = att.self_attn.q[layer], att.self_attn.k[layer]
+        # one layer's q and k, left where they are (on a GPU each read copies only the rows it asks for)
+        self.captured_q, self.captured_k = part(att.self_attn.q, layer), part(att.self_attn.k, layer)
+        self._values: dict[int, torch.Tensor] = {}  # layer -> its v, (H_kv, m, d) float64, read once
         self._capture(att)
 
     def kv_head(self, head: int) -> int:
@@ -333,7 +336,7 @@ class _Run:
         """Block m's input at `pos`: (p, D) float64."""
         if self.att is None:
             return self._x[m][pos].double()
-        return torch.from_numpy(self.att.hidden[m][pos.numpy()]).double()
+        return torch.from_numpy(self.att.hidden[m, pos.numpy()]).double()  # those rows only (on a GPU, a copy)
 
     def z(self, m: int, pos: torch.Tensor) -> torch.Tensor:
         """W_O's input at `pos`, every head's output side by side: (p, H * d) float64."""
@@ -342,7 +345,9 @@ class _Run:
         s = self.att.self_attn
         lo, hi = int(pos.min()), int(pos.max()) + 1
         w = s.layer_weights(m, rows=slice(lo, hi)).double().cpu()[:, pos - lo]  # (H, p, m)
-        v = torch.from_numpy(s.v[m]).double().repeat_interleave(self.H // s.v.shape[1], dim=0)  # (H, m, d)
+        if m not in self._values:  # read once per layer (on a GPU each read copies the layer back)
+            self._values[m] = torch.from_numpy(s.v[m]).double()
+        v = self._values[m].repeat_interleave(self.H // s.v.shape[1], dim=0)  # (H, m, d)
         return torch.einsum("hpj,hjd->phd", w, v[:, :w.shape[-1]]).reshape(len(pos), -1)
 
     def o(self, m: int, pos: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

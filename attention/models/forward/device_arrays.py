@@ -13,6 +13,7 @@ Shapes: whatever the array's (q (L, H, n, d), a mask (n, m)...).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 
 import numpy as np
 import torch
@@ -25,8 +26,15 @@ class DeviceArray(np.lib.mixins.NDArrayOperatorsMixin):
     `a | b`) work on a copy of the whole array: right for any code written for numpy, and what views of
     long inputs avoid by indexing first or by working on `tensor`."""
 
-    def __init__(self, tensor: torch.Tensor):
+    def __init__(self, tensor: torch.Tensor, origin: tuple[DeviceArray, tuple] | None = None):
         self.tensor = tensor.detach()
+        self._origin = origin  # (the array it is a part of, where), set by part(); None: a whole array
+
+    @property
+    def origin(self) -> tuple[DeviceArray, tuple]:
+        """The whole array this one is a part of (itself when whole), and which part: a key for copies of
+        it kept elsewhere (recompute.on_device), valid while that array lives."""
+        return (self, ()) if self._origin is None else self._origin
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -50,7 +58,14 @@ class DeviceArray(np.lib.mixins.NDArrayOperatorsMixin):
         return self.tensor.shape[0]
 
     def __getitem__(self, index) -> np.ndarray:
+        if _reversed(index):  # torch has no negative steps
+            return np.asarray(self)[index]
         return _host(self.tensor[_torch_index(index)])
+
+    def __bool__(self) -> bool:
+        if self.tensor.numel() != 1:
+            raise ValueError("The truth value of an array with more than one element is ambiguous.")
+        return bool(self.tensor)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         a = _host(self.tensor)
@@ -86,23 +101,30 @@ def _host(t: torch.Tensor) -> np.ndarray:
 
 
 def _torch_index(index):
-    """A numpy index as torch takes it: arrays of ints or bools become tensors on the tensor's side."""
+    """A numpy index as torch takes it: arrays of bools stay masks, arrays of any integer type become int64
+    (torch reads uint8 as a mask), numpy scalars become Python's."""
     if isinstance(index, tuple):
         return tuple(_torch_index(i) for i in index)
     if isinstance(index, (np.ndarray, list)):
-        return torch.as_tensor(np.asarray(index))
-    if isinstance(index, np.integer):
-        return int(index)
+        a = np.asarray(index)
+        return torch.as_tensor(a if a.dtype == bool else a.astype(np.int64))
+    if isinstance(index, (np.integer, np.bool_)):
+        return index.item()
     return index
 
 
-_resident: list[torch.device] = []  # set by resident_on()
+def _reversed(index) -> bool:
+    """The index holds a slice with a negative step."""
+    return any(isinstance(i, slice) and (i.step or 1) < 0 for i in (index if isinstance(index, tuple) else (index,)))
+
+
+_resident: contextvars.ContextVar[torch.device | None] = contextvars.ContextVar("resident", default=None)
 
 
 def resident_device() -> torch.device | None:
     """Where a pass's arrays stay: the compute device when it is a GPU, else None (numpy, in memory)."""
-    if _resident:
-        return _resident[-1]
+    if _resident.get() is not None:
+        return _resident.get()
     from attention.models.forward.recompute import compute_device  # which imports this module
 
     device = compute_device()
@@ -113,11 +135,11 @@ def resident_device() -> torch.device | None:
 def resident_on(device: str | torch.device):
     """Keep the arrays of passes run inside the block on `device` whatever it is: the GPU's path, on the CPU
     (how make test checks it without a GPU)."""
-    _resident.append(torch.device(device))
+    token = _resident.set(torch.device(device))
     try:
         yield
     finally:
-        _resident.pop()
+        _resident.reset(token)
 
 
 def kept(t: torch.Tensor, device: torch.device | None = None) -> np.ndarray | DeviceArray:
@@ -130,15 +152,10 @@ def kept(t: torch.Tensor, device: torch.device | None = None) -> np.ndarray | De
     return t.detach().to(torch.float32).cpu().contiguous().numpy()
 
 
-def tensor_of(a, device: torch.device) -> torch.Tensor | None:
-    """The device tensor behind `a` on `device`, float32 (a mask stays bool); None for a numpy array."""
-    if not isinstance(a, DeviceArray):
-        return None
-    t = a.tensor.to(device)
-    return t if t.dtype in (torch.bool, torch.float32) else t.to(torch.float32)
-
-
 def part(a, index):
     """a[index] left where it is: a DeviceArray's part as a DeviceArray viewing the same memory (one layer's
     q for the GPU's own work, nothing copied), a numpy array's as numpy."""
-    return DeviceArray(a.tensor[_torch_index(index)]) if isinstance(a, DeviceArray) else a[index]
+    if not isinstance(a, DeviceArray):
+        return a[index]
+    root, where = a.origin
+    return DeviceArray(a.tensor[_torch_index(index)], origin=(root, (*where, repr(index))))

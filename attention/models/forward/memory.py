@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from attention.models.forward.model import layer_windows
 from attention.models.forward.survey_sums import GPU_CHUNK_FLOATS
 
 GB = 1_000_000_000  # decimal, as model cards count ("8B parameters in bfloat16: 16 GB")
@@ -54,17 +55,21 @@ class MemoryPlan:
     device_per_token: int = 0  # on a GPU: the pass's working memory per token there
     device_per_pair: int = 0  # on a GPU: per pair of tokens there (the additive mask)
     device_budget: int = 0  # on a GPU: HEADROOM of its free memory
-    device_fixed: int = 0  # on a GPU: the survey's chunk buffers at their largest
+    survey_per_pair: int = 0  # on a GPU: the survey's three chunk buffers per pair of tokens (float32 per head)...
+    survey_most: int = 0  # ...and at their largest (chunks of GPU_CHUNK_FLOATS)
+    host_fixed: int = 0  # in the process's memory whatever the length: W_O copied as float32 (a GPU's model, or
+    # one in half precision), read once per model
     loading: int = 0  # while loading, in the process's memory: the largest tensor twice (in the file's pages
     # and in the network) when the weights load on the CPU
 
     def needs(self, n: int) -> tuple[int, int]:
         """Bytes (process memory, GPU memory) for an input of n tokens: the weights in the first where they
         load on the CPU, in the second on a GPU."""
-        host = self.per_token * n + self.per_pair * n * n
+        host = self.host_fixed + self.per_token * n + self.per_pair * n * n
         if self.device != "cuda":
             return self.weights + self.loading + host, 0
-        return host, self.weights + self.device_per_token * n + self.device_per_pair * n * n + self.device_fixed
+        survey = min(self.survey_most, self.survey_per_pair * n * n)
+        return host, self.weights + self.device_per_token * n + self.device_per_pair * n * n + survey
 
     def fits(self, n: int) -> bool:
         host, gpu = self.needs(n)
@@ -190,6 +195,12 @@ def _first(config, *names: str):
     raise NotEnoughMemory(f"the model's configuration does not say its {names[0]}, so its memory cannot be checked")
 
 
+def _windows(config, n_layers: int) -> tuple[int | None, ...]:
+    """Each layer's sliding window (None: global), from the text model's config."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return layer_windows(text, n_layers)
+
+
 def gpu_free_bytes(device: torch.device) -> int:
     """Free memory on a CUDA device (what the driver reports), or the operator's cap when lower."""
     free, _ = torch.cuda.mem_get_info(device)
@@ -207,16 +218,24 @@ def plan_memory(config, auto_class, *, max_tokens: int, dtype: torch.dtype = tor
     on_gpu = device.type == "cuda"
     dtype_name = str(dtype).removeprefix("torch.")
     sizes = [0] if placed else tensor_bytes(config, auto_class, dtype)
+    shape, size = Shape.of(config), torch.finfo(dtype).bits // 8
+    # On a GPU: q, k, v and the hidden states are held twice for a moment (each call's own, and the stacks
+    # being filled); each distinct mask (a sliding window's is another) as the model's additive mask and the
+    # kept bool one, and ~4 bytes a pair of temporaries while it is read.
+    masks = len(set(_windows(config, shape.L)))
     plan = MemoryPlan(weights=sum(sizes), loading=2 * max(sizes) if not on_gpu else 0,
                       per_token=(survey_bytes(config) if on_gpu else
                                  per_token_bytes(config) + activation_bytes(config, dtype)),
                       budget=int(available_bytes() * HEADROOM), max_tokens=0, dtype=dtype_name,
                       device=device.type, per_pair=0 if on_gpu else 2,
-                      device_per_token=(activation_bytes(config, dtype) + kept_on_device_bytes(config, dtype)
+                      device_per_token=(activation_bytes(config, dtype) + 2 * kept_on_device_bytes(config, dtype)
                                         if on_gpu else 0),
-                      device_per_pair=torch.finfo(dtype).bits // 8 + 2 if on_gpu else 0,
+                      device_per_pair=masks * (size + 1) + 4 if on_gpu else 0,
                       device_budget=int(gpu_free_bytes(device) * HEADROOM) if on_gpu else 0,
-                      device_fixed=3 * 4 * GPU_CHUNK_FLOATS if on_gpu else 0)
+                      survey_per_pair=3 * 4 * shape.H if on_gpu else 0,
+                      survey_most=3 * 4 * GPU_CHUNK_FLOATS if on_gpu else 0,
+                      host_fixed=(4 * shape.L * shape.H * shape.d * shape.D
+                                  if on_gpu or dtype != torch.float32 else 0))
     ceiling = min(max_tokens, long_input_tokens(device))
     lo, hi = 0, ceiling  # the most tokens that fit: needs() grows with n
     while lo < hi:

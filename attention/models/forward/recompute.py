@@ -23,6 +23,7 @@ import contextlib
 import os
 import threading
 import warnings
+import weakref
 
 import numpy as np
 import torch
@@ -63,7 +64,10 @@ def compute_device() -> torch.device:
         warnings.warn(f"ATTENTION_EXPLORER_DEVICE={asked} but no CUDA device is available; using the CPU",
                       stacklevel=2)
         return torch.device("cpu")
-    return torch.device(asked)
+    device = torch.device(asked)
+    if device.type == "cuda" and device.index is None:  # "cuda" names the current GPU: say which, so that it
+        device = torch.device("cuda", torch.cuda.current_device())  # equals its tensors' device ("cuda:0")
+    return device
 
 
 DEVICE_COPIES = 4  # arrays kept on a GPU between calls: one layer's q, k, v and mask
@@ -84,11 +88,16 @@ def on_device(a: np.ndarray | DeviceArray, device: torch.device) -> torch.Tensor
         t = a.tensor
         if t.device == device and t.dtype in (torch.float32, torch.bool):
             return t
-        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype), str(device))
+        # A part of a result's q or k (device_arrays.part): found by the whole array and the part, and held
+        # by a weak reference to that array, so that a result dropped from the caches frees its memory there.
+        whole, where = a.origin
+        key = ("part", id(whole), where, str(device))
+        holder = weakref.ref(whole, _forget)
     elif device.type == "cpu":
         return torch.from_numpy(a)
     else:
         key = (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str, str(device))
+        holder = a
     with _copies_lock:
         kept = _copies.get(key)
         if kept is not None:
@@ -99,10 +108,17 @@ def on_device(a: np.ndarray | DeviceArray, device: torch.device) -> torch.Tensor
     else:
         copy = torch.from_numpy(np.ascontiguousarray(a)).to(device)
     with _copies_lock:
-        _copies[key] = (a, copy)
+        _copies[key] = (holder, copy)
         while len(_copies) > DEVICE_COPIES:
             _copies.popitem(last=False)
     return copy
+
+
+def _forget(gone: weakref.ref) -> None:
+    """Drop the copies made of an array that no longer exists (its id may now be another's)."""
+    with _copies_lock:
+        for key in [key for key, (holder, _) in _copies.items() if holder is gone]:
+            del _copies[key]
 
 
 def layer_scores(q: np.ndarray, k: np.ndarray, *, scale: float, mask: np.ndarray | None, causal: bool = False,

@@ -17,6 +17,7 @@ Shapes: n tokens, t decoder tokens, H heads, m keys, D model size.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from attention.models.forward.capture import recording
 from attention.models.forward.device_arrays import resident_device
 from attention.models.forward.images import image_patches, prefix_tokens, read_image, token_names
 from attention.models.forward.kernel import SurveyKernel
+from attention.models.forward.memory import NotEnoughMemory
 from attention.models.forward.model import LoadedModel, Progress, has_lm_head, layer_windows
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.recompute import work_threads
@@ -65,8 +67,8 @@ def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, p
     if loaded.spec.inputs == "image":
         raise ValueError(f"{loaded.spec.label} reads images, not text: give it an image (attend_image), or open it "
                          "on the page Attention in an image model.")
-    return _attend(loaded, lambda: _inputs(loaded, text, decoder_text) if ids is None else
-                   _given_ids(loaded, text, ids), progress, decoder_text)
+    return _freeing_gpu(lambda: _attend(loaded, lambda: _inputs(loaded, text, decoder_text) if ids is None else
+                                        _given_ids(loaded, text, ids), progress, decoder_text))
 
 
 def attend_image(loaded: LoadedModel, image, *, progress: Progress | None = None,
@@ -78,7 +80,26 @@ def attend_image(loaded: LoadedModel, image, *, progress: Progress | None = None
     the pixels the model saw. `name` labels it (its `text`)."""
     if loaded.spec.inputs != "image":
         raise ValueError(f"{loaded.spec.label} reads text, not images.")
-    return _attend(loaded, lambda: _image_inputs(loaded, image, name), progress, None)
+    return _freeing_gpu(lambda: _attend(loaded, lambda: _image_inputs(loaded, image, name), progress, None))
+
+
+def _freeing_gpu(run):
+    """run(), and where a GPU runs out of memory (results of earlier texts stay on it, and the memory plan,
+    made when the model loaded, cannot know how many), once more after freeing what nothing holds; then
+    NotEnoughMemory with the figures instead of a traceback."""
+    try:
+        return run()
+    except torch.OutOfMemoryError:
+        gc.collect()
+        torch.cuda.empty_cache()
+    try:
+        return run()
+    except torch.OutOfMemoryError as err:
+        free, total = torch.cuda.mem_get_info()
+        raise NotEnoughMemory(
+            f"The GPU ran out of memory for this text ({free / 1e9:.1f} GB free of {total / 1e9:.1f} GB once the "
+            "pass gave up). Results of earlier texts are kept on it until they leave the app's caches: a "
+            "shorter text fits now, or this one after a while.") from err
 
 
 def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder_text: str | None) -> ModelAttention:

@@ -143,8 +143,8 @@ def visible_pairs(s, mask: np.ndarray | None, rows_per_chunk: int) -> tuple[np.n
         lowest, pairs = _diagonal_sums(chunk[None], rows.start, s.causal)
         at = lowest + m - 1
         out[at:at + pairs.shape[1]] += pairs[0]
-    seen = visible.sum(-1).clamp(min=1).to(torch.float64)
-    return out.cpu().numpy(), float(torch.log(seen).mean())
+    seen = visible.sum(-1).cpu().numpy()  # (n,) visible keys per row: the log and mean in numpy, as before
+    return out.cpu().numpy(), float(np.mean(np.log(np.maximum(seen, 1))))
 
 
 def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
