@@ -132,3 +132,34 @@ def test_a_model_split_over_the_gpu_the_cpu_and_disk_gives_what_it_gives_whole(t
     _same(logit_lens(split, att), logit_lens(whole, whole_att))
     _same(qk_attribution(split, att, 1, 0, 5, 2), qk_attribution(whole, whole_att, 1, 0, 5, 2))
     _same(composition(split, 1, 0), composition(whole, 1, 0))
+
+
+@pytest.mark.parametrize("family,dtype", [("llama", torch.float32), ("llama", torch.bfloat16),
+                                          ("gemma3", torch.bfloat16), ("mistral", torch.bfloat16)])
+def test_the_fused_survey_gives_what_the_chunked_survey_gives(family, dtype, tok, on_cuda, monkeypatch):
+    """Issue 47: from FUSED_MIN_TOKENS on, a GPU surveys each 16-bit layer in two fused Triton passes (exactly
+    causal and sliding-window layers); every sum equals the chunked torch path's on the same q and k. A float32
+    model takes the torch path (faster there without tensor cores)."""
+    from attention.models.forward import fused_survey
+
+    tiny = FAMILIES[family]
+    torch.manual_seed(0)
+    config = tiny.config()
+    config.max_position_embeddings = 4096
+    loaded = from_model(tiny.model(config).eval().to("cuda", dtype), tok, name=family)
+    att = loaded.attend(" ".join([TEXT] * 150))
+    s = att.self_attn
+    assert s.n_queries >= fused_survey.FUSED_MIN_TOKENS
+    fused_layers = []
+    original = fused_survey.layer_sums
+    monkeypatch.setattr(fused_survey, "layer_sums", lambda *a: fused_layers.append(a[1]) or original(*a))
+    fused = survey(att)
+    assert fused_layers == ([] if dtype == torch.float32 else list(range(s.n_layers)))
+    s.derived.survey = None
+    monkeypatch.setattr(fused_survey, "FUSED_MIN_TOKENS", 10 ** 9)
+    chunked = survey(att)
+    assert len(fused_layers) == (0 if dtype == torch.float32 else s.n_layers)  # the torch path this time
+    for name in ("tiles", "entropy", "column_mass", "column_majority", "offset_mass", "special_mass", "previous",
+                 "mean_distance", "sink_mass"):
+        np.testing.assert_allclose(getattr(fused, name), getattr(chunked, name), rtol=1e-4, atol=2e-6, err_msg=name)
+    np.testing.assert_array_equal(fused.head_types, chunked.head_types)

@@ -33,10 +33,11 @@ from functools import cached_property
 
 import numpy as np
 
+from attention.models.forward import fused_survey
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.recompute import row_chunks, work_threads
 from attention.models.forward.sinks import remember_majority_share, sink_candidates, sink_rule
-from attention.models.forward.survey_sums import SurveySums, visible_pairs
+from attention.models.forward.survey_sums import SurveySums, band_pairs, visible_pairs
 from attention.models.forward.tokens import is_punctuation
 
 TYPE_THRESHOLD = 0.5
@@ -205,9 +206,15 @@ def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None
         totals = SurveySums(L, H, n, m)
         with work_threads(n):
             for layer in range(L):
-                for rows in row_chunks(n, totals.rows_per_chunk):
-                    keys = s.keys_seen(rows)  # a causal chunk never sees later keys: their weights are 0
-                    totals.add(layer, rows, s.layer_scores(layer, rows=rows, keys=keys, out=totals.scores), s.causal)
+                window = fused_survey.supported(s, layer, totals.block)
+                sums = None if window is None else fused_survey.try_layer_sums(s, layer, totals.block, window)
+                if sums is not None:  # on a GPU: the layer's sums in two fused passes, no weights stored
+                    totals.add_layer(layer, sums)
+                else:
+                    for rows in row_chunks(n, totals.rows_per_chunk):
+                        keys = s.keys_seen(rows)  # a causal chunk never sees later keys: their weights are 0
+                        totals.add(layer, rows, s.layer_scores(layer, rows=rows, keys=keys, out=totals.scores),
+                                   s.causal)
                 if progress:
                     progress((layer + 1) / L, f"Surveying every head: layer {layer + 1} of {L}")
         s.derived.survey = finish_survey(att, totals)
@@ -223,7 +230,9 @@ def finish_survey(att: ModelAttention, totals: SurveySums) -> HeadSurvey:
     for layer in range(L):
         mask = s.mask_of(layer)
         if id(mask) not in by_mask:
-            by_mask[id(mask)] = visible_pairs(s, mask, totals.rows_per_chunk)
+            window = fused_survey.band_window(s, layer) if s.q is not None else None
+            by_mask[id(mask)] = (visible_pairs(s, mask, totals.rows_per_chunk) if window is None
+                                 else band_pairs(n, s.n_keys, s.causal, window))
     special = att.special.copy()
     if not special.any():  # decoders without BOS: the first token plays the special token's role
         special[0] = True

@@ -11,6 +11,7 @@ Shapes: L layers, H heads, n queries, m keys, r rows in a chunk, c tile size.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -25,8 +26,10 @@ SURVEY_CHUNK_FLOATS = 2_000_000  # scores per chunk (8 MB, 54 rows of 9 heads at
 # one layer's scores took 181 ms in 1 M-float chunks (the matmuls too thin), 108 ms in 2 M and 127 ms in 4 M.
 
 
-def tile_size(n: int, n_heads_total: int, max_cells: int = GRID_CELLS) -> int:
-    """Cells per side of one head's tile, so that the whole grid holds at most max_cells values."""
+def tile_size(n: int, n_heads_total: int, max_cells: int | None = None) -> int:
+    """Cells per side of one head's tile, so that the whole grid holds at most max_cells values (default
+    GRID_CELLS)."""
+    max_cells = GRID_CELLS if max_cells is None else max_cells
     return int(max(1, min(32, n, max(4, math.sqrt(max_cells / n_heads_total) - 1))))
 
 
@@ -46,9 +49,8 @@ class SurveySums:
         self.column_mass, self.column_majority = np.zeros((L, H, m)), np.zeros((L, H, m))
         self.offset_mass = np.zeros((L, H, n + m - 1))
         r = min(self.rows_per_chunk, n)
-        self.scores = torch.empty(H * r * m, device=device)
-        self.weights = torch.empty(H * r * m, device=device)
-        self.skew = torch.empty(H * r * (m + r + 1), device=device)
+        self._buffer_floats = (H * r * m, H * r * (m + r + 1))  # scores and weights, the skewed copy
+        self._device = device
         # One layer's sums, kept where the weights are (a GPU's chunks then never wait on a copy to the
         # CPU); moved into the arrays above when the next layer starts, and by flush().
         self._layer: int | None = None
@@ -57,6 +59,19 @@ class SurveySums:
                       "column_mass": torch.zeros(H, m, dtype=torch.float64, device=device),
                       "column_majority": torch.zeros(H, m, dtype=torch.float64, device=device),
                       "offset_mass": torch.zeros(H, n + m - 1, dtype=torch.float64, device=device)}
+
+    # The chunks' buffers, made when the first chunk comes (a survey made by the fused passes needs none).
+    @cached_property
+    def scores(self) -> torch.Tensor:
+        return torch.empty(self._buffer_floats[0], device=self._device)
+
+    @cached_property
+    def weights(self) -> torch.Tensor:
+        return torch.empty(self._buffer_floats[0], device=self._device)
+
+    @cached_property
+    def skew(self) -> torch.Tensor:
+        return torch.empty(self._buffer_floats[1], device=self._device)
 
     def flush(self) -> None:
         """Move the current layer's sums into the arrays (finish_survey calls it; add() when a layer starts)."""
@@ -72,6 +87,19 @@ class SurveySums:
             # written outside it
             self._sums[name] = torch.zeros_like(kept)
         self._layer = None
+
+    def add_layer(self, layer: int, sums: dict[str, torch.Tensor]) -> None:
+        """A whole layer's sums made at once (attention.models.forward.fused_survey.layer_sums), on this
+        object's device, named and shaped as `_sums`."""
+        if layer != self._layer:
+            self.flush()
+            self._layer = layer
+        for name, value in sums.items():
+            kept = self._sums[name]
+            if name == "tiles":
+                torch.maximum(kept, value, out=kept)
+            else:
+                kept += value
 
     def add(self, layer: int, rows: slice, scores: torch.Tensor, causal: bool) -> torch.Tensor:
         """One chunk of query rows of one layer, from its masked scores (H, r, keys) (`causal`: no row sees a
@@ -129,6 +157,21 @@ def _majority_counts(w: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
     if len(heads):
         counts.index_put_((heads, w[heads, rows].argmax(-1)), torch.ones(len(heads), device=w.device), accumulate=True)
     return counts
+
+
+def band_pairs(n: int, m: int, causal: bool, window: int) -> tuple[np.ndarray, float]:
+    """visible_pairs of a mask known by its shape (attention.models.forward.fused_survey.band_window): every
+    key visible (not causal), exactly causal (window 0) or a causal sliding window of `window` keys; counted,
+    not read from the mask (a 32,768-token mask is 10^9 values)."""
+    offsets = np.arange(-(m - 1), n)
+    if causal:
+        pairs = np.where(offsets >= 0, n - offsets, 0)
+        if window:
+            pairs = np.where(offsets < window, pairs, 0)
+        seen = np.arange(1, n + 1) if not window else np.minimum(np.arange(1, n + 1), window)
+        return pairs.astype(np.float64), float(np.mean(np.log(seen)))
+    pairs = np.minimum(n - 1, offsets + m - 1) - np.maximum(0, offsets) + 1
+    return np.maximum(pairs, 0).astype(np.float64), float(np.log(max(m, 1)))
 
 
 def visible_pairs(s, mask: np.ndarray | None, rows_per_chunk: int) -> tuple[np.ndarray, float]:
