@@ -253,13 +253,14 @@ def gpu_lines(g: dict) -> list[str]:
     before = {(x["model"], x["n"]): x for x in json.loads(before_file.read_text())["rows"] if "error" not in x}
     lines = ["", "## 10. Long inputs on a GPU", "", where, "",
              "attend() (capture: the model's own fused kernel, q, k, v and the hidden states kept on the GPU in its "
-             "dtype), the grid on screen (the survey, one pass over every head's weights recomputed from q and k "
-             "there, then the figure's JSON), the views after it (a head's zoom, the mean over heads, a query's "
+             "dtype), the grid on screen (the survey, every head's weights recomputed from q and k there: for 16-bit "
+             "q and k two fused Triton passes per layer, attention.models.forward.fused_survey; then the figure's "
+             "JSON), the views after it (a head's zoom, the mean over heads, a query's "
              "row, attention by distance), the model's own forward pass (sdpa, nothing captured, the next token's "
              "logits only), peak GPU memory above the weights, and what the result keeps in the process's memory "
              "(the survey included); medians (min–max) of 3 after a warm-up, the device synchronised. \"before\" is "
              "the design before issue 47 (q, k, v copied to RAM as float32; benchmarks/gpu_h100_before.json), on "
-             "the same kind of card.", "",
+             "the same kind of card." + (f" {g['note']}" if g.get("note") else ""), "",
              "| model | dtype | tokens | attend() | attend() ÷ own (before) | grid on screen (before) | "
              "zoom / mean / row / distance | own forward | peak GPU, attend() | kept in RAM (before) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
