@@ -7,13 +7,14 @@ not counted.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
 from pathlib import Path
 
 from attention.models import BUNDLED
-from serving import DONE, chromium, page_url, running_app, running_class, wait_idle
+from serving import APP, DONE, chromium, page_url, running_app, running_class, streamlit_command, wait_idle
 
 # A link that sets one of the lookup page's controls names a view: the page opens whole, not held behind its
 # questions as a learner first sees it (pages/_lessons.py questions_first)
@@ -147,6 +148,37 @@ def submit_until_grid(page, box, text: str, timeout_ms: int) -> float:
     ms = done - page.evaluate("() => window.__keys[window.__keys.length - 1]")
     wait_idle(page, timeout=timeout_ms)
     return ms
+
+
+TRIVIAL_APP = Path(__file__).with_name("trivial_app.py")
+
+
+def trivial_command(port: int) -> list[str]:
+    """serving.streamlit_command for benchmarks/trivial_app.py: the same server, the same flags."""
+    return [str(TRIVIAL_APP) if part == str(APP) else part for part in streamlit_command(port)]
+
+
+def input_to_idle(browser, url: str, texts: list[str]) -> dict:
+    """The loop's floor: Ctrl+Enter in the trivial page's text box -> the script has finished and its one
+    line shows the new text (the same keys and the same wait for idle as sentence_to_grid). Its runs are too
+    short for the app's state attribute to show "running" (React draws both states in one render), so the
+    line itself says that the run happened."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(url)
+    wait_idle(page)
+    page.evaluate(PROBE)
+    box = page.locator("[data-testid='stTextArea'] textarea").first
+    ms = []
+    for text in texts:
+        box.fill(text)
+        box.press("Control+Enter")
+        shown = json.dumps(f"{len(text.split())} words: {text[:40]}")
+        done = page.evaluate(f"""() => window.__until(() => document.querySelector("{DONE}") &&
+            [...document.querySelectorAll("[data-testid='stText']")].some(e => e.textContent === {shown}), 30000)""")
+        ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
+        wait_idle(page)
+    page.close()
+    return summary(ms)
 
 
 def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm", keep_open: bool = False):
@@ -408,6 +440,10 @@ def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dic
     behind nginx (skipped when nginx is not installed)."""
     out = {}
     with chromium() as browser:
+        with running_app(app_command=trivial_command) as url:  # the floor, with the texts the grid gets
+            out["floor16"] = input_to_idle(browser, url, texts16)
+            if not smoke:
+                out["floor512"] = input_to_idle(browser, url, texts512)
         out["cold_start"] = cold_start(browser, 1 if smoke else 3)
         with running_app() as url:
             out["live"] = live_drags(browser, url, 2 if smoke else 10)

@@ -32,6 +32,8 @@ TARGETS = {  # figure -> (target text, check)
     "live_payload": ("<= 200 KB", lambda r: r["live_payload"] <= 200_000),
     "sentence16": ("<= 1 s", lambda r: r["browser"]["sentence16"]["median"] <= 1000),
     "sentence512": ("<= 1 s", lambda r: r["browser"]["sentence512"]["median"] <= 1000),
+    "sentence16_floor": ("<= 2 x the floor", lambda r: _over_floor(r, 16) <= 2),
+    "sentence512_floor": ("<= 3 x the floor", lambda r: _over_floor(r, 512) <= 3),
     "smollm2_2048": ("<= 1.3 x its plain forward pass", lambda r: _over_plain(r, 2048) <= 1.3),
     "smollm2_4096": ("<= 1.3 x its plain forward pass", lambda r: _over_plain(r, 4096) <= 1.3),
     "views": ("<= 1 s each", lambda r: max(v["median"] for v in r["browser"]["views"].values()) <= 1000),
@@ -54,6 +56,12 @@ TARGETS = {  # figure -> (target text, check)
 LONG = (2048, 4096)  # SmolLM2 texts timed in the browser, tokens
 PREVIOUS_SLIDER_MS = 124  # st.slider step -> chart updated, median of the last run that had it (commit 86b4639)
 PREVIOUS_RESULT_MB = 95  # a 512-token MiniLM result when every layer's weights were kept (docs/benchmarks.md)
+
+
+def _over_floor(r: dict, n: int) -> float:
+    """Sentence -> grid on Model heads over the same texts -> idle on the trivial page (issue 46's floor)."""
+    b = r["browser"]
+    return b[f"sentence{n}"]["median"] / b[f"floor{n}"]["median"]
 
 
 def _over_plain(r, n) -> float:
@@ -349,6 +357,10 @@ def report(r: dict, smoke: bool) -> str:
         "live_payload": f"{r['live_payload'] / 1000:.0f} KB",
         "sentence16": ms(b["sentence16"]["median"]),
         "sentence512": ms(b["sentence512"]["median"]) if "sentence512" in b else None,
+        "sentence16_floor": f"{_over_floor(r, 16):.1f} x ({ms(b['sentence16']['median'])} vs "
+                            f"{ms(b['floor16']['median'])})",
+        "sentence512_floor": f"{_over_floor(r, 512):.1f} x ({ms(b['sentence512']['median'])} vs "
+                             f"{ms(b['floor512']['median'])})" if "floor512" in b else None,
         "smollm2_2048": None if smoke else f"{_over_plain(r, 2048):.2f} x ({s_(b['smollm2_2048']['median'] / 1000)} "
                         f"vs {s_(_long(r, 'smollm2', 2048)['plain']['median'])})",
         "smollm2_4096": None if smoke else f"{_over_plain(r, 4096):.2f} x ({s_(b['smollm2_4096']['median'] / 1000)} "
@@ -379,6 +391,9 @@ def report(r: dict, smoke: bool) -> str:
              "a drag", "live_release": "release → server tables updated", "live_payload": "precomputed data, lookup "
              "page (sweeps + 101 × 101 plane)", "sentence16": "sentence (16 tokens) → grid, warm",
              "sentence512": "512-token sentence → grid (MiniLM)",
+             "sentence16_floor": "sentence (16 tokens) → grid, vs the same text → idle on a trivial page "
+                                 "(benchmarks/trivial_app.py: one text box, one line; Streamlit's own loop)",
+             "sentence512_floor": "512-token sentence → grid, vs the same text → idle on the trivial page",
              "smollm2_2048": "SmolLM2, 2,048 tokens → grid on screen, vs transformers' own forward pass",
              "smollm2_4096": "SmolLM2, 4,096 tokens → grid on screen, vs transformers' own forward pass",
              "views": "every view of the 4,096-token text after its first load",
@@ -452,8 +467,11 @@ def report(r: dict, smoke: bool) -> str:
         "drag changed the chart 0 times before release.",
         f"- sentence submitted → all-heads grid painted, 16 tokens, warm: {fig(b['sentence16'])}",
     ]
+    lines.append(f"- the same 16-token texts on a trivial page (benchmarks/trivial_app.py), submitted → idle: "
+                 f"{fig(b['floor16'])}")
     if "sentence512" in b:
         lines.append(f"- sentence submitted → all-heads grid painted, 512 tokens: {fig(b['sentence512'])}")
+        lines.append(f"- the same 512-token texts on the trivial page, submitted → idle: {fig(b['floor512'])}")
     for n in LONG:
         if f"smollm2_{n}" in b:
             lines.append(f"- SmolLM2, {n:,}-token text submitted → all-heads grid painted (forward pass, survey of "
