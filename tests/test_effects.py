@@ -94,7 +94,9 @@ def test_tiny_ablation_scan_equals_weight_edits_and_full_passes(tokenizer, metho
                 with torch.no_grad():
                     head_columns(edited, layer, head, 8).zero_()
                 expected = metric_of(edited, ids, t, f) - effects.baseline
-                assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-9)
+                # the scan's ablated pass runs the fused kernel too: its float64 gap to eager (~2e-9, by CPU:
+                # 1.6e-9 on an AMD EPYC) stays in the effect, held to the baseline's allowance
+                assert effects.effect[layer, head] == pytest.approx(expected, abs=1e-8)
     # Starting at the ablated layer from the clean residual stream gives what running every layer gives.
     monkeypatch.setattr("attention.models.analyses.edits.restart_of", lambda parts: None)
     full = scan(loaded, text, target, foil, ablation=method)
