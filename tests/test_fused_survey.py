@@ -141,3 +141,26 @@ def test_the_kernels_compile_for_a_gpu_without_one(monkeypatch):
                                constexprs={(names.index(a),): v for a, v in constants.items()})
             compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 2})
             assert compiled.asm["cubin"]
+
+
+def test_a_device_the_kernels_cannot_run_on_is_said_once_and_surveyed_by_torch(tok, monkeypatch):
+    """A kernel that fails there (too little shared memory for the head size, a Triton that cannot compile
+    it) gives no sums: a warning names the device, and that kind of layer is not tried again."""
+    tiny = FAMILIES["llama"]
+    torch.manual_seed(0)
+    s = from_model(tiny.model(tiny.config()).eval(), tok, name="llama").attend(TEXT).self_attn
+
+    def fails(*args):
+        raise RuntimeError("out of resource: shared memory")
+
+    monkeypatch.setattr(fused_survey, "layer_sums", fails)
+    monkeypatch.setattr(fused_survey, "_failed", {})
+    with pytest.warns(UserWarning, match="could not run on cpu .*shared memory.*torch operations instead"):
+        assert fused_survey.try_layer_sums(s, 0, 64, 0) is None
+    assert list(fused_survey._failed.values()) == ["RuntimeError: out of resource: shared memory"]
+    monkeypatch.setattr(fused_survey, "available", lambda device: True)  # as on a GPU
+    monkeypatch.setattr(fused_survey, "interpreted", lambda: True)  # float32 allowed, as interpreted
+    monkeypatch.setattr(fused_survey, "FUSED_MIN_TOKENS", 0)
+    assert fused_survey.supported(s, 0, block=64) is None  # not tried again
+    monkeypatch.setattr(fused_survey, "_failed", {})
+    assert fused_survey.supported(s, 0, block=64) == 0  # (what it says without the failure)
