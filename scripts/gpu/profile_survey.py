@@ -8,7 +8,6 @@ and the rest of the grid (finish_survey, the figure). Prints JSON lines.
 import importlib.util
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -22,8 +21,8 @@ from attention import figures  # noqa: E402
 from attention.models import load_model, survey  # noqa: E402
 from attention.models.forward import fused_survey, head_survey  # noqa: E402
 from attention.models.forward.survey_sums import SurveySums  # noqa: E402
-from benchmarks.compute import text_of_tokens  # noqa: E402
-from benchmarks.gpu import LLAMA_32_1B, random_model  # noqa: E402
+from benchmarks import compute  # noqa: E402
+from benchmarks.gpu import LLAMA_32_1B, _synced, random_model  # noqa: E402
 
 SOURCE = Path(fused_survey.__file__).with_name("fused_survey_kernels.py").read_text()
 LEAVE_OUT = {  # variant -> lines of _sums_step whose start is dropped (a statement may span lines: dropped whole)
@@ -52,16 +51,9 @@ def variant(name: str):
     return module
 
 
-def timed(fn, repeats=3):
-    fn()
-    torch.cuda.synchronize()
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        runs.append(time.perf_counter() - t)
-    return round(statistics.median(runs), 4)
+def timed(fn, repeats=3) -> float:
+    """Median seconds of fn() with the device synchronised (benchmarks.compute.timed, benchmarks.gpu._synced)."""
+    return round(compute.timed(_synced(fn), repeats)["median"], 4)
 
 
 def main(n: int, sweep: bool):
@@ -71,7 +63,7 @@ def main(n: int, sweep: bool):
     with tempfile.TemporaryDirectory() as folder:
         random_model(LLAMA_32_1B, Path(folder), torch.bfloat16, smollm2.tokenizer)
         loaded = load_model(folder, dtype="bfloat16")
-        att = loaded.attend(text_of_tokens(loaded.tokenizer, n))
+        att = loaded.attend(compute.text_of_tokens(loaded.tokenizer, n))
     s = att.self_attn
     L, H = s.n_layers, s.n_heads
     block = SurveySums(L, H, s.n_queries, s.n_keys).block

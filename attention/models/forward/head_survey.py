@@ -230,7 +230,7 @@ def finish_survey(att: ModelAttention, totals: SurveySums) -> HeadSurvey:
     for layer in range(L):
         mask = s.mask_of(layer)
         if id(mask) not in by_mask:
-            window = fused_survey.band_window(s, layer) if s.q is not None else None
+            window = fused_survey.band_window(s, layer)  # a causal, windowed or open mask: counted
             by_mask[id(mask)] = (visible_pairs(s, mask, totals.rows_per_chunk) if window is None
                                  else band_pairs(n, s.n_keys, s.causal, window))
     special = att.special.copy()
