@@ -45,6 +45,7 @@ PROBE = """
   }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }
 """
+GRID = "canvas.aeh-canvas[data-plot]"  # the all-heads grid, drawn (attention/figures/heatmap.js)
 SHAPES = {"minilm": "6 layers × 12 heads", "smollm2": "30 layers × 9 heads"}  # as the page's caption says
 def percentile(values, q: float) -> float:
     s = sorted(values)
@@ -144,7 +145,7 @@ def submit_until_grid(page, box, text: str, timeout_ms: int) -> float:
     box.press("Control+Enter")
     done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
         document.querySelector("{DONE}") &&
-        document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), {timeout_ms})""")
+        document.querySelector("{GRID}"), {timeout_ms})""")
     ms = done - page.evaluate("() => window.__keys[window.__keys.length - 1]")
     wait_idle(page, timeout=timeout_ms)
     return ms
@@ -205,7 +206,7 @@ def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm",
 # The views of one text once it is loaded: each is a click, timed from the click to the view painted.
 VIEWS = {  # name -> (what to click, what must be on screen afterwards)
     "zoom (next layer)": ("[data-testid='stNumberInput'] button[data-testid='stNumberInputStepUp']",
-                          "[...document.querySelectorAll('[data-testid=stPlotlyChart] .gtitle')]"
+                          "[...document.querySelectorAll('.aeh-title')]"
                           ".some(t => t.textContent.startsWith('Layer 2'))"),
     "one head (Inside one head)": ("[data-testid='stSidebarNav'] a:has-text('Inside one head')",
                                    "document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg').length >= 5"),
@@ -213,8 +214,7 @@ VIEWS = {  # name -> (what to click, what must be on screen afterwards)
                                              "document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg')"
                                              ".length >= 2"),
     "back to Model heads (grid, zoom, focus)": ("[data-testid='stSidebarNav'] a:has-text('Model heads')",
-                                                "document.querySelector('[data-testid=stPlotlyChart] "
-                                                ".heatmaplayer image')"),
+                                                f"document.querySelectorAll('{GRID}').length >= 3"),
 }
 
 
@@ -249,7 +249,7 @@ def websocket_bytes(browser, url: str, text: str) -> int:
     page.on("websocket", on_ws)
     page.goto(page_url(url, "model_heads", text=text))
     wait_idle(page, timeout=180_000)
-    page.wait_for_selector("[data-testid='stPlotlyChart'] .heatmaplayer image")
+    page.wait_for_selector(GRID)
     page.close()
     return total[0]
 
@@ -351,10 +351,10 @@ WATCH_GRID = """
 (runs) => {
   window.__gridAt = null;
   window.__until(() => window.__runs > runs && document.querySelector("DONE") &&
-                 document.querySelector("[data-testid='stPlotlyChart'] .heatmaplayer image"), 300000)
+                 document.querySelector("GRID"), 300000)
     .then(t => { window.__gridAt = t; }, () => { window.__gridAt = -1; });
 }
-""".replace("DONE", DONE)
+""".replace("DONE", DONE).replace("GRID", GRID)
 
 
 # What a page shows that its user would call an error: a traceback, an error box, or the connection lost.

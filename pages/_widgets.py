@@ -33,6 +33,7 @@ from attention.models import (
     model_name,
     word_groups,
 )
+from pages._canvas import clicked
 from pages._focus import current, on_change, put, setting, show, shown, switch_to, update
 from pages._jobs import SavedResult, Source, open_saved
 from pages._labels import token_labels
@@ -341,6 +342,10 @@ def picked_head(table_key: str, heads) -> Focus:
 
 
 def _open_head(chart_key: str, first: int, from_customdata: bool) -> None:
+    report = clicked(chart_key)  # a canvas grid's tile (pages/_canvas.py), from 0
+    if report and "tile" in report:
+        update(layer=int(report["tile"][0]), head=int(report["tile"][1]), aggregation="head")
+        return
     points = st.session_state[chart_key]["selection"]["points"]
     if points:
         point = points[0]
@@ -355,10 +360,14 @@ def cell_query(chart_key: str, att: ModelAttention, row_ids, grouping) -> Callab
 
 
 def _pick_cell(chart_key: str, tokens, row_ids, firsts) -> None:
-    points = st.session_state[chart_key]["selection"]["points"]
-    if points:
-        y = points[0]["y"]  # a row number, or in a large heatmap its category "12·bank"
-        row = int(y.split("·")[0]) if isinstance(y, str) else int(round(y))
+    report = clicked(chart_key)  # a canvas heatmap's cell (pages/_canvas.py)
+    points = [] if report else st.session_state[chart_key]["selection"]["points"]
+    if report or points:
+        if report:
+            row = int(report["row"])
+        else:
+            y = points[0]["y"]  # a row number, or in a large heatmap its category "12·bank"
+            row = int(y.split("·")[0]) if isinstance(y, str) else int(round(y))
         index = row_ids[row] if row_ids is not None else row
         position = index if firsts is None else firsts[index]
         update(query=TokenAt(position, tokens[position]))

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attention import figures
+from attention.figures.canvas import grid_canvas, view_canvas
 from attention.models import (
     AGGREGATIONS,
     LINE_VIEW_MAX_UNITS,
@@ -14,7 +15,9 @@ from attention.models import (
     zoom,
 )
 from attention.models import questions_for as model_questions
-from attention.toy.plotting import CLICKABLE_CELLS, Ticks
+from attention.models.recorded.export import file_stem
+from attention.toy.plotting import CLICKABLE_CELLS
+from pages._canvas import canvas_heatmap
 from pages._export import chart_config, export_row
 from pages._focus import on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
@@ -57,11 +60,10 @@ reading = reading_switches(focus, att, slot="heads")
 
 st.subheader("All heads at once")
 head_survey = result_of(survey, (name, text), "Surveying every head…", att)
-st.plotly_chart(figures.head_grid(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
-                                  layer_kinds=tuple(att.layer_kind(i) for i in range(L))),
-                width="stretch", key="heads.grid", on_select=head_opener("heads.grid", first=1),
-                selection_mode="points",
-                config=chart_config(name, "all-heads"))
+canvas_heatmap(grid_canvas(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
+                           layer_kinds=tuple(att.layer_kind(i) for i in range(L)),
+                           file_name=file_stem(name, "all-heads")),
+               key="heads.grid", on_click=head_opener("heads.grid"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
            + (f", each cell the largest weight in a block of {head_survey.block}×{head_survey.block} tokens, so thin "
               "patterns (diagonals, a column on [SEP]) stay visible" if head_survey.block > 1 else "")
@@ -90,12 +92,12 @@ except ValueError as err:
     st.stop()
 small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
 grouping = reading.groups(att)
-st.plotly_chart(figures.named(figures.view_heatmap(view, clickable=small), layer=layer,
-                              head=head if how == "head" else None),
-                width="stretch", key="heads.zoom", selection_mode="points",
-                on_select=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None) if small
-                else "ignore",
-                config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how))
+name_parts = (name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
+canvas_heatmap(view_canvas(view, clickable=small, file_name=file_stem(*name_parts),
+                           meta=figures.focus_meta(layer=layer, head=head if how == "head" else None)),
+               key="heads.zoom",
+               on_click=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None)
+               if small else None)
 notes = []
 if view.reading.words:
     notes.append("Words: attention *to* a word is the sum over its pieces, *from* a word the mean of its pieces' "
@@ -107,7 +109,7 @@ if small:
     notes.append("Click a cell to follow its query token below.")
 if notes:
     st.caption(" ".join(notes))
-export_row(att, view, name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
+export_row(att, view, *name_parts)
 if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
     st.page_link("pages/inside_head.py", label=f"Why does L{layer + 1}H{head + 1} look there? Inside one head",
                  icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
@@ -122,12 +124,11 @@ if focus_view.empty:  # an empty frame 1,300 px tall said nothing: say why inste
             + (": without sinks, every key it sees is a sink (a decoder's first token sees only itself). Pick a "
                "later token, or switch “Without sinks” off." if reading.without_sinks else "."))
 else:
-    st.plotly_chart(figures.named(figures.view_heatmap(focus_view, x_title="key word" if grouping else "key token",
-                                                       y_title="layer · head",
-                                                       height=min(1400, max(320, 120 + 12 * L * H)),
-                                                       ticks=Ticks(x=96, row_groups=H if L * H > 96 else None)),
-                                  token=units[followed]),
-                    width="stretch", key="heads.focus", config=chart_config(name, "token", followed))
+    canvas_heatmap(view_canvas(focus_view, x_title="key word" if grouping else "key token", y_title="layer · head",
+                               height=min(1400, max(320, 120 + 12 * L * H)), row_groups=H if L * H > 96 else None,
+                               file_name=file_stem(name, "token", followed),
+                               meta=figures.focus_meta(token=units[followed])),
+                   key="heads.focus")
 
 st.subheader("Lines: one layer's heads, query to key")
 if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",

@@ -213,50 +213,85 @@ def test_markup_in_the_newer_pages_text_boxes_is_shown_as_text_never_run(app_url
     page.close()
 
 
-def _chart(page, key: str):
-    """The Plotly graph of the chart whose Streamlit key is `key` (its container has the class st-key-<key>,
+def _canvas(page, key: str):
+    """The canvas heatmap (attention/figures/heatmap.js) keyed `key` (its container has the class st-key-<key>,
     dots written as dashes)."""
-    return page.locator(f".st-key-{key.replace('.', '-')} .js-plotly-plot").first
+    return page.locator(f".st-key-{key.replace('.', '-')} canvas.aeh-canvas").first
 
 
-def _click_cell(page, key: str, x: float, y: float) -> None:
-    """Click the point (x, y), in data coordinates, of the chart keyed `key`."""
-    chart = _chart(page, key)
-    chart.scroll_into_view_if_needed()
-    at = chart.evaluate("""(gd, xy) => {
-        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-        const box = gd.querySelector('.nsewdrag').getBoundingClientRect();
-        return [box.left + xa.l2p(xa.d2l ? xa.d2l(xy[0]) : xy[0]), box.top + ya.l2p(ya.d2l ? ya.d2l(xy[1]) : xy[1])];
-    }""", [x, y])
-    page.mouse.click(at[0], at[1])
+def _click_cell(page, key: str, row: int, col: int, *, click: bool = True) -> None:
+    """Click (or only point at) the centre of cell (row, col), counted from 0, of the canvas heatmap keyed `key`,
+    from the plot's geometry the canvas states (data-plot: left, top, width, height in px; data-window: rows and
+    columns shown)."""
+    canvas = _canvas(page, key)
+    canvas.scroll_into_view_if_needed()
+    d = canvas.evaluate("c => ({...c.dataset})")
+    left, top, width, height = map(float, d["plot"].split(","))
+    r0, r1, c0, c1 = map(float, d["window"].split(","))
+    box = canvas.bounding_box()
+    x = box["x"] + left + (col + 0.5 - c0) * width / (c1 - c0)
+    y = box["y"] + top + (row + 0.5 - r0) * height / (r1 - r0)
+    page.mouse.click(x, y) if click else page.mouse.move(x, y)
+
+
+def _tile_cell(page, key: str, layer: int, head: int) -> tuple[int, int]:
+    """The middle cell of tile (layer, head), from 0, on a grid of tiles with one cell between them."""
+    rows, cols = map(int, _canvas(page, key).get_attribute("data-tile").split(","))
+    return layer * (rows + 1) + rows // 2, head * (cols + 1) + cols // 2
 
 
 def _title(page, key: str) -> str:
-    return _chart(page, key).evaluate("gd => gd.layout.title.text")
+    return page.locator(f".st-key-{key.replace('.', '-')} .aeh-title").first.inner_text()
+
+
+def _hover_cell(page, key: str, row: int, col: int) -> str:
+    """Move the pointer over cell (row, col) of the canvas heatmap keyed `key`: the tip's text, line by line."""
+    _click_cell(page, key, row, col, click=False)
+    tip = page.locator(f".st-key-{key.replace('.', '-')} .aeh-tip").first
+    tip.wait_for(state="visible")
+    return "\n".join(tip.locator("div").all_inner_texts())
 
 
 @pytest.mark.slow
-def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(app_url, browser):
+def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(app_url, browser, minilm):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "model_heads", text="I sat on the river bank."))
     wait_idle(page, timeout=120_000)
     assert "Layer 1, head 1" in _title(page, "heads.zoom")
-    _click_cell(page, "heads.grid", 5, 3)  # head 5 of layer 3 (the grid's axes count from 1)
-    page.wait_for_function("() => document.querySelector(\".st-key-heads-zoom .js-plotly-plot\")"
-                           ".layout.title.text.includes('Layer 3, head 5')", timeout=30_000)
+    weight = minilm.attend("I sat on the river bank.").head_weights(0, 0)[6, 2]  # the model's own, recomputed
+    assert f"weight: {weight:.3f}" in _hover_cell(page, "heads.zoom", 6, 2)  # Python's float32, as sent
+    assert "layer 3 · head 5" in _hover_cell(page, "heads.grid", *_tile_cell(page, "heads.grid", 2, 4))
+    _click_cell(page, "heads.grid", *_tile_cell(page, "heads.grid", 2, 4))  # L3H5: tiles count from 0 here
+    page.wait_for_function("() => document.querySelector('.st-key-heads-zoom .aeh-title')"
+                           ".textContent.includes('Layer 3, head 5')", timeout=30_000)
     wait_idle(page)
     page.get_by_role("button", name="Link").first.click()
     link = page.locator("[data-testid='stPopoverBody'] code").first.inner_text()
     assert "layer=3" in link and "head=5" in link and "agg=" not in link  # one head: the focus's default
     page.keyboard.press("Escape")
-    _click_cell(page, "heads.zoom", 2, 6)  # zoom cell: query row 6 ("bank"), key column 2
-    page.wait_for_function("() => (document.querySelector(\".st-key-heads-focus .js-plotly-plot\")"
-                           ".layout.title.text || '').includes('“bank” as the query')", timeout=30_000)
+    _click_cell(page, "heads.zoom", 6, 2)  # zoom cell: query row 6 ("bank"), key column 2
+    page.wait_for_function("() => (document.querySelector('.st-key-heads-focus .aeh-title')"
+                           ".textContent || '').includes('“bank” as the query')", timeout=30_000)
     other = browser.new_page(viewport={"width": 1280, "height": 1000})  # the link reopens the same view
     other.goto(link)
     wait_idle(other, timeout=120_000)
     assert "Layer 3, head 5" in _title(other, "heads.zoom")
+    grid = _canvas(other, "heads.grid")  # by keyboard: the first arrow shows L1H1, then one right, one down
+    grid.focus()
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown", "Enter"):
+        other.keyboard.press(key)
+    other.wait_for_function("() => document.querySelector('.st-key-heads-zoom .aeh-title')"
+                            ".textContent.includes('Layer 2, head 2')", timeout=30_000)
     other.close()
+    from attention.figures.canvas import grid_canvas  # the same drawing in a notebook: _repr_html_
+    from attention.models import survey
+
+    notebook = browser.new_page(viewport={"width": 900, "height": 700})
+    found = survey(minilm.attend("I sat on the river bank."))
+    notebook.set_content(grid_canvas(found.tiles)._repr_html_())
+    tile = found.tiles.shape[2:]
+    assert notebook.locator("canvas.aeh-canvas[data-plot]").get_attribute("data-tile") == "%d,%d" % tile
+    notebook.close()
     page.close()
 
 

@@ -276,8 +276,9 @@ def test_the_corpus_page_shows_the_map_examples_and_projection_and_opens_an_exam
     assert at.number_input(key="heads.layer").value == 3 and at.number_input(key="heads.head").value == 4
     picked = next(s for s in at.selectbox if s.label == "Token")
     assert picked.options[picked.index].split(": ", 1)[1] == query  # the example's query token, followed
-    assert query in json.loads(next(c for c in at.get("plotly_chart")
-                                    if "heads.focus" in c.proto.id).proto.spec)["layout"]["title"]["text"]
+    from tests.test_pages import canvas
+
+    assert query in canvas(at, "heads.focus").title
 
 
 @pytest.mark.slow

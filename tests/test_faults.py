@@ -14,7 +14,7 @@ import pytest
 from attention.models import ModelUnavailable, load_model
 from attention.models.forward import loading
 from benchmarks.families import saved
-from tests.test_pages import chart, open_page
+from tests.test_pages import canvas, open_page
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def test_a_model_folder_deleted_while_listed_gets_a_message(tmp_path, tok, monke
     assert not at.exception
     assert any("not among the operator's model folders now" in e.value for e in at.error), at.error
     at.selectbox(key="heads.model").set_value("local:models/plain").run()  # the server goes on: another works
-    assert not at.exception and not at.error and chart(at, "heads.grid")
+    assert not at.exception and not at.error and canvas(at, "heads.grid")
     with pytest.raises(ModelUnavailable, match="not among"):
         load_model("local:models/doomed")
 
@@ -83,9 +83,9 @@ def test_a_model_that_raises_inside_its_forward_pass_gets_a_message_and_the_next
     assert any("RuntimeError" in e.value and "illegal memory access" in e.value for e in at.error), at.error
     monkeypatch.setattr(modeling_bert.BertModel, "forward", forward)
     at.text_area(key="heads.text").set_value("The forward pass works on this one").run()
-    assert not at.exception and not at.error and chart(at, "heads.grid")
+    assert not at.exception and not at.error and canvas(at, "heads.grid")
     at.text_area(key="heads.text").set_value("The forward pass breaks on this sentence").run()  # its failure: not kept
-    assert not at.exception and not at.error and chart(at, "heads.grid")
+    assert not at.exception and not at.error and canvas(at, "heads.grid")
 
 
 RACE = """

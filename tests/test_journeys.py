@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 from streamlit.testing.v1 import AppTest
 
+from attention.figures.canvas import MAGIC, CanvasHeatmap
 from attention.focus import LINK_TEXT_CHARS, VISIBLE_SPACE, from_visible_spaces
 from attention.toy import examples as ex
 from pages._focus import FOCUS_KEY
@@ -117,16 +118,25 @@ def followed_token(at: AppTest) -> str | None:
     return pickers[0].options[pickers[0].index].split(": ", 1)[1] if pickers else None
 
 
+def charts(at: AppTest):
+    """(id, title, meta) of every chart on the page: Plotly's (layout.meta) and the canvas heatmaps'."""
+    for element in at.get("plotly_chart"):
+        layout = json.loads(element.proto.spec)["layout"]
+        yield (element.proto.id, html.unescape(layout.get("title", {}).get("text", "")).replace("<br>", " "),
+               layout.get("meta"))
+    for element in at.get("bidi_component"):
+        if element.proto.WhichOneof("data") == "bytes" and element.proto.bytes[:4] == MAGIC:
+            drawn = CanvasHeatmap.from_bytes(element.proto.bytes)
+            yield element.proto.id, drawn.title, drawn.meta
+
+
 def check_charts(at: AppTest) -> None:
     """Each chart that names a layer, head or token (its layout's meta) shows the focus's, in its title too."""
     focus, token = focus_of(at), followed_token(at)
-    for element in at.get("plotly_chart"):
-        layout = json.loads(element.proto.spec)["layout"]
-        meta = layout.get("meta")
+    for chart_id, title, meta in charts(at):
         if not isinstance(meta, dict):
             continue
-        title = html.unescape(layout.get("title", {}).get("text", "")).replace("<br>", " ")
-        where = f"{element.proto.id}: {title!r}"
+        where = f"{chart_id}: {title!r}"
         if meta.get("layer") is not None:
             assert meta["layer"] == focus.layer, where
             assert re.search(rf"\b(layer {focus.layer + 1}\b|L{focus.layer + 1}(H|\b))", title, re.I), where
@@ -529,7 +539,7 @@ def test_the_token_picker_shows_the_token_the_chart_follows_in_chromium(app_url,
 
     def followed() -> tuple[str, str]:
         picker = page.get_by_role("combobox", name="Token").input_value().split(": ", 1)[1]
-        title = next(t.text_content() for t in page.locator("[data-testid='stPlotlyChart'] .gtitle").all()
+        title = next(t.text_content() for t in page.locator(".aeh-title").all()
                      if "as the query" in t.text_content())
         return picker, title
 

@@ -22,9 +22,12 @@ ROUNDS = int(os.environ.get("LOAD_ROUNDS", "3"))  # each round: one slider step 
 SESSION_WORDS = ["apple", "river", "money", "chair", "horse", "cloud", "music", "table"]
 ROUND_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 # Token labels of every chart on a page: tick texts (small charts) and "position·token" x values (big ones).
-X_LABELS = ("() => [...document.querySelectorAll('[data-testid=stPlotlyChart] .js-plotly-plot')].flatMap(gd => ["
+X_LABELS = ("() => [...[...document.querySelectorAll('[data-testid=stPlotlyChart] .js-plotly-plot')].flatMap(gd => ["
             "...((gd.layout && gd.layout.xaxis && gd.layout.xaxis.ticktext) || []),"
-            "...(gd.data || []).flatMap(t => Array.isArray(t.x) ? t.x : [])]).map(l => String(l).split('·').pop())")
+            "...(gd.data || []).flatMap(t => Array.isArray(t.x) ? t.x : [])]),"
+            "...[...document.querySelectorAll('canvas.aeh-canvas')]"
+            ".flatMap(c => JSON.parse(c.dataset.xLabels || '[]'))]"
+            ".map(l => String(l).split('·').pop())")
 
 
 def expected_bars(sweetness: float) -> list[str]:

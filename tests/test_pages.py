@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attention.figures.canvas import CanvasHeatmap
 from attention.toy import examples as ex
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -36,6 +37,14 @@ def chart(at: AppTest, key: str) -> dict:
         if el.proto.id.endswith(key) or key in el.proto.id:
             return spec
     raise KeyError(f"no chart with key {key}; ids: {[el.proto.id for el in at.get('plotly_chart')]}")
+
+
+def canvas(at: AppTest, key: str) -> CanvasHeatmap:
+    """The canvas heatmap (pages/_canvas.py) whose Streamlit key is `key`, read back from the bytes sent."""
+    for el in at.get("bidi_component"):
+        if el.proto.id.endswith(key) or key in el.proto.id:
+            return CanvasHeatmap.from_bytes(el.proto.bytes)
+    raise KeyError(f"no canvas heatmap with key {key}; ids: {[el.proto.id for el in at.get('bidi_component')]}")
 
 
 def array(value) -> np.ndarray:

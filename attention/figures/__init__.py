@@ -41,7 +41,8 @@ from attention.toy.plotting import lines as line_chart
 
 __all__ = ["attention_lines", "comparison", "pair", "row_distance",
            "corpus_map", "corpus_statistic", "distance", "effects", "example_rows", "grid", "head",
-           "head_grid", "head_name", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view", "named",
+           "focus_meta", "head_grid", "head_name",
+           "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view", "named",
            "qk_scatter", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML",
            "heads_over_image", "norms_chart", "picture"]
 
@@ -82,11 +83,17 @@ def window_edge(fig: go.Figure, view) -> go.Figure:
 GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
 
 
+def focus_meta(*, layer: int | None = None, head: int | None = None, token: str | None = None) -> dict:
+    """What a chart shows: the layer and head (from 0; None where it shows no one head, or every one) and the
+    query token. Its title says the same in words ("Layer 3, head 5: “bank” …", from 1); the meta lets a
+    test or a notebook check that every chart of a page shows the same focus (a Plotly figure's
+    layout.meta, a canvas heatmap's meta)."""
+    return {"layer": layer, "head": head, "token": token}
+
+
 def named(fig: go.Figure, *, layer: int | None = None, head: int | None = None, token: str | None = None) -> go.Figure:
-    """Say in a figure's layout what it shows: the layer and head (from 0; None where it shows no one head, or
-    every one) and the query token. Its title says the same in words ("Layer 3, head 5: “bank” …", from 1);
-    the meta lets a test or a notebook check that every chart of a page shows the same focus."""
-    return fig.update_layout(meta={"layer": layer, "head": head, "token": token})
+    """A Plotly figure that says what it shows in its layout's meta (focus_meta)."""
+    return fig.update_layout(meta=focus_meta(layer=layer, head=head, token=token))
 
 
 def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,

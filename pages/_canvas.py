@@ -1,0 +1,35 @@
+"""Heatmaps on one canvas (attention.figures.canvas, drawn by its heatmap.js) mounted as a Streamlit component.
+
+The component is registered once, here; `canvas_heatmap` mounts one chart. Its payload is raw bytes (colour
+indices and float32 values beside a JSON header), not Plotly JSON: three Plotly heatmaps were most of the
+Model heads page's time in the browser (benchmarks/NOTES.md).
+"""
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from attention.figures.canvas import CanvasHeatmap, source
+
+# In the page's own DOM (not a shadow root): tests and benchmarks find the canvas with document.querySelector;
+# heatmap.css's names all start with "aeh-".
+_heatmap = st.components.v2.component("attention_explorer_heatmap", css=source("css"), js=source("js"),
+                                      isolate_styles=False)
+
+
+def canvas_heatmap(payload: CanvasHeatmap, *, key: str, on_click: Callable[[], None] | None = None) -> None:
+    """Draw `payload` (keyed `key`); on_click() runs when a cell or tile is clicked (or opened with Enter),
+    with the report in st.session_state[key]["click"]: {"row", "col"} in cells, and "tile": [layer, head]
+    from 0 on a grid of tiles."""
+    _heatmap(key=key, data=payload.to_bytes(), height="content",
+             on_click_change=on_click if on_click is not None else _ignore)
+
+
+def clicked(key: str) -> dict | None:
+    """The last click's report on the chart keyed `key` (inside its on_click), or None."""
+    state = st.session_state.get(key)
+    return None if state is None else state.get("click")
+
+
+def _ignore() -> None:
+    """A chart whose clicks open nothing still declares the trigger it may send."""
