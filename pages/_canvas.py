@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from attention.figures.canvas import CanvasHeatmap, source
+from attention.figures import CanvasHeatmap, canvas_source
 
 # In the page's own DOM (not a shadow root): tests and benchmarks find the canvas with document.querySelector;
 # heatmap.css's names all start with "aeh-".
-_heatmap = st.components.v2.component("attention_explorer_heatmap", css=source("css"), js=source("js"),
+_heatmap = st.components.v2.component("attention_explorer_heatmap", css=canvas_source("css"), js=canvas_source("js"),
                                       isolate_styles=False)
 
 

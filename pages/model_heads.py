@@ -3,19 +3,19 @@
 import streamlit as st
 
 from attention import figures
-from attention.figures.canvas import grid_canvas, view_canvas
+from attention.figures import grid_canvas, view_canvas
 from attention.models import (
     AGGREGATIONS,
     LINE_VIEW_MAX_UNITS,
     LINE_VIEW_TOKENS,
     SINKS_NOTE,
+    file_stem,
     line_view,
     survey,
     token_focus,
     zoom,
 )
 from attention.models import questions_for as model_questions
-from attention.models.recorded.export import file_stem
 from attention.toy.plotting import CLICKABLE_CELLS
 from pages._canvas import canvas_heatmap
 from pages._export import chart_config, export_row

@@ -283,14 +283,14 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     other.wait_for_function("() => document.querySelector('.st-key-heads-zoom .aeh-title')"
                             ".textContent.includes('Layer 2, head 2')", timeout=30_000)
     other.close()
-    from attention.figures.canvas import grid_canvas  # the same drawing in a notebook: _repr_html_
+    from attention.figures import grid_canvas  # the same drawing in a notebook: _repr_html_
     from attention.models import survey
 
     notebook = browser.new_page(viewport={"width": 900, "height": 700})
     found = survey(minilm.attend("I sat on the river bank."))
     notebook.set_content(grid_canvas(found.tiles)._repr_html_())
     tile = found.tiles.shape[2:]
-    assert notebook.locator("canvas.aeh-canvas[data-plot]").get_attribute("data-tile") == "%d,%d" % tile
+    assert notebook.locator("canvas.aeh-canvas[data-plot]").get_attribute("data-tile") == f"{tile[0]},{tile[1]}"
     notebook.close()
     page.close()
 

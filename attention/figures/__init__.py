@@ -34,6 +34,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention.corpus_figures import corpus_map, corpus_statistic, example_rows, head_name, qk_scatter
+from attention.figures.canvas import CanvasHeatmap, grid_canvas, view_canvas
+from attention.figures.canvas import source as canvas_source
 from attention.image_figures import heads_over_image, norms_chart, picture
 from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view, survey, token_focus, zoom
 from attention.toy.plotting import AUTO_TICKS, SIGNED, WEIGHTS, Colours, Ticks, esc, heatmap, trace_steps
@@ -41,7 +43,7 @@ from attention.toy.plotting import lines as line_chart
 
 __all__ = ["attention_lines", "comparison", "pair", "row_distance",
            "corpus_map", "corpus_statistic", "distance", "effects", "example_rows", "grid", "head",
-           "focus_meta", "head_grid", "head_name",
+           "focus_meta", "CanvasHeatmap", "canvas_source", "grid_canvas", "view_canvas", "head_grid", "head_name",
            "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view", "named",
            "qk_scatter", "statistic", "token", "trace_steps", "view_heatmap", "ViewHTML",
            "heads_over_image", "norms_chart", "picture"]

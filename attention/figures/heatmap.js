@@ -99,7 +99,8 @@ function layout(v) {
   const left = yWidth + 30, right = 78;
   const pw0 = width - left - right;
   const cw0 = pw0 / (win.c1 - win.c0);
-  const rotate = !h.x_top && xWidth + 6 > cw0 * Math.max(1, xLabels.length ? (win.c1 - win.c0) / xLabels.length : 1);
+  const spacing = cw0 * Math.max(1, xLabels.length ? (win.c1 - win.c0) / xLabels.length : 1); // px between labels
+  const rotate = !h.x_top && xWidth + 8 > spacing; // horizontal only where every label fits beside the next
   const xSpace = rotate ? Math.min(110, xWidth * 0.71 + 16) : 20;
   const top = h.x_top ? xSpace + 20 : 8, bottom = h.x_top ? 8 : xSpace + 22;
   const g = { width, height, left, top, pw: pw0, ph: height - top - bottom, rotate, win };
@@ -128,8 +129,9 @@ function draw(v) {
     ctx.stroke();
   }
   ctx.font = FONT; ctx.textBaseline = "middle";
-  if (h.show_values && cw >= 26 && ch >= 14) { // each cell's number, as Python rounded... here to cell_digits
-    ctx.textAlign = "center";
+  const size = Math.min(12, Math.floor(cw / 2.4), Math.floor(ch * 0.8)); // the numbers' font: as big as cells allow
+  if (h.show_values && size >= 9) { // each cell's value, to cell_digits decimals
+    ctx.textAlign = "center"; ctx.font = `${size}px 'Source Sans Pro', 'Source Sans 3', sans-serif`;
     for (let r = Math.floor(win.r0); r < Math.ceil(win.r1); r++) {
       for (let c = Math.floor(win.c0); c < Math.ceil(win.c1); c++) {
         const i = r * h.cols + c, k = h.colour[i];
@@ -138,6 +140,7 @@ function draw(v) {
         ctx.fillText(h.values[i].toFixed(h.cell_digits), X(c + 0.5), Y(r + 0.5));
       }
     }
+    ctx.font = FONT;
   }
   for (const line of h.lines) {
     ctx.save(); ctx.beginPath(); ctx.rect(px, py, pw, ph); ctx.clip();
