@@ -7,16 +7,16 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from attention import figures
 from attention.focus import LINK_TEXT_CHARS
 from attention.models import MatrixView, ModelAttention, comparison_npz, file_stem, matrix_csv, sentence_npz
-from attention.toy import plotting
 from pages._focus import current
 
 
 def chart_config(*name_parts) -> dict:
     """st.plotly_chart's config: the camera saves `model_layer-3_head-5.png` (or .svg, as the sidebar's
     "Chart images" says) at 2×."""
-    return plotting.image_config(file_stem(*name_parts), current().image_format)
+    return figures.image_config(file_stem(*name_parts), current().image_format)
 
 
 def view_link(url: str) -> str:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from attention.figures import reveal_bars
 from attention.focus import with_visible_spaces
-from attention.toy.plotting import reveal_bars
 from pages._focus import switch_to, update
 from pages._site import PATH, entry
 from pages._text import explained, md

@@ -7,11 +7,10 @@ question about “it” shows the “it” sentences."""
 import pandas as pd
 import streamlit as st
 
-from attention.figures import named
+from attention import figures
+from attention.figures import WEIGHTS, named
 from attention.models import ModelChoice, TokenAt, compare_word, difference_by_token, query_row
 from attention.models import questions_for as model_questions
-from attention.toy import plotting
-from attention.toy.plotting import WEIGHTS
 from pages._examples import pair_boxes, pair_example
 from pages._export import chart_config, export_row
 from pages._focus import on_page, switch_to, update
@@ -56,7 +55,7 @@ cols = st.columns(2)
 for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
     row = query_row(att, i, layer=layer, head=head, reading=reading)
     shown = f"L{layer + 1}" + (" mean of heads" if head is None else f"H{head + 1}")  # short: two charts at 800 px
-    col.plotly_chart(named(plotting.weights_bar(row.col_labels, row.matrix[0],
+    col.plotly_chart(named(figures.weights_bar(row.col_labels, row.matrix[0],
                                                 title=f"{tag}, {shown}: “{row.row_labels[0]}”"),
                            layer=layer, head=head, token=row.row_labels[0]), width="stretch", key=f"amb.bar{tag}",
                      config=chart_config(name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice))
@@ -76,14 +75,14 @@ if st.button(f"Follow “{a.tokens[cmp.ia]}” of sentence A on Model heads", ic
 
 st.subheader("The difference (A − B), per token string")
 labels, diff = difference_by_token(cmp, layer, head)
-st.plotly_chart(plotting.weights_bar(labels[:20], diff[:20], title="more attention in A (>0) or in B (<0)",
+st.plotly_chart(figures.weights_bar(labels[:20], diff[:20], title="more attention in A (>0) or in B (<0)",
                                      value_name="A − B", y_max=None, highlight=None), width="stretch", key="amb.diff")
 
 st.subheader("Heads that change most")
 st.latex(r"\text{shift}^{(\ell,h)} = \tfrac12 \sum_{t} \big|\alpha^{A}_{t} - \alpha^{B}_{t}\big|")
 st.caption("t runs over token strings: a word's weights are summed over its occurrences in each sentence.")
 c1, c2 = st.columns([3, 2])
-c1.plotly_chart(plotting.heatmap(cmp.shift, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)],
+c1.plotly_chart(figures.heatmap(cmp.shift, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)],
                                  x_title="head", y_title="layer", value_name="shift", colours=WEIGHTS,
                                  show_values=False),  # 72 numbers in a narrow column: unreadable; hover has them
                 width="stretch", key="amb.shift")
@@ -93,7 +92,7 @@ c2.dataframe(pd.DataFrame([{"layer": l_ + 1, "head": h + 1, "shift": s} for l_, 
 st.subheader(f"How similar are the two “{md(word)}” vectors, layer by layer?")
 st.latex(r"\cos(h^{A}_\ell, h^{B}_\ell) = "
          r"\frac{h^{A}_\ell \cdot h^{B}_\ell}{\lVert h^{A}_\ell\rVert\,\lVert h^{B}_\ell\rVert}")
-st.plotly_chart(plotting.lines(range(L + 1), {"cosine similarity": cmp.cosine},
+st.plotly_chart(figures.line_chart(range(L + 1), {"cosine similarity": cmp.cosine},
                                x_title="layer (0 = embeddings)", y_title="cosine"),
                 width="stretch", key="amb.cosine")
 st.caption("Layer 0 is the word's embedding plus its position (identical when the word sits at the same "

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
+from attention import figures
 from attention.seq2seq import MAX_LENGTH, TRAIN_LENGTHS, load_translators, translate
-from attention.toy import plotting
 from attention.toy.lessons import questions_for
 from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
@@ -55,7 +55,7 @@ measure = st.segmented_control("Count", ["whole sequences reversed", "digits in 
                                default="whole sequences reversed", key="bn.measure", bind="query-params") \
     or "whole sequences reversed"
 field = "sequences" if measure.startswith("whole") else "digits"
-st.plotly_chart(plotting.lines(lengths, {NAMES[k]: getattr(accuracy[k], field) * 100 for k in NAMES},
+st.plotly_chart(figures.line_chart(lengths, {NAMES[k]: getattr(accuracy[k], field) * 100 for k in NAMES},
                                title="Accuracy against sequence length", x_title="digits in the sequence",
                                y_title=f"% {measure}", marker_x=TRAIN_LENGTHS[1]),
                 width="stretch", key="bn.accuracy")
@@ -92,8 +92,8 @@ st.caption(f"Expected: {' '.join(results['attentive'].expected)}")
 # --- 3. Alignment -------------------------------------------------------------------------------------------
 st.header("3 · What the attention model looks at")
 t = results["attentive"]
-st.plotly_chart(plotting.heatmap(t.alignment, [f"{j}: {c}" for j, c in enumerate(t.source)],
-                                 [f"{i}: {c}" for i, c in enumerate(t.output)], colours=plotting.WEIGHTS,
+st.plotly_chart(figures.heatmap(t.alignment, [f"{j}: {c}" for j, c in enumerate(t.source)],
+                                 [f"{i}: {c}" for i, c in enumerate(t.output)], colours=figures.WEIGHTS,
                                  title="Alignment α_tj: output step (rows) × input position (columns)",
                                  x_title="input position: digit", y_title="output step: digit",
                                  show_values=len(t.source) <= 10), width="stretch", key="bn.alignment")

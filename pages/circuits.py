@@ -20,7 +20,6 @@ from attention.models import (
     model_label,
     swap_words,
 )
-from attention.toy import plotting
 from pages._examples import prediction_start, target_and_foil
 from pages._focus import changing
 from pages._frame import ensure_app_frame
@@ -75,7 +74,7 @@ st.caption(f"The parts add up to {shares.total:.3f}; the model's own m is {share
            f"{shares.embeddings:+.3f}, all MLPs {shares.mlps.sum():+.3f}, all heads {shares.heads.sum():+.3f}, "
            f"biases {shares.biases:+.3f}. A total effect (below) opposite to a head's direct share means later "
            "heads compensate.")
-st.plotly_chart(plotting.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
+st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
                                      title="Direct share of each layer's MLP", value_name="share", y_max=None,
                                      highlight=None), width="stretch", key="circ.mlps")
 
@@ -114,9 +113,9 @@ elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") 
                         att, corrupt, contrast, site=site)
     if site == "residual":
         rows = ["embeddings"] + [f"after layer {i}" for i in range(1, patched.effect.shape[0])]
-        fig = plotting.heatmap(patched.effect, list(patched.tokens), rows, title="Share of the clean prediction "
+        fig = figures.heatmap(patched.effect, list(patched.tokens), rows, title="Share of the clean prediction "
                                "restored", x_title="position (clean token)", y_title="residual stream",
-                               value_name="effect", colours=plotting.SIGNED, show_values=False,
+                               value_name="effect", colours=figures.SIGNED, show_values=False,
                                height=min(1000, 140 + 20 * len(rows)))
     else:
         fig = figures.layer_head_heatmap(patched.effect, title="Share restored by each head", value_name="effect")

@@ -134,5 +134,5 @@ st.caption(f"{md(STATISTICS[name_of][1])} One point per text (hover: the text)"
 
 for_developers("The survey is attention.models.corpus_survey; a saved one opens in Python with "
                "attention.models.load_corpus_survey(path); the map, the top examples and the queries-and-keys "
-               "picture are attention.corpus_figures.")
+               "picture are in attention.figures (corpus_map, example_rows, qk_scatter).")
 path_links("pages/corpus.py")

@@ -4,9 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from attention import figures
+from attention.figures import Colours
 from attention.models import BROAD_FRACTION, METRICS, ROLE_THRESHOLD, ROLES, TYPE_THRESHOLD, head_roles, survey, zoom
-from attention.toy import plotting
-from attention.toy.plotting import Colours
 from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
@@ -36,7 +35,7 @@ uniform = head_survey.uniform_entropy  # per layer: a layer with a sliding windo
 uniform_text = (f"{uniform.max():.2f} nats" if uniform.min() == uniform.max() else
                 f"{uniform.min():.2f} to {uniform.max():.2f} nats (layers with a sliding window see fewer keys)")
 st.caption(help_text + (f" Uniform attention would give {uniform_text}." if metric == "entropy" else ""))
-fig = plotting.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
+fig = figures.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
                        x_title="head", y_title="layer", value_name=title,
                        colours=Colours(0.0, head_survey.upper_bound(metric)),
                        show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L), clickable=True)
@@ -108,7 +107,7 @@ st.markdown("How much weight one (query, key) pair gets, on average, by how far 
 profile = head_survey.distance_profile()
 curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head),
           f"layer {layer + 1}, mean of its {H} heads": profile.of(layer)}
-st.plotly_chart(plotting.lines(profile.labels, curves,
+st.plotly_chart(figures.line_chart(profile.labels, curves,
                                title="Mean weight of a (query, key) pair by distance", x_title="query − key (tokens)",
                                y_title="mean weight", log_y=True, categorical_x=True, x_hover=profile.spans),
                 width="stretch", key="atlas.distance")

@@ -3,11 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from attention.figures import named, qk_attribution_heatmap
+from attention import figures
+from attention.figures import SIGNED, Ticks, named, qk_attribution_heatmap
 from attention.models import key_choices, part_in_words, qk_attribution, query_row
-from attention.toy import plotting
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
-from attention.toy.plotting import SIGNED, Ticks
 from pages._export import chart_config, export_row
 from pages._focus import on_page
 from pages._frame import ensure_app_frame
@@ -84,7 +83,7 @@ dims = [str(j) for j in range(d)]
 
 def vectors(matrix, rows, title, key, y_title="key token", value_name="value", height=None):
     """Rows of d-dimensional vectors, diverging colours centred on 0; the title names the head and the query."""
-    fig = plotting.heatmap(matrix, dims, rows, title=f"{lh}, “{word}”: {title}", x_title="dimension", y_title=y_title,
+    fig = figures.heatmap(matrix, dims, rows, title=f"{lh}, “{word}”: {title}", x_title="dimension", y_title=y_title,
                            value_name=value_name, colours=SIGNED, height=height, ticks=Ticks(x=16, y=SHOWN_KEYS * 2))
     st.plotly_chart(named(fig, layer=layer, head=head, token=word), width="stretch", key=key)
 
@@ -117,7 +116,7 @@ def pick_key() -> None:
         st.session_state[labelled_key("inside.key", att.tokens)] = int(shown[points[0]["point_index"]])
 
 
-st.plotly_chart(named(plotting.weights_bar(keys, t.weights[0, shown], title=f"{lh}: what “{word}” attends to (click "
+st.plotly_chart(named(figures.weights_bar(keys, t.weights[0, shown], title=f"{lh}: what “{word}” attends to (click "
                                            "a key: section 6 says why)"), layer=layer, head=head, token=word),
                 width="stretch", key="inside.bar", on_select=pick_key, selection_mode="points")
 
@@ -154,7 +153,7 @@ if row.reading.words or row.reading.without_sinks:
         notes.append("In words: the query is the whole word (the mean of its pieces' rows); each key word gets the "
                      "sum over its pieces.")
     st.caption(" ".join(notes))
-    st.plotly_chart(named(plotting.weights_bar(row.col_labels, row.matrix[0], title=row.title), layer=layer, head=head),
+    st.plotly_chart(named(figures.weights_bar(row.col_labels, row.matrix[0], title=row.title), layer=layer, head=head),
                     width="stretch", key="inside.reread",
                     config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")

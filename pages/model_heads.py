@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attention import figures
-from attention.figures import grid_canvas, view_canvas
+from attention.figures import CLICKABLE_CELLS, grid_canvas, view_canvas
 from attention.models import (
     AGGREGATIONS,
     LINE_VIEW_MAX_UNITS,
@@ -16,7 +16,6 @@ from attention.models import (
     zoom,
 )
 from attention.models import questions_for as model_questions
-from attention.toy.plotting import CLICKABLE_CELLS
 from pages._canvas import canvas_heatmap
 from pages._export import chart_config, export_row
 from pages._focus import on_change, on_page, setting, show, update

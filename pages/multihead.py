@@ -2,9 +2,8 @@
 
 import streamlit as st
 
-from attention import causal_mask, multi_head_attention
+from attention import causal_mask, figures, multi_head_attention
 from attention.toy import examples as ex
-from attention.toy import plotting
 from attention.toy.lessons import questions_for
 from attention.toy.live import SHARPNESS_VALUES, Panel, cross_attention_frames, slider, slider_values
 from attention.toy.multihead import toy_translation
@@ -49,8 +48,8 @@ per_row = 2 if n_heads <= 4 else 4  # two wide heads keep their numbers legible
 for start in range(0, n_heads, per_row):
     cols = st.columns(per_row)
     for h, col in zip(range(start, start + per_row), cols, strict=True):
-        colours = plotting.Colours(0.0, 1.0, bar=h % per_row == per_row - 1)  # one colour bar per row
-        col.plotly_chart(plotting.heatmap(mh.heads[h].weights, tokens, tokens, title=f"head {h + 1}", colours=colours,
+        colours = figures.Colours(0.0, 1.0, bar=h % per_row == per_row - 1)  # one colour bar per row
+        col.plotly_chart(figures.heatmap(mh.heads[h].weights, tokens, tokens, title=f"head {h + 1}", colours=colours,
                                           mask=mask, height=360, show_values=n_heads <= 4),
                          width="stretch", key=f"mh.head{h}")
 
@@ -72,11 +71,11 @@ live_sliders([slider("sharpness s", values, sharp, "mh.sharp")],
 st.caption("Drag s: the weights above redraw at every step (precomputed with the same function); the chart "
            "below, with hover and export, follows when you let go.")
 cross = toy_translation(sharp)
-st.plotly_chart(plotting.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.TARGET_SENTENCE,
+st.plotly_chart(figures.heatmap(cross.heads[0].weights, ex.SOURCE_SENTENCE, ex.TARGET_SENTENCE,
                                  title=f"Target ({len(ex.TARGET_SENTENCE)} words) attends to source "
                                        f"({len(ex.SOURCE_SENTENCE)} words)",
                                  x_title="source (English, keys)", y_title="target (French, queries)",
-                                 colours=plotting.WEIGHTS), width="stretch", key="mh.cross")
+                                 colours=figures.WEIGHTS), width="stretch", key="mh.cross")
 st.caption("“le” splits its attention between the two “the”: nothing in these toy vectors says which one.")
 
 for_developers("Heads: attention.multi_head_attention on attention.toy.examples.hang_sentence (seeds 003 "

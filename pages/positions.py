@@ -3,9 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from attention import attention_from_embeddings
+from attention import attention_from_embeddings, figures
 from attention.toy import examples as ex
-from attention.toy import plotting
 from attention.toy.lessons import questions_for
 from attention.toy.positions import (
     order_demo,
@@ -55,9 +54,9 @@ st.markdown(f"Written: **{' '.join(tokens)}** → shuffled: **{' '.join(shuffled
             "“Cat sat on the mat” with the Step by step page's toy vectors (4 numbers a word; queries and keys "
             "of 3).")
 left, right = st.columns(2)
-left.plotly_chart(plotting.heatmap(demo.weights, tokens, tokens, title="Weights, written order",
-                                   colours=plotting.WEIGHTS, height=340), width="stretch", key="pos.written")
-right.plotly_chart(plotting.heatmap(demo.weights_unshuffled, tokens, tokens, colours=plotting.WEIGHTS, height=340,
+left.plotly_chart(figures.heatmap(demo.weights, tokens, tokens, title="Weights, written order",
+                                   colours=figures.WEIGHTS, height=340), width="stretch", key="pos.written")
+right.plotly_chart(figures.heatmap(demo.weights_unshuffled, tokens, tokens, colours=figures.WEIGHTS, height=340,
                                     title="Shuffled, put back in order"),
                    width="stretch", key="pos.unshuffled")
 m1, m2 = st.columns(2)
@@ -82,14 +81,14 @@ d_model = c2.slider("d_model", 8, 256, 64, 8, key="pos.d", bind="query-params",
                     help="How many numbers each position's vector has (the model's width).")
 pe = sinusoidal_positions(n_pos, d_model)
 left, right = st.columns(2)
-left.plotly_chart(plotting.heatmap(pe, [str(i) for i in range(d_model)], [str(p) for p in range(n_pos)],
+left.plotly_chart(figures.heatmap(pe, [str(i) for i in range(d_model)], [str(p) for p in range(n_pos)],
                                    title=f"PE ({n_pos} × {d_model})", x_title="dimension",
-                                   y_title="position", value_name="PE", colours=plotting.SIGNED, show_values=False,
-                                   height=420, ticks=plotting.Ticks(y=10)),
+                                   y_title="position", value_name="PE", colours=figures.SIGNED, show_values=False,
+                                   height=420, ticks=figures.Ticks(y=10)),
                   width="stretch", key="pos.pe")
 similarity = position_similarity(n_pos, d_model)
 starts = [0, n_pos // 2]
-right.plotly_chart(plotting.lines(list(range(n_pos - starts[-1])),
+right.plotly_chart(figures.line_chart(list(range(n_pos - starts[-1])),
                                   {f"from position {p}": similarity[p, p:p + n_pos - starts[-1]] for p in starts},
                                   title="PE[p] · PE[p + Δ]", x_title="distance Δ",
                                   y_title="dot product"), width="stretch", key="pos.similarity")
@@ -100,8 +99,8 @@ trace_with = with_positions(cat.x, cat.w_q, cat.w_k, cat.w_v)
 left, right = st.columns(2)
 for col, trace, title, key in ((left, trace_without, "Scores, embeddings alone", "pos.without"),
                                (right, trace_with, "Scores, embeddings + PE", "pos.with")):
-    col.plotly_chart(plotting.heatmap(trace.scaled, tokens, tokens, title=title, value_name="score",
-                                      colours=plotting.SIGNED, height=340),
+    col.plotly_chart(figures.heatmap(trace.scaled, tokens, tokens, title=title, value_name="score",
+                                      colours=figures.SIGNED, height=340),
                      width="stretch", key=key)
 
 # --- 3. Rotary ---------------------------------------------------------------------------------------------
@@ -121,7 +120,7 @@ q_toy, k_toy = (1.0, 0.2), (0.7, 0.6)
 toy = rotary_toy(q_toy, k_toy, query_position, key_position, degrees_per_position=degrees)
 shifted = rotary_toy(q_toy, k_toy, query_position + 5, key_position + 5, degrees_per_position=degrees)
 left, right = st.columns([1, 1])
-left.plotly_chart(plotting.vector_plane({"q": toy.q, "k": toy.k, f"q at {query_position}": toy.q_rotated,
+left.plotly_chart(figures.vector_plane({"q": toy.q, "k": toy.k, f"q at {query_position}": toy.q_rotated,
                                          f"k at {key_position}": toy.k_rotated}, faded=("q", "k"),
                                         title="q, k and rotated"),
                   width="stretch", key="pos.plane")
@@ -164,14 +163,14 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
     m3.metric("distance", f"{view.distance} tokens")
     pairs = [str(i) for i in range(len(view.frequencies))]
     left, right = st.columns(2)
-    left.plotly_chart(plotting.lines(pairs, {"before rotation": view.pair_terms_projected,
+    left.plotly_chart(figures.line_chart(pairs, {"before rotation": view.pair_terms_projected,
                                              "after rotation": view.pair_terms_rotated},
                                      title="Each frequency pair's share of q·k", x_title="pair i (fast → slow)",
                                      y_title="q_i k_i + q_{i+d/2} k_{i+d/2}", categorical_x=True,
                                      x_hover=[f"pair {i}: θ = {f:.3g} rad/token" for i, f in
                                               zip(range(len(pairs)), view.frequencies, strict=True)]),
                       width="stretch", key="pos.pairs")
-    right.plotly_chart(plotting.lines(view.distances, {"score": view.scores_by_distance}, marker_x=view.distance,
+    right.plotly_chart(figures.line_chart(view.distances, {"score": view.scores_by_distance}, marker_x=view.distance,
                                       title="The same q and k placed Δ tokens apart", x_title="distance Δ",
                                       y_title="q·k/√d"), width="stretch", key="pos.distance")
     st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "

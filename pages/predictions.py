@@ -3,7 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from attention.figures import named
+from attention import figures
+from attention.figures import SIGNED, WEIGHTS, Ticks, named
 from attention.focus import with_visible_spaces
 from attention.models import (
     ABLATIONS,
@@ -23,8 +24,6 @@ from attention.models import (
 )
 from attention.models import questions_for as model_questions
 from attention.toy import examples as ex
-from attention.toy import plotting
-from attention.toy.plotting import SIGNED, WEIGHTS, Ticks
 from pages._examples import prediction_start, target_and_foil
 from pages._export import chart_config, export_row
 from pages._focus import changing, update
@@ -50,7 +49,7 @@ def vector_example() -> None:
 
 def effects_heatmap(effects, title: str, key: str):
     L, H = effects.effect.shape
-    fig = plotting.heatmap(effects.effect, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)],
+    fig = figures.heatmap(effects.effect, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)],
                            title=title, x_title="head", y_title="layer", value_name="effect", colours=SIGNED,
                            show_values=False, height=min(1000, 140 + 22 * L))
     st.plotly_chart(fig, width="stretch", key=key)
@@ -100,7 +99,7 @@ temperature = st.slider("temperature T", 0.1, 3.0, 1.0, 0.1, key="pred.temperatu
 st.latex(r"p(\text{token}) = \operatorname{softmax}(z / T)_{\text{token}}")
 top = next_tokens(att.next_logits, loaded.tokenizer, k=10, temperature=temperature)
 shown = [f"“{with_visible_spaces(t)}”" for t in top.tokens]  # a token's space shown: “␣Mary”
-st.plotly_chart(plotting.weights_bar(shown, top.probabilities, title=f"The 10 most likely next tokens at T = "
+st.plotly_chart(figures.weights_bar(shown, top.probabilities, title=f"The 10 most likely next tokens at T = "
                                      f"{temperature:g}", value_name="probability"), width="stretch", key="pred.next")
 st.caption(f"The model predicts {shown[0]} with p = {top.probabilities[0]:.2f}; every other token together has "
            f"{top.rest:.2f}. Entropy {top.entropy:.2f} nats. Low T sharpens the distribution, high T flattens it.")
@@ -129,7 +128,7 @@ if asked or st.session_state.get("pred.generated"):
                + (" — the model chose its end-of-text token." if gen.stopped == "end of text" and
                   step == len(gen.steps) - 1 else "."))
     c1, c2 = st.columns([1, 2])
-    c1.plotly_chart(plotting.weights_bar([f"“{with_visible_spaces(t)}”" for t in s.choices.tokens],
+    c1.plotly_chart(figures.weights_bar([f"“{with_visible_spaces(t)}”" for t in s.choices.tokens],
                                          s.choices.probabilities,
                                          title="What it chose from", value_name="probability",
                                          highlight=list(s.choices.token_ids).index(s.token_id)
@@ -137,7 +136,7 @@ if asked or st.session_state.get("pred.generated"):
                     width="stretch", key="pred.choices")
     keys = list(gen.prompt_tokens) + [x.token for x in gen.steps[:step]]
     L, H = s.rows.shape[:2]
-    c2.plotly_chart(plotting.heatmap(s.rows.reshape(L * H, -1), keys, [f"L{i + 1} H{h + 1}" for i in range(L)
+    c2.plotly_chart(figures.heatmap(s.rows.reshape(L * H, -1), keys, [f"L{i + 1} H{h + 1}" for i in range(L)
                                      for h in range(H)], title=f"Where it looked: {len(keys)} keys, one more each "
                                      "step (the KV cache)", x_title="key token", y_title=LAYER_HEADS,
                                      colours=WEIGHTS.logged(reading.log), show_values=False,
@@ -188,7 +187,7 @@ layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pre
 pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=reading)
 by_word = pattern.reading.words
 last = pattern.row_labels[0] if by_word else token_labels(att.tokens)(len(att.tokens) - 1)
-st.plotly_chart(named(plotting.weights_bar(pattern.col_labels, pattern.matrix[0],
+st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
                                            title=f"Layer {layer + 1}, head {head + 1}: where the last "
                                            f"{'word' if by_word else 'token'} ({last}) looks"
                                            + (", without sinks" if pattern.reading.without_sinks else "")),

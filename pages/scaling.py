@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from attention.toy import plotting
+from attention import figures
 from attention.toy.lessons import questions_for
 from attention.toy.live import DIM_VALUES, TEMPERATURE_VALUES, Panel, scaling_frames, slider, slider_values
 from attention.toy.scaling import scaling_sample, scaling_study
@@ -59,15 +59,15 @@ st.subheader(f"Averaged over 200 random draws, {n_keys} keys")
 prose("Entropy says how spread the weights are: 0 when one key takes all the weight, largest when every key "
       "gets the same share.")
 c_var, c_ent = st.columns(2)
-c_var.plotly_chart(plotting.lines(s.dims, {"q·k": s.var_scores, "q·k / √d": s.var_scaled}, title="Score variance",
+c_var.plotly_chart(figures.line_chart(s.dims, {"q·k": s.var_scores, "q·k / √d": s.var_scaled}, title="Score variance",
                                   x_title="d", y_title="variance", log_x=True, log_y=True, marker_x=d),
                    width="stretch", key="scaling.var")
-c_ent.plotly_chart(plotting.lines(s.dims, {"without scaling": s.entropy_unscaled, "with ÷√d": s.entropy_scaled,
+c_ent.plotly_chart(figures.line_chart(s.dims, {"without scaling": s.entropy_unscaled, "with ÷√d": s.entropy_scaled,
                                            "uniform (max)": s.uniform_entropy},
                                   title="Entropy of the weights (nats)", x_title="d", y_title="entropy (nats)",
                                   log_x=True, marker_x=d),
                    width="stretch", key="scaling.entropy")
-st.plotly_chart(plotting.lines(s.dims, {"without scaling": s.max_weight_unscaled, "with ÷√d": s.max_weight_scaled},
+st.plotly_chart(figures.line_chart(s.dims, {"without scaling": s.max_weight_unscaled, "with ÷√d": s.max_weight_scaled},
                                title="Largest weight (1 = softmax saturated on one key)", x_title="d",
                                y_title="max weight", log_x=True, marker_x=d),
                 width="stretch", key="scaling.max")

@@ -3,9 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from attention import METHODS, attention_from_embeddings, causal_mask, scored_attention
+from attention import METHODS, attention_from_embeddings, causal_mask, figures, scored_attention
 from attention.toy import examples as ex
-from attention.toy import plotting
 from attention.toy.lessons import questions_for
 from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
@@ -44,9 +43,9 @@ for cell, method in zip(cells, METHODS, strict=False):
         st.markdown(f"**{NAMES[method]}**")
         st.latex(FORMULAS[method])
         if show.startswith("weights"):
-            fig = plotting.heatmap(t.weights, tokens, tokens, colours=plotting.WEIGHTS, mask=mask, height=320)
+            fig = figures.heatmap(t.weights, tokens, tokens, colours=figures.WEIGHTS, mask=mask, height=320)
         else:
-            fig = plotting.heatmap(t.scaled, tokens, tokens, value_name="score", colours=plotting.SIGNED, mask=mask,
+            fig = figures.heatmap(t.scaled, tokens, tokens, value_name="score", colours=figures.SIGNED, mask=mask,
                                    height=320)
         st.plotly_chart(fig, width="stretch", key=f"scoring.{method}")
 with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):

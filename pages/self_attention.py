@@ -3,8 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from attention import attention_from_embeddings
-from attention.toy import plotting
+from attention import attention_from_embeddings, figures
 from attention.toy.lessons import SELF_EXAMPLES, questions_for
 from attention.toy.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
 from pages._frame import ensure_app_frame
@@ -51,9 +50,9 @@ word = tokens[i]
 
 def vectors(title, matrix, labels, value_name="value"):
     """Rows of vectors as a heatmap; numbers written in the cells when there are few."""
-    st.plotly_chart(plotting.heatmap(matrix, [str(j) for j in range(matrix.shape[1])], labels, title=title,
+    st.plotly_chart(figures.heatmap(matrix, [str(j) for j in range(matrix.shape[1])], labels, title=title,
                                      x_title="dimension", y_title="token", value_name=value_name,
-                                     colours=plotting.SIGNED),
+                                     colours=figures.SIGNED),
                     width="stretch", key=f"self.{title}")
 
 
@@ -86,10 +85,10 @@ if upto >= 5:
     st.header(STEPS[4])
     st.latex(r"\alpha_{ij} = \frac{\exp(\text{scaled}_{ij})}{\sum_{l} \exp(\text{scaled}_{il})}")
     c_bar, c_heat = st.columns(2)
-    c_bar.plotly_chart(plotting.weights_bar(tokens, trace.weights[i], title=f"What “{word}” attends to"),
+    c_bar.plotly_chart(figures.weights_bar(tokens, trace.weights[i], title=f"What “{word}” attends to"),
                        width="stretch", key="self.bar")
-    c_heat.plotly_chart(plotting.heatmap(trace.weights, tokens, tokens, title="All queries (rows) × keys",
-                                         colours=plotting.WEIGHTS), width="stretch", key="self.heat")
+    c_heat.plotly_chart(figures.heatmap(trace.weights, tokens, tokens, title="All queries (rows) × keys",
+                                         colours=figures.WEIGHTS), width="stretch", key="self.heat")
 
 if upto >= 6:
     st.header(STEPS[5])

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from attention import figures
 from attention.focus import WordPair
-from attention.toy import plotting
 from attention.toy.ambiguity import AMBIGUOUS_WORDS, AmbiguousWord
 from attention.toy.lessons import questions_for
 from attention.toy.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
@@ -63,11 +63,11 @@ def sentence_pair(toy: AmbiguousWord) -> None:
             continue
         results[f"sentence {n + 1}"] = r
         for layer, (title, trace) in enumerate(r.layers, start=1):
-            col.plotly_chart(plotting.weights_bar(r.tokens, trace.weights[r.focus], title=title), width="stretch",
+            col.plotly_chart(figures.weights_bar(r.tokens, trace.weights[r.focus], title=title), width="stretch",
                              key=f"toy.{toy.word}_bar{n}.{layer}")
     if results:
         # labelled by number: a sentence's last 25 characters read "d money into the bank"
-        st.plotly_chart(plotting.sense_plane({name: r.sense for name, r in results.items()}, axes=toy.axes,
+        st.plotly_chart(figures.sense_plane({name: r.sense for name, r in results.items()}, axes=toy.axes,
                                              title=f"The output vector of “{toy.word}” in each sentence"),
                         width="stretch", key=f"toy.{toy.word}_plane")
 

@@ -84,3 +84,17 @@ def test_log_colours_label_the_bar_in_weights_and_a_norm_scales_to_its_largest_v
     norms = view_canvas(_view(np.array([[0.5, 2.0], [4.0, 1.0]]), zmax=None))
     assert norms.colorbar[-1][1] == "4" and norms.colour.max() == COLOURS - 1
     assert view_canvas(_view(np.zeros((2, 2)), zmax=None)).colour.max() == 0  # nothing to scale: no error
+
+
+def test_the_figures_front_draws_the_toy_side_without_torch_and_every_name_it_lists_resolves():
+    """Toy pages import attention.figures: its toy, base and canvas names load with numpy and Plotly only; a model
+    figure's module (and torch) loads when first asked for."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, attention.figures as f; before = 'torch' in sys.modules; f.weights_bar(['a'], [1.0]); "
+             "f.grid_canvas(__import__('numpy').zeros((1, 1, 2, 2))); mid = 'torch' in sys.modules; "
+             "missing = [n for n in f.__all__ if getattr(f, n, None) is None]; "
+             "print(before, mid, 'torch' in sys.modules, missing)")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["False", "False", "True", "[]"], run.stdout + run.stderr

@@ -195,12 +195,12 @@ def test_memory_stays_bounded_over_200_sentences(capsys):
 
 
 def test_plotly_specs_hold_no_raw_markup():
-    from attention.toy import plotting
+    from attention import figures
 
-    fig = plotting.heatmap(np.eye(2), ["<script>x</script>", "b"], ["<img src=x>", "d"], title="<b>t</b>")
+    fig = figures.heatmap(np.eye(2), ["<script>x</script>", "b"], ["<img src=x>", "d"], title="<b>t</b>")
     spec = json.dumps(fig.to_plotly_json())
     assert "<script>" not in spec and "<img" not in spec and "<b>t" not in spec
-    quoted = plotting.heatmap(np.eye(2), ['"', "it's"], ["a", "b"])  # Plotly would print &quot; literally
+    quoted = figures.heatmap(np.eye(2), ['"', "it's"], ["a", "b"])  # Plotly would print &quot; literally
     assert list(quoted.layout.xaxis.ticktext) == ['"', "it's"]
 
 
@@ -209,13 +209,12 @@ def test_new_label_paths_keep_hostile_text_literal():
     from attention import figures
     from attention.models.recorded.export import file_stem, matrix_csv
     from attention.models.recorded.views import LineView, MatrixView
-    from attention.toy import plotting
 
     evil = ['<img src=x onerror="window.__xss=1">', "=HYPERLINK(\"http://x\")", "</script><b>b</b>"]
     lines = LineView(labels=tuple(evil), heads=("L1 H1",), lines=(np.array([[0, 1, 0.7], [2, 0, 0.3]]),),
                      query=None, top=None)
     for fig in (figures.attention_lines(lines, title="<b>t</b>"),
-                plotting.heatmap(np.full((3, 3), 0.3), evil, evil, colours=plotting.WEIGHTS.logged(True),
+                figures.heatmap(np.full((3, 3), 0.3), evil, evil, colours=figures.WEIGHTS.logged(True),
                                  clickable=True)):
         spec = json.dumps(fig.to_plotly_json())
         assert "<img" not in spec and "<b>" not in spec and "</script" not in spec and "&lt;img" in spec

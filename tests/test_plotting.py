@@ -5,7 +5,6 @@ import numpy as np
 
 from attention import figures
 from attention.models.recorded.views import pool_max
-from attention.toy import plotting
 
 rng = np.random.default_rng(7)
 
@@ -37,7 +36,7 @@ def test_head_grid_coordinates_round_to_their_tile():
 
 
 def test_large_heatmap_uses_a_template_not_per_cell_strings():
-    fig = plotting.heatmap(rng.random((512, 512)), [f"t{i}" for i in range(512)], [f"t{i}" for i in range(512)])
+    fig = figures.heatmap(rng.random((512, 512)), [f"t{i}" for i in range(512)], [f"t{i}" for i in range(512)])
     trace = fig.data[0]
     assert trace.hovertext is None and "%{z" in trace.hovertemplate
     assert len(fig.to_json()) < 2e6  # 512 x 512 float32 as base64 (~1.4 MB), not 262,144 hover strings
@@ -46,15 +45,15 @@ def test_large_heatmap_uses_a_template_not_per_cell_strings():
 
 def test_colour_options_reach_the_trace_and_log_colours_keep_the_values_on_hover():
     z = np.array([[0.001, 0.999], [0.5, 0.5]])
-    signed = plotting.heatmap(z - 0.5, ["a", "b"], ["c", "d"], colours=plotting.SIGNED).data[0]
-    plain = plotting.heatmap(z, ["a", "b"], ["c", "d"]).data[0]
+    signed = figures.heatmap(z - 0.5, ["a", "b"], ["c", "d"], colours=figures.SIGNED).data[0]
+    plain = figures.heatmap(z, ["a", "b"], ["c", "d"]).data[0]
     assert signed.zmid == 0 and plain.zmid is None and signed.colorscale != plain.colorscale
-    logged = plotting.heatmap(z, ["a", "b"], ["c", "d"], colours=plotting.WEIGHTS.logged(True)).data[0]
+    logged = figures.heatmap(z, ["a", "b"], ["c", "d"], colours=figures.WEIGHTS.logged(True)).data[0]
     np.testing.assert_allclose(np.asarray(logged.z, float), np.log10(z))
-    assert (logged.zmin, logged.zmax) == (np.log10(plotting.LOG_FLOOR), 0.0)
+    assert (logged.zmin, logged.zmax) == (np.log10(figures.LOG_FLOOR), 0.0)
     assert "0.50" in logged.hovertext[1][0]  # hover says the weight, not its logarithm
-    no_bar = plotting.heatmap(z, ["a", "b"], ["c", "d"], colours=plotting.Colours(0.0, 1.0, bar=False)).data[0]
+    no_bar = figures.heatmap(z, ["a", "b"], ["c", "d"], colours=figures.Colours(0.0, 1.0, bar=False)).data[0]
     assert no_bar.showscale is False
-    grouped = plotting.heatmap(np.zeros((6, 2)), ["a", "b"], [f"L{i // 3 + 1} H{i % 3 + 1}" for i in range(6)],
-                               ticks=plotting.Ticks(row_groups=3))
+    grouped = figures.heatmap(np.zeros((6, 2)), ["a", "b"], [f"L{i // 3 + 1} H{i % 3 + 1}" for i in range(6)],
+                               ticks=figures.Ticks(row_groups=3))
     assert list(grouped.layout.yaxis.ticktext) == ["L1", "L2"]

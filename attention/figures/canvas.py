@@ -30,7 +30,7 @@ from uuid import uuid4
 import numpy as np
 from plotly.colors import get_colorscale, sample_colorscale
 
-from attention.toy.plotting import LOG_FLOOR, WEIGHT_SCALE
+from attention.figures.base import LOG_FLOOR, WEIGHT_SCALE
 
 NO_COLOUR = 255  # a colour index that draws nothing: gaps between tiles, masked cells (the background shows)
 COLOURS = 255  # indices 0..254 are the colour table's steps

@@ -4,7 +4,7 @@ Each question names its own state (widget key -> value: what the page shows when
 `solve(state)` that computes the answer from that state with this package, the same functions the page
 draws from; nothing is written by hand, so editing an example cannot leave a wrong answer behind. The
 Reveal holds the answer as a sentence, the figures that decide it (as words and as bars, drawn by
-attention.toy.plotting.reveal_bars) and why. Questions on real models
+attention.figures.reveal_bars) and why. Questions on real models
 (attention.models.recorded.questions) are solved from the model's result.
 
     >>> q = questions_for("lookup")[0]

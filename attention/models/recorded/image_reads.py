@@ -2,7 +2,7 @@
 
 An image model's result is a ModelAttention whose `image` (attention.models.forward.images.ImagePatches) says
 which token is which patch; these functions lay a head's numbers out as the image is, so a page or a notebook
-draws them over the picture (attention.image_figures).
+draws them over the picture (attention.figures: picture, heads_over_image, norms_chart).
 
     patch_looks(att, layer, head, token)   one query token's weights: over the patches (rows, cols) and the prefix
     heads_looking(att, layer, token)       the same for every head of a layer: (H, rows, cols)

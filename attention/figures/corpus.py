@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attention.figures.base import esc
 from attention.models import METRICS, TYPE_THRESHOLD, CorpusSurvey, qk_projection
-from attention.toy.plotting import esc
 
 LAYER_SCALE = "Viridis"
 TYPES = {  # a head's type over the corpus -> colour: a median share over TYPE_THRESHOLD

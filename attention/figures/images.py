@@ -23,8 +23,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attention.figures.base import esc
 from attention.models import HIGH_NORM_FACTOR, ImagePatches, ModelAttention, token_norms
-from attention.toy.plotting import esc
 
 OVER_IMAGE = [[0.0, "rgba(255, 235, 59, 0)"], [0.2, "rgba(255, 193, 7, 0.35)"], [0.6, "rgba(244, 81, 30, 0.7)"],
               [1.0, "rgba(183, 28, 28, 0.9)"]]  # clear where a head gives nothing, red where it gives the most
