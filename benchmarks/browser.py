@@ -462,7 +462,7 @@ def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dic
                 half = len(smollm2_texts16) // 2
                 out["grid_during_scan"] = grid_during_scan(browser, url, scan_prompts, smollm2_texts16[:half],
                                                            smollm2_texts16[half:])
-            out["cpu"] = server_cpu(browser, url, [t + " again" for t in texts16], 2 if smoke else 5)
+            out["cpu"] = server_cpu(browser, url, [t + " again" for t in texts16], 1 if smoke else 5)
             out["server_memory"] = server_memory_mb(url.pid)
         if not smoke:
             with running_app() as url:

@@ -118,13 +118,13 @@ def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "model_heads"))
     wait_idle(page, timeout=120_000)
-    charts = page.locator("[data-testid='stPlotlyChart']")
+    charts = page.locator("canvas.aeh-canvas[data-plot]")  # the grid, the zoom, the token focus, drawn
     charts.first.wait_for()
     box = page.locator("[data-testid='stTextArea'] textarea").first
     box.fill("Penguins waddle across the icy beach")
     box.press("Control+Enter")
-    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stPlotlyChart] text')]"
-                           ".some(t => t.textContent.includes('penguins'))", timeout=60_000)
+    page.wait_for_function("() => [...document.querySelectorAll('canvas.aeh-canvas')]"
+                           ".some(c => JSON.parse(c.dataset.xLabels || '[]').includes('penguins'))", timeout=60_000)
     wait_idle(page)
     assert charts.count() >= 3  # grid, zoom, token focus
     assert "Penguins" in page.url or "penguins" in page.url.lower()
@@ -156,7 +156,7 @@ def test_atlas_button_opens_the_same_model_text_and_head(app_url, browser):
     page.get_by_role("button", name="Zoom into it in Model heads").click()
     page.wait_for_function("() => location.pathname.endsWith('model_heads')")
     wait_idle(page, timeout=120_000)
-    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
+    page.locator("canvas.aeh-canvas[data-plot]").first.wait_for()
     main = page.locator("[data-testid='stMain']").inner_text()
     assert "30 layers × 9 heads" in main and "Layer 3, head 7" in main
     assert "otter" in page.locator("[data-testid='stTextArea'] textarea").first.input_value()
@@ -171,11 +171,11 @@ def test_markup_in_a_sentence_is_shown_as_text_never_run(app_url, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "model_heads", text=INJECTION))
     wait_idle(page, timeout=120_000)
-    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
-    # The token labels Plotly holds are the escaped markup: drawn as the characters "<img", never as a tag.
-    labels = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                           ".flatMap(gd => (gd.data || []).flatMap(t => Array.isArray(t.x) ? t.x.map(String) : []))")
-    assert any("&lt;" in x for x in labels) and not any("<img" in x for x in labels)
+    page.locator("canvas.aeh-canvas[data-plot]").first.wait_for()
+    # The canvases hold the tokens as data and draw them as text: the characters "<img", never a tag.
+    labels = page.evaluate("() => [...document.querySelectorAll('canvas.aeh-canvas')]"
+                           ".flatMap(c => JSON.parse(c.dataset.xLabels || '[]'))")
+    assert "<" in labels and "script" in labels and ">" in labels
     assert page.locator("main img[src='x']").count() == 0
     assert page.evaluate("() => window.__xss") is None
     page.goto(page_url(app_url, "lookup", **{"lookup.hard_query": '<img src=x onerror="window.__xss=3">'}))

@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 
+from attention.figures.canvas import MAGIC, CanvasHeatmap
 from attention.toy import examples as ex
 from attention.toy import lessons
 from pages._site import HOME, PATH, SECTIONS, entry
@@ -198,7 +199,11 @@ def on_screen(at) -> str:
         words.append(df.value.to_string())
     for el in at.get("plotly_chart"):
         _chart_words(json.loads(el.proto.spec), words)
-    for el in at.get("bidi_component") + at.get("component_instance"):
+    words += _canvas_words(at)
+    for el in at.get("bidi_component"):  # the live components' JSON (the canvases' bytes are read above)
+        if el.proto.WhichOneof("data") != "bytes":
+            words.append(str(el.proto))
+    for el in at.get("component_instance"):
         words.append(str(el.proto))
     return " ".join(words).replace("\\", "")
 
@@ -357,7 +362,19 @@ def _shown_example(at) -> str:
     words = [str(el.value) for el in (*at.text_input, *at.text_area)]
     for el in at.get("plotly_chart"):
         _chart_words(json.loads(el.proto.spec), words)
+    words += _canvas_words(at)
     return " ".join(words)
+
+
+def _canvas_words(at) -> list[str]:
+    """The words the page's canvas heatmaps draw: titles, axis titles, row and column names."""
+    words = []
+    for el in at.get("bidi_component"):
+        if el.proto.WhichOneof("data") == "bytes" and el.proto.bytes[:4] == MAGIC:
+            drawn = CanvasHeatmap.from_bytes(el.proto.bytes)
+            words += [drawn.title, drawn.x_title, drawn.y_title, *drawn.x_names, *drawn.y_names,
+                      *(label for _, label in drawn.x_ticks + drawn.y_ticks)]
+    return words
 
 
 # --- Words for students -----------------------------------------------------------------------------------
