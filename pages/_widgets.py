@@ -328,6 +328,19 @@ def head_opener(chart_key: str, *, first: int = 0, from_customdata: bool = False
     return functools.partial(_open_head, chart_key, first, from_customdata)
 
 
+def row_head_opener(chart_key: str, n_heads: int) -> Callable[[], None]:
+    """on_click for a canvas heatmap with one row per head, layer by layer (the token focus: "L1 H1", "L1 H2"
+    ...): the clicked row's head becomes the focus's."""
+    return functools.partial(_open_row_head, chart_key, n_heads)
+
+
+def _open_row_head(chart_key: str, n_heads: int) -> None:
+    report = clicked(chart_key)
+    if report:
+        layer, head = divmod(int(report["row"]), n_heads)
+        update(layer=layer, head=head, aggregation="head")
+
+
 def picked_head(table_key: str, heads) -> Focus:
     """Before anything that shows the open head is drawn: a row picked in the table of heads keyed
     `table_key`, drawn in the last run (one row per head, in the order of `heads`: (layer, head), 0-based, with

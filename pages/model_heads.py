@@ -33,6 +33,7 @@ from pages._widgets import (
     layer_and_head,
     query_picker,
     reading_switches,
+    row_head_opener,
     sentence_and_model,
 )
 
@@ -60,7 +61,7 @@ reading = reading_switches(focus, att, slot="heads")
 st.subheader("All heads at once")
 head_survey = result_of(survey, (name, text), "Surveying every head…", att)
 canvas_heatmap(grid_canvas(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
-                           layer_kinds=tuple(att.layer_kind(i) for i in range(L)),
+                           layer_kinds=tuple(att.layer_kind(i) for i in range(L)), block=head_survey.block,
                            file_name=file_stem(name, "all-heads")),
                key="heads.grid", on_click=head_opener("heads.grid"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
@@ -92,7 +93,8 @@ except ValueError as err:
 small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
 grouping = reading.groups(att)
 name_parts = (name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
-canvas_heatmap(view_canvas(view, clickable=small, file_name=file_stem(*name_parts),
+canvas_heatmap(view_canvas(view, clickable=small, click_text="click to follow this query below",
+                           file_name=file_stem(*name_parts),
                            meta=figures.focus_meta(layer=layer, head=head if how == "head" else None)),
                key="heads.zoom",
                on_click=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None)
@@ -125,9 +127,10 @@ if focus_view.empty:  # an empty frame 1,300 px tall said nothing: say why inste
 else:
     canvas_heatmap(view_canvas(focus_view, x_title="key word" if grouping else "key token", y_title="layer · head",
                                height=min(1400, max(320, 120 + 12 * L * H)), row_groups=H if L * H > 96 else None,
+                               clickable=True, click_text="click to open this head in the zoom",
                                file_name=file_stem(name, "token", followed),
                                meta=figures.focus_meta(token=units[followed])),
-                   key="heads.focus")
+                   key="heads.focus", on_click=row_head_opener("heads.focus", H))
 
 st.subheader("Lines: one layer's heads, query to key")
 if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",

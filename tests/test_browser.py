@@ -132,9 +132,11 @@ def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
     # The sentence follows to the next model page (Streamlit alone would forget it on leaving the page).
     page.locator("[data-testid='stSidebarNav'] a", has_text="Inside one head").click()
     page.wait_for_function("() => location.pathname.endsWith('inside_head')")
+    # Its run may start after the address changes: wait for the sentence on screen, not for a first idle.
+    page.wait_for_function("() => (document.querySelector('[data-testid=stMain]').innerText || '')"
+                           ".toLowerCase().includes('penguins')", timeout=60_000)
     wait_idle(page)
     assert page.locator("[data-testid='stTextArea'] textarea").first.input_value().startswith("Penguins waddle")
-    assert "penguins" in page.locator("[data-testid='stMain']").inner_text().lower()
     page.close()
 
 
@@ -219,7 +221,7 @@ def _canvas(page, key: str):
     return page.locator(f".st-key-{key.replace('.', '-')} canvas.aeh-canvas").first
 
 
-def _click_cell(page, key: str, row: int, col: int, *, click: bool = True) -> None:
+def _click_cell(page, key: str, row: int, col: int, *, click: bool = True, shake: float = 0) -> None:
     """Click (or only point at) the centre of cell (row, col), counted from 0, of the canvas heatmap keyed `key`,
     from the plot's geometry the canvas states (data-plot: left, top, width, height in px; data-window: rows and
     columns shown)."""
@@ -231,7 +233,13 @@ def _click_cell(page, key: str, row: int, col: int, *, click: bool = True) -> No
     box = canvas.bounding_box()
     x = box["x"] + left + (col + 0.5 - c0) * width / (c1 - c0)
     y = box["y"] + top + (row + 0.5 - r0) * height / (r1 - r0)
-    page.mouse.click(x, y) if click else page.mouse.move(x, y)
+    if not click:
+        page.mouse.move(x, y)
+        return
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + shake, y, steps=3)  # a click whose hand moves a little is still a click
+    page.mouse.up()
 
 
 def _tile_cell(page, key: str, layer: int, head: int) -> tuple[int, int]:
@@ -269,9 +277,14 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     link = page.locator("[data-testid='stPopoverBody'] code").first.inner_text()
     assert "layer=3" in link and "head=5" in link and "agg=" not in link  # one head: the focus's default
     page.keyboard.press("Escape")
-    _click_cell(page, "heads.zoom", 6, 2)  # zoom cell: query row 6 ("bank"), key column 2
+    _click_cell(page, "heads.zoom", 6, 2, shake=8)  # query row 6 ("bank"), key 2; a hand that moves 8 px
     page.wait_for_function("() => (document.querySelector('.st-key-heads-focus .aeh-title')"
                            ".textContent || '').includes('“bank” as the query')", timeout=30_000)
+    wait_idle(page)
+    _click_cell(page, "heads.focus", 4 * 12 + 1, 3)  # the token focus's row "L5 H2" opens that head
+    page.wait_for_function("() => document.querySelector('.st-key-heads-zoom .aeh-title')"
+                           ".textContent.includes('Layer 5, head 2')", timeout=30_000)
+    wait_idle(page)
     other = browser.new_page(viewport={"width": 1280, "height": 1000})  # the link reopens the same view
     other.goto(link)
     wait_idle(other, timeout=120_000)

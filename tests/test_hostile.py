@@ -224,6 +224,10 @@ def test_new_label_paths_keep_hostile_text_literal():
     assert rows[0][1:] == [evil[0], "'" + evil[1], evil[2]]  # literal; a formula is defused with a leading '
     assert [r[0] for r in rows[1:]] == [evil[0], "'" + evil[1], evil[2]]
     assert all(re.fullmatch(r"[A-Za-z0-9_-]+", file_stem("smollm2", e, "layer 1")) for e in evil)
+    from attention.models import ModelChoice  # a page's model choice names the file by its model, not its repr
+
+    assert file_stem(ModelChoice("minilm"), "token", 3) == "minilm_token_3"
+    assert file_stem(ModelChoice("smollm2", "bfloat16"), "all-heads") == "smollm2-bfloat16_all-heads"
 
 
 MANGO = {"item": "mango", "sweetness": 0.95, "durability": 0.1, "texture": 0.5, "price": 0.4, "liking": 0.9,

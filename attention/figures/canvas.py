@@ -50,6 +50,7 @@ class Tiles:
     col_title: str = "head"
     extra_label: str = ""  # one more number per tile in the hover ("sink mass")
     extra: tuple[int, ...] = ()  # (n_tile_rows * n_tile_cols,) whole percents, row-major
+    largest: tuple[float, ...] = ()  # (n_tile_rows * n_tile_cols,) each tile's largest value (the keyboard's tip)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class CanvasHeatmap:
     cell_digits: int = 2
     tiles: Tiles | None = None
     click: str | None = None  # "tile", "cell" or None: what a click (or Enter) reports
+    click_text: str = ""  # a last hover line saying what a click on a cell does
     x_top: bool = False  # column labels above the cells (the grid) rather than below
     height: int = 400  # px
     background: str = "#ffffff"
@@ -96,8 +98,9 @@ class CanvasHeatmap:
                 "cell_digits": self.cell_digits, "tiles": None if self.tiles is None else {
                     "rows": self.tiles.rows, "cols": self.tiles.cols, "row_title": self.tiles.row_title,
                     "col_title": self.tiles.col_title, "extra_label": self.tiles.extra_label,
-                    "extra": list(self.tiles.extra)},
-                "click": self.click, "x_top": self.x_top, "height": self.height, "background": self.background,
+                    "extra": list(self.tiles.extra), "largest": list(self.tiles.largest)},
+                "click": self.click, "click_text": self.click_text, "x_top": self.x_top, "height": self.height,
+                "background": self.background,
                 "lines": list(self.lines), "file_name": self.file_name, "meta": self.meta}
 
     def to_bytes(self) -> bytes:
@@ -123,13 +126,15 @@ class CanvasHeatmap:
         colour = np.frombuffer(data, np.uint8, rows * cols, start).reshape(rows, cols)
         start += rows * cols + (-(rows * cols) % 4)
         values = np.frombuffer(data, "<f4", rows * cols, start).reshape(rows, cols)
-        tiles = None if h["tiles"] is None else Tiles(**{**h["tiles"], "extra": tuple(h["tiles"]["extra"])})
+        tiles = None if h["tiles"] is None else Tiles(**{**h["tiles"], "extra": tuple(h["tiles"]["extra"]),
+                                                         "largest": tuple(h["tiles"]["largest"])})
         pairs = lambda key: tuple((float(p), str(t)) for p, t in h[key])  # noqa: E731
         return cls(colour=colour, values=values, palette=tuple(h["palette"]), x_ticks=pairs("x_ticks"),
                    y_ticks=pairs("y_ticks"), x_names=tuple(h["x_names"]), y_names=tuple(h["y_names"]),
                    colorbar=pairs("colorbar"), title=h["title"], x_title=h["x_title"], y_title=h["y_title"],
                    value_name=h["value_name"], value_note=h["value_note"], digits=h["digits"],
                    show_values=h["show_values"], cell_digits=h["cell_digits"], tiles=tiles, click=h["click"],
+                   click_text=h["click_text"],
                    x_top=h["x_top"], height=h["height"], background=h["background"], lines=tuple(h["lines"]),
                    file_name=h["file_name"], meta=h["meta"])
 
@@ -187,12 +192,14 @@ def log_colorbar() -> tuple[tuple[float, str], ...]:
 
 
 def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,
-                hover_label: str = "", layer_kinds: tuple[str, ...] = (),
+                hover_label: str = "", layer_kinds: tuple[str, ...] = (), block: int = 1,
                 file_name: str = "all-heads") -> CanvasHeatmap:
     """Every layer x head as one small tile, a one-cell gap between tiles: attention.figures.head_grid's
-    picture. Hover names the tile (from 1) and its block maximum, with `hover_extra` (L, H) one more number
-    in whole percents; a click reports the tile. `layer_kinds` (ModelAttention.layer_kind per layer) label
-    the layers whose kind differs from the most common one ("6 · global").
+    picture. Hover names the tile (from 1) and the cell's weight (the largest of a block of `block` x `block`
+    tokens when block > 1; the keyboard's tip, moving tile by tile, the tile's largest), with `hover_extra`
+    (L, H) one more number in whole percents; a click reports the tile. `layer_kinds`
+    (ModelAttention.layer_kind per layer) label the layers whose kind differs from the most common one
+    ("6 · global").
     Shapes: tiles (L, H, c, c')."""
     n_layers, n_heads, c, c2 = tiles.shape
     values = np.full((n_layers * (c + 1) - 1, n_heads * (c2 + 1) - 1), np.nan, dtype=np.float32)
@@ -203,24 +210,28 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
     names = [f"{i + 1} · {kind.split(',')[0]}" if common is not None and kind != common else str(i + 1)
              for i, kind in enumerate(layer_kinds or ("",) * n_layers)]
     extra = () if hover_extra is None else tuple(int(x) for x in np.rint(np.clip(hover_extra, 0, 1) * 100).ravel())
+    filled = np.where(np.isfinite(tiles), tiles, -np.inf).reshape(n_layers * n_heads, -1).max(axis=1)
+    largest = tuple(float(x) if np.isfinite(x) else 0.0 for x in filled)
     return CanvasHeatmap(
         colour=colour_index(values, 0.0, 1.0), values=values, palette=palette(tuple(map(tuple, GRID_SCALE))),
         x_ticks=tuple((h * (c2 + 1) + (c2 - 1) / 2, str(h + 1)) for h in range(n_heads)),
         y_ticks=tuple((i * (c + 1) + (c - 1) / 2, names[i]) for i in range(n_layers)),
         x_names=(), y_names=(), colorbar=linear_colorbar(0.0, 1.0), title=title, x_title="head",
-        y_title="layer" + (f" (the others {common.split(',')[0]})" if common else ""), value_note=" (block max)",
-        tiles=Tiles(rows=c, cols=c2, extra_label=hover_label if hover_extra is not None else "", extra=extra),
+        y_title="layer" + (f" (the others {common.split(',')[0]})" if common else ""),
+        value_note=f" (largest of {block}×{block} tokens)" if block > 1 else "",
+        tiles=Tiles(rows=c, cols=c2, extra_label=hover_label if hover_extra is not None else "", extra=extra,
+                    largest=largest),
         click="tile", x_top=True, height=int(min(2400, 80 + n_layers * 70)), file_name=file_name)
 
 
 def view_canvas(view, *, x_title: str = "key", y_title: str = "query", height: int | None = None,
-                clickable: bool = False, row_groups: int | None = None, file_name: str = "attention",
-                meta: dict | None = None) -> CanvasHeatmap:
+                clickable: bool = False, click_text: str = "", row_groups: int | None = None,
+                file_name: str = "attention", meta: dict | None = None) -> CanvasHeatmap:
     """A MatrixView (attention.models.recorded.views) as attention.figures.view_heatmap draws it: its labels,
     title and mask (grey), weights from 0 to its zmax, by log10 when the view was read with log colours, its
     window's edge; each cell's value written in it while the matrix is small (at most 16 columns, 400 cells).
     `row_groups`: label every g-th row only, by its label's first word ("L3 H1" -> "L3").
-    With `clickable`, a click reports the cell."""
+    With `clickable`, a click reports the cell, and `click_text` ends its hover saying what a click does."""
     z = np.asarray(view.matrix, dtype=np.float64)
     n, m = z.shape
     visible = np.ones(z.shape, bool) if view.mask is None else np.broadcast_to(np.asarray(view.mask, bool), z.shape)
@@ -247,5 +258,6 @@ def view_canvas(view, *, x_title: str = "key", y_title: str = "query", height: i
         colorbar=log_colorbar() if view.log else linear_colorbar(0.0, zmax), title=view.title, x_title=x_title,
         y_title=y_title, value_name=view.value_name, value_note=" (block max)" if b > 1 else "",
         show_values=m <= 16 and n * m <= 400, click="cell" if clickable else None,
+        click_text=click_text if clickable else "",
         height=height or (max(260, 80 + 34 * n) if n * m <= 600 else min(900, max(400, 120 + 6 * n))),
         background=MASKED_BACKGROUND, lines=lines, file_name=file_name, meta=dict(meta or {}))

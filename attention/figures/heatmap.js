@@ -1,8 +1,8 @@
 // A heatmap on one canvas: draws attention.figures.canvas.CanvasHeatmap payloads (raw bytes, see to_bytes).
 // Python chose every colour (a palette index per cell) and every number (float32 per cell); this file copies
 // colours into pixels, writes labels and the numbers it was given, and says which cell or tile the pointer
-// is on. Hover, click (or Enter) to open, drag a box to zoom, double-click or Escape to zoom out, arrow keys
-// to move, and a PNG button. Text from the payload is user data: it reaches the page only as textContent or
+// is on. Hover, click (or Enter) to open, drag a box to zoom, Escape or the button to zoom out, arrow keys (Home,
+// End, Page Up, Page Down) to move, and a PNG button that saves the chart with its title. Text from the payload is user data: it reaches the page only as textContent or
 // canvas text.
 // The Model heads page mounts it as a Streamlit component (pages/_canvas.py); a notebook gets it from
 // CanvasHeatmap._repr_html_.
@@ -59,7 +59,7 @@ function build(parent) {
   const reset = el("button", "aeh-button", bar, "Zoom out");
   const png = el("button", "aeh-button", bar, "PNG");
   reset.type = png.type = "button";
-  reset.title = "Back to every cell (double-click or Escape does the same)";
+  reset.title = "Back to every cell (Escape does the same)";
   png.title = "Save this chart as a PNG image";
   const stage = el("div", "aeh-stage", root);
   const canvas = el("canvas", "aeh-canvas", stage);
@@ -70,7 +70,7 @@ function build(parent) {
   const v = { root, title, reset, png, stage, canvas, box, tip, h: null, data: null, win: null, cursor: null,
               drag: null, trigger: () => {} };
   reset.onclick = () => { v.win = null; draw(v); };
-  png.onclick = () => canvas.toBlob((blob) => {
+  png.onclick = () => titled(v).toBlob((blob) => {
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob); a.download = `${v.h.file_name}.png`; a.click();
     setTimeout(() => URL.revokeObjectURL(a.href), 1000);
@@ -79,8 +79,11 @@ function build(parent) {
   canvas.addEventListener("mouseleave", () => { if (!v.drag) tip.style.display = "none"; });
   canvas.addEventListener("mousedown", (e) => { const p = at(v, e); if (p) v.drag = { x: p.x, y: p.y, moved: false }; });
   window.addEventListener("mouseup", (e) => up(v, e));
-  canvas.addEventListener("dblclick", () => { v.win = null; draw(v); });
   canvas.addEventListener("keydown", (e) => key(v, e));
+  canvas.addEventListener("blur", () => { // the keyboard's cell and its tip go with the focus
+    if (!v.cursor) return;
+    v.cursor = null; tip.style.display = "none"; draw(v);
+  });
   new ResizeObserver(() => { if (v.h && v.width !== stage.clientWidth) draw(v); }).observe(stage);
   return v;
 }
@@ -103,7 +106,11 @@ function layout(v) {
   const rotate = !h.x_top && xWidth + 8 > spacing; // horizontal only where every label fits beside the next
   const xSpace = rotate ? Math.min(110, xWidth * 0.71 + 16) : 20;
   const top = h.x_top ? xSpace + 20 : 8, bottom = h.x_top ? 8 : xSpace + 22;
-  const g = { width, height, left, top, pw: pw0, ph: height - top - bottom, rotate, win };
+  // Tiles stay at most 1.5 times as tall as wide on a narrow page: the chart is no taller than that.
+  const squared = h.tiles && !v.win ? Math.max(220, top + bottom + 1.5 * pw0 * (win.r1 - win.r0) / (win.c1 - win.c0))
+    : height;
+  const tall = Math.min(height, squared);
+  const g = { width, height: tall, left, top, pw: pw0, ph: tall - top - bottom, rotate, win };
   g.cw = g.pw / (win.c1 - win.c0); g.ch = g.ph / (win.r1 - win.r0);
   return g;
 }
@@ -130,7 +137,7 @@ function draw(v) {
   }
   ctx.font = FONT; ctx.textBaseline = "middle";
   const size = Math.min(12, Math.floor(cw / 2.4), Math.floor(ch * 0.8)); // the numbers' font: as big as cells allow
-  if (h.show_values && size >= 9) { // each cell's value, to cell_digits decimals
+  if (h.show_values && size >= 10) { // each cell's value, to cell_digits decimals
     ctx.textAlign = "center"; ctx.font = `${size}px 'Source Sans Pro', 'Source Sans 3', sans-serif`;
     for (let r = Math.floor(win.r0); r < Math.ceil(win.r1); r++) {
       for (let c = Math.floor(win.c0); c < Math.ceil(win.c1); c++) {
@@ -175,12 +182,12 @@ function draw(v) {
   ctx.fillText(h.x_title, px + pw / 2, h.x_top ? 10 : g.height - 9);
   ctx.save(); ctx.translate(10, py + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(h.y_title, 0, 0); ctx.restore();
   // The colour bar: the palette's steps bottom to top, labelled where Python said.
-  const bx = px + pw + 14, bh = Math.min(ph, 320), by = py;
+  const bx = px + pw + 14, by = py, bh = Math.max(40, Math.min(ph, 320, g.height - by - 24));
   const step = bh / h.palette.length;
   h.palette.forEach((c, i) => { ctx.fillStyle = c; ctx.fillRect(bx, by + bh - (i + 1) * step, 12, step + 0.5); });
   ctx.fillStyle = "#31333f"; ctx.textAlign = "left";
   for (const [pos, label] of h.colorbar) ctx.fillText(label, bx + 16, by + bh - pos * bh);
-  ctx.fillText(h.value_name, bx - 2, Math.min(by + bh + 14, g.height - 6));
+  ctx.fillText(h.value_name, bx - 2, by + bh + 17); // below the bar, clear of its lowest label
   if (v.cursor) { // the keyboard's cell (or tile): a dark outline
     const [r, c, rows, cols] = cursorCells(v);
     ctx.strokeStyle = "#ff4b4b"; ctx.lineWidth = 2; ctx.strokeRect(X(c), Y(r), cols * cw, rows * ch);
@@ -191,6 +198,21 @@ function draw(v) {
                                   tile: h.tiles ? `${h.tiles.rows},${h.tiles.cols}` : "" });
 }
 
+// The chart as saved: its title written above it (a PNG alone would not say what it shows).
+function titled(v) {
+  const dpr = window.devicePixelRatio || 1, band = v.h.title ? 28 : 0;
+  const out = document.createElement("canvas");
+  out.width = v.canvas.width; out.height = v.canvas.height + Math.round(band * dpr);
+  const ctx = out.getContext("2d");
+  ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, out.width, out.height);
+  ctx.drawImage(v.canvas, 0, Math.round(band * dpr));
+  if (band) {
+    ctx.scale(dpr, dpr); ctx.fillStyle = "#31333f"; ctx.textBaseline = "middle";
+    ctx.font = "15px 'Source Sans Pro', 'Source Sans 3', sans-serif"; ctx.fillText(v.h.title, 8, band / 2);
+  }
+  return out;
+}
+
 function at(v, e) {
   const r = v.canvas.getBoundingClientRect(), g = v.g;
   const x = e.clientX - r.left, y = e.clientY - r.top;
@@ -198,21 +220,25 @@ function at(v, e) {
   return { x, y, row: Math.floor(g.win.r0 + (y - g.top) / g.ch), col: Math.floor(g.win.c0 + (x - g.left) / g.cw) };
 }
 
-// What a cell is: its tile (with tiles), its row and column names, its value; null for a gap.
-function describe(v, row, col) {
+// What a cell is: its tile (with tiles), its row and column names, its value; null for a gap. With `whole`,
+// a tile is described by its largest value (Python's, from the header), as the keyboard moves tile by tile.
+function describe(v, row, col, whole = false) {
   const h = v.h, i = row * h.cols + col, value = h.values[i];
   const number = Number.isNaN(value) ? "masked" : value.toFixed(h.digits);
   if (h.tiles) {
     const t = h.tiles, tr = Math.floor(row / (t.rows + 1)), tc = Math.floor(col / (t.cols + 1));
     if (row % (t.rows + 1) === t.rows || col % (t.cols + 1) === t.cols) return null;
-    const across = Math.round((h.cols + 1) / (t.cols + 1));
-    const lines = [`${t.row_title} ${tr + 1} · ${t.col_title} ${tc + 1}`, `${h.value_name}${h.value_note}: ${number}`];
-    if (t.extra_label) lines.push(`${t.extra_label}: ${t.extra[tr * across + tc]}%`);
+    const across = Math.round((h.cols + 1) / (t.cols + 1)), k = tr * across + tc;
+    const lines = [`${t.row_title} ${tr + 1} · ${t.col_title} ${tc + 1}`,
+                   whole ? `largest ${h.value_name}: ${t.largest[k].toFixed(h.digits)}`
+                         : `${h.value_name}${h.value_note}: ${number}`];
+    if (t.extra_label) lines.push(`${t.extra_label}: ${t.extra[k]}%`);
     if (h.click) lines.push("click to open it in the zoom");
     return { lines, report: { row, col, tile: [tr, tc] } };
   }
   return { lines: [`${h.y_title}: ${h.y_names[row] ?? row}`, `${h.x_title}: ${h.x_names[col] ?? col}`,
-                   `${h.value_name}${h.value_note}: ${number}`], report: { row, col } };
+                   `${h.value_name}${h.value_note}: ${number}`, ...(h.click_text ? [h.click_text] : [])],
+           report: { row, col } };
 }
 
 function showTip(v, lines, x, y) {
@@ -228,7 +254,7 @@ function move(v, e) {
   const p = at(v, e);
   if (v.drag) {
     const r = v.canvas.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
-    if (Math.abs(x - v.drag.x) + Math.abs(y - v.drag.y) > 6) v.drag.moved = true;
+    if (Math.abs(x - v.drag.x) + Math.abs(y - v.drag.y) > 12) v.drag.moved = true; // a shaky click stays a click
     if (v.drag.moved) {
       Object.assign(v.box.style, { display: "block", left: `${Math.min(x, v.drag.x)}px`, top: `${Math.min(y, v.drag.y)}px`,
                                    width: `${Math.abs(x - v.drag.x)}px`, height: `${Math.abs(y - v.drag.y)}px` });
@@ -254,9 +280,8 @@ function up(v, e) {
     const x = e.clientX - r.left, y = e.clientY - r.top;
     const c0 = Math.floor(cx(Math.min(x, drag.x))), c1 = Math.ceil(cx(Math.max(x, drag.x)));
     const r0 = Math.floor(cy(Math.min(y, drag.y))), r1 = Math.ceil(cy(Math.max(y, drag.y)));
-    if (c1 - c0 >= 1 && r1 - r0 >= 1) { v.win = { r0, r1, c0, c1 }; draw(v); }
-    return;
-  }
+    if (c1 - c0 >= 2 || r1 - r0 >= 2) { v.win = { r0, r1, c0, c1 }; draw(v); return; }
+  } // a box inside one cell is a click on it
   const p = at(v, e);
   const d = p && describe(v, p.row, p.col);
   if (d && v.h.click) v.trigger("click", d.report);
@@ -270,15 +295,22 @@ function cursorCells(v) { // [row, col, rows, cols] of the keyboard's cell, or i
 function key(v, e) {
   const h = v.h, t = h.tiles;
   const rows = t ? Math.round((h.rows + 1) / (t.rows + 1)) : h.rows, cols = t ? Math.round((h.cols + 1) / (t.cols + 1)) : h.cols;
-  const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+  const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
+                  PageUp: [-rows, 0], PageDown: [rows, 0], Home: [0, -cols], End: [0, cols] };
   if (e.key === "Escape") { v.win = null; draw(v); return; }
   if (moves[e.key]) {
     e.preventDefault();
     const [r, c] = v.cursor || [0, 0], [dr, dc] = v.cursor ? moves[e.key] : [0, 0]; // the first key shows the first cell
     v.cursor = [Math.min(rows - 1, Math.max(0, r + dr)), Math.min(cols - 1, Math.max(0, c + dc))];
+    const [cr, cc, nr, nc] = cursorCells(v);
+    const w = v.win;
+    if (w && (cr < w.r0 || cr + nr > w.r1 || cc < w.c0 || cc + nc > w.c1)) v.win = null; // left the zoomed part
     draw(v);
-    const [cr, cc] = cursorCells(v), d = describe(v, cr, cc), g = v.g;
-    if (d) showTip(v, d.lines, g.left + (cc + 1 - g.win.c0) * g.cw, g.top + (cr - g.win.r0) * g.ch);
+    const d = describe(v, cr, cc, Boolean(t)), g = v.g;
+    if (d) {
+      showTip(v, d.lines, g.left + (cc + nc - g.win.c0) * g.cw, g.top + (cr - g.win.r0) * g.ch);
+      v.tip.scrollIntoView({ block: "nearest" }); // a tall grid: the page follows the cursor
+    }
     return;
   }
   if ((e.key === "Enter" || e.key === " ") && v.cursor && h.click) {
@@ -299,7 +331,8 @@ export default function (component) {
   v.picture = picture(v.h);
   v.win = null; v.cursor = null;
   v.title.textContent = v.h.title;
-  v.canvas.setAttribute("aria-label", `${v.h.title || "heatmap"}: ${v.h.rows} by ${v.h.cols} cells. Arrow keys move, Enter opens.`);
+  v.canvas.setAttribute("aria-label", `${v.h.title || "heatmap"}: ${v.h.rows} by ${v.h.cols} cells. Arrow keys move`
+                        + (v.h.click ? ", Enter opens." : "."));
   v.canvas.dataset.meta = JSON.stringify(v.h.meta);
   v.canvas.dataset.xLabels = JSON.stringify(v.h.x_ticks.map((t) => t[1])); // what the columns are, for tests
   draw(v);

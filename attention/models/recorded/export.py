@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from attention.focus import ModelChoice
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.recorded.views import MatrixView
 
@@ -86,7 +87,9 @@ def sentence_npz(att: ModelAttention) -> bytes:
 def file_stem(*parts) -> str:
     """A file name from parts ("smollm2", "layer 3", "head 5" -> "smollm2_layer-3_head-5"): each part's runs
     of anything but ASCII letters and digits become one "-", parts are joined by "_", at most 100
-    characters, so a model id or a token can never make a path, a hidden file or a header."""
-    cleaned = (re.sub(r"[^A-Za-z0-9]+", "-", str(p)).strip("-") for p in parts if p is not None)
+    characters, so a model id or a token can never make a path, a hidden file or a header. A ModelChoice
+    part is its model's name (and its precision when not "auto")."""
+    named = (f"{p.name} {'' if p.dtype == 'auto' else p.dtype}" if isinstance(p, ModelChoice) else p for p in parts)
+    cleaned = (re.sub(r"[^A-Za-z0-9]+", "-", str(p)).strip("-") for p in named if p is not None)
     stem = "_".join(c for c in cleaned if c)
     return stem[:100] or "attention"
