@@ -345,6 +345,7 @@ def _job_effects(smoke: str) -> dict:
 
     exact, estimate = scan(head_ablation), scan(attribution_patching)
     runs = 1 if smoke == "1" else 3
+    more = 1 if smoke == "1" else runs + 2  # the quick ones: more runs in a real run, one in a smoke run
     clean = m.attend(prompt)
     corrupt = m.attend(swap_words(prompt, target, foil))
     pair = contrast(clean, m.tokenizer, target, foil)
@@ -366,18 +367,18 @@ def _job_effects(smoke: str) -> dict:
     return {
         "tokens": len(clean.tokens), "heads": int(exact.effect.size),
         "scan": timed(lambda: scan(head_ablation), runs),
-        "patching": timed(lambda: scan(attribution_patching), runs + 2),
+        "patching": timed(lambda: scan(attribution_patching), more),
         "generate32": timed(lambda: generate(m, "The capital of France is", max_new_tokens=4 if smoke == "1" else 32),
                             runs),
         "spearman": agreement(estimate, exact).spearman, "baseline": exact.baseline,
         # what heads do, each beside the pass it is measured against, in the same run
-        "roles": timed(lambda: head_roles(m), runs + 2), "probe_forward": timed(lambda: forward(probe), runs + 2),
+        "roles": timed(lambda: head_roles(m), more), "probe_forward": timed(lambda: forward(probe), more),
         "residual_patching": timed(lambda: activation_patching(m, clean, corrupt, pair, site="residual"), runs),
-        "attribution": timed(lambda: direct_logit_attribution(m, clean, pair), runs + 2),
-        "lens": timed(lambda: logit_lens(m, clean, target=pair.target), runs + 2),
-        "forward_all_logits": timed(lambda: forward(ids), runs + 2),
-        "unembed_lens_vectors": timed(unembed, runs + 2),
-        "kernel_layer": timed(kernel_layer, runs + 2), "sdpa_layer": timed(sdpa_layer, runs + 2),
+        "attribution": timed(lambda: direct_logit_attribution(m, clean, pair), more),
+        "lens": timed(lambda: logit_lens(m, clean, target=pair.target), more),
+        "forward_all_logits": timed(lambda: forward(ids), more),
+        "unembed_lens_vectors": timed(unembed, more),
+        "kernel_layer": timed(kernel_layer, more), "sdpa_layer": timed(sdpa_layer, more),
     }
 
 
