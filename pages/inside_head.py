@@ -4,9 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from attention import figures
-from attention.figures import SIGNED, Ticks, named, qk_attribution_heatmap
-from attention.models import key_choices, part_in_words, qk_attribution, query_row
+from attention.figures import SIGNED, matrix_canvas, named, qk_attribution_heatmap
+from attention.models import file_stem, key_choices, part_in_words, qk_attribution, query_row
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
+from pages._canvas import canvas_heatmap
 from pages._export import chart_config, export_row
 from pages._focus import on_page
 from pages._frame import ensure_app_frame
@@ -83,9 +84,10 @@ dims = [str(j) for j in range(d)]
 
 def vectors(matrix, rows, title, key, y_title="key token", value_name="value", height=None):
     """Rows of d-dimensional vectors, diverging colours centred on 0; the title names the head and the query."""
-    fig = figures.heatmap(matrix, dims, rows, title=f"{lh}, “{word}”: {title}", x_title="dimension", y_title=y_title,
-                           value_name=value_name, colours=SIGNED, height=height, ticks=Ticks(x=16, y=SHOWN_KEYS * 2))
-    st.plotly_chart(named(fig, layer=layer, head=head, token=word), width="stretch", key=key)
+    canvas_heatmap(matrix_canvas(matrix, dims, rows, title=f"{lh}, “{word}”: {title}", x_title="dimension",
+                                 y_title=y_title, value_name=value_name, colours=SIGNED, height=height,
+                                 file_name=file_stem(name, f"layer-{layer + 1}", f"head-{head + 1}", key[7:]),
+                                 meta=figures.focus_meta(layer=layer, head=head, token=word)), key=key)
 
 
 vectors(t.q, [word], "its q", "inside.q", y_title="", height=170)

@@ -99,3 +99,15 @@ def test_the_figures_front_draws_the_toy_side_without_torch_and_every_name_it_li
              "print(before, mid, 'torch' in sys.modules, missing)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["False", "False", "True", "[]"], run.stdout + run.stderr
+
+
+def test_any_matrix_keeps_its_signed_colours_centred_on_zero():
+    from attention.figures import SIGNED, matrix_canvas
+
+    z = np.array([[-2.0, 0.0, 1.0], [0.5, np.nan, -0.5]])
+    drawn = matrix_canvas(z, ["a", "b", "c"], ["<q>", "k"], colours=SIGNED, value_name="product")
+    middle = (COLOURS - 1) / 2
+    assert drawn.colour[0, 1] == round(middle) and drawn.colour[0, 0] == 0  # 0 in the middle, -2 at the bottom
+    assert drawn.colour[0, 2] == round(middle + middle / 2) and drawn.colour[1, 1] == NO_COLOUR
+    assert drawn.colorbar[0][1] == "-2" and drawn.colorbar[-1][1] == "2" and drawn.y_names == ("<q>", "k")
+    assert drawn.palette == palette("RdBu")

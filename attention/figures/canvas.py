@@ -30,7 +30,7 @@ from uuid import uuid4
 import numpy as np
 from plotly.colors import get_colorscale, sample_colorscale
 
-from attention.figures.base import LOG_FLOOR, WEIGHT_SCALE
+from attention.figures.base import LOG_FLOOR, WEIGHT_SCALE, WEIGHTS, Colours
 
 NO_COLOUR = 255  # a colour index that draws nothing: gaps between tiles, masked cells (the background shows)
 COLOURS = 255  # indices 0..254 are the colour table's steps
@@ -261,3 +261,35 @@ def view_canvas(view, *, x_title: str = "key", y_title: str = "query", height: i
         click_text=click_text if clickable else "",
         height=height or (max(260, 80 + 34 * n) if n * m <= 600 else min(900, max(400, 120 + 6 * n))),
         background=MASKED_BACKGROUND, lines=lines, file_name=file_name, meta=dict(meta or {}))
+
+
+def matrix_canvas(z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
+                  value_name: str = "weight", colours: Colours = WEIGHTS, height: int | None = None,
+                  show_values: bool | None = None, file_name: str = "attention",
+                  meta: dict | None = None) -> CanvasHeatmap:
+    """Any labelled matrix as attention.figures.heatmap draws it (the same `colours`: a scale, its ends, centred
+    on 0 for signed values), on a canvas. NaN cells are left empty (grey). `show_values` writes each cell's
+    value in it (default: at most 16 columns and 400 cells).
+    Shapes: z (n, m), x_labels m, y_labels n."""
+    z = np.asarray(z, dtype=np.float64)
+    n, m = z.shape
+    finite = z[np.isfinite(z)]
+    low = colours.zmin if colours.zmin is not None else (float(finite.min()) if finite.size else 0.0)
+    high = colours.zmax if colours.zmax is not None else (float(finite.max()) if finite.size else 1.0)
+    if colours.centred:
+        high = max(abs(low), abs(high)) or 1.0
+        low = -high
+    if high <= low:
+        high = low + 1.0
+    rows, cols = [str(s) for s in y_labels], [str(s) for s in x_labels]
+    return CanvasHeatmap(
+        colour=colour_index(z, low, high, log=colours.log), values=z.astype(np.float32),
+        palette=palette(colours.scale if isinstance(colours.scale, str) else tuple(map(tuple, colours.scale))),
+        x_ticks=tuple((float(j), s) for j, s in enumerate(cols)),
+        y_ticks=tuple((float(i), s) for i, s in enumerate(rows)),
+        x_names=tuple(cols), y_names=tuple(rows),
+        colorbar=log_colorbar() if colours.log else linear_colorbar(low, high), title=title, x_title=x_title,
+        y_title=y_title, value_name=value_name,
+        show_values=(m <= 16 and n * m <= 400) if show_values is None else show_values,
+        height=height or (max(260, 80 + 34 * n) if n * m <= 600 else min(900, max(400, 120 + 6 * n))),
+        background=MASKED_BACKGROUND, file_name=file_name, meta=dict(meta or {}))
