@@ -90,7 +90,7 @@ def vectors(matrix, rows, title, key, y_title="key token", value_name="value", h
                                  meta=figures.focus_meta(layer=layer, head=head, token=word)), key=key)
 
 
-vectors(t.q, [word], "its q", "inside.q", y_title="", height=170)
+vectors(t.q, [word], "its q", "inside.q", y_title="query token", height=170)
 vectors(t.k[shown], keys, "k for every token" if n <= 2 * SHOWN_KEYS else "k for the keys shown", "inside.k")
 
 st.header("2 · q × k, element by element")
@@ -112,14 +112,15 @@ st.dataframe(pd.DataFrame(columns).style.format(precision=4), hide_index=True, k
 
 
 def pick_key() -> None:
-    """on_select of the weights: the clicked key becomes section 6's key."""
+    """on_select of the weights: the clicked key becomes "why this key"'s key."""
     points = st.session_state["inside.bar"]["selection"]["points"]
     if points:
         st.session_state[labelled_key("inside.key", att.tokens)] = int(shown[points[0]["point_index"]])
 
 
 st.plotly_chart(named(figures.weights_bar(keys, t.weights[0, shown], title=f"{lh}: what “{word}” attends to (click "
-                                           "a key: section 6 says why)"), layer=layer, head=head, token=word),
+                                           "a key: “why this key” below says why)"), layer=layer, head=head,
+                      token=word),
                 width="stretch", key="inside.bar", on_select=pick_key, selection_mode="points")
 
 st.subheader("Softmax temperature, live")

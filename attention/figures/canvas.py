@@ -66,6 +66,7 @@ class CanvasHeatmap:
     y_names: tuple[str, ...]
     colorbar: tuple[tuple[float, str], ...]  # (position 0..1 from the bottom, label)
     title: str = ""
+    export_title: str = ""  # what a saved PNG (and a screen reader) calls an untitled chart
     x_title: str = "key"
     y_title: str = "query"
     value_name: str = "weight"
@@ -93,6 +94,7 @@ class CanvasHeatmap:
         return {"rows": rows, "cols": cols, "palette": list(self.palette), "x_ticks": [list(t) for t in self.x_ticks],
                 "y_ticks": [list(t) for t in self.y_ticks], "x_names": list(self.x_names),
                 "y_names": list(self.y_names), "colorbar": [list(t) for t in self.colorbar], "title": self.title,
+                "export_title": self.export_title,
                 "x_title": self.x_title, "y_title": self.y_title, "value_name": self.value_name,
                 "value_note": self.value_note, "digits": self.digits, "show_values": self.show_values,
                 "cell_digits": self.cell_digits, "tiles": None if self.tiles is None else {
@@ -131,7 +133,8 @@ class CanvasHeatmap:
         pairs = lambda key: tuple((float(p), str(t)) for p, t in h[key])  # noqa: E731
         return cls(colour=colour, values=values, palette=tuple(h["palette"]), x_ticks=pairs("x_ticks"),
                    y_ticks=pairs("y_ticks"), x_names=tuple(h["x_names"]), y_names=tuple(h["y_names"]),
-                   colorbar=pairs("colorbar"), title=h["title"], x_title=h["x_title"], y_title=h["y_title"],
+                   colorbar=pairs("colorbar"), title=h["title"], export_title=h["export_title"],
+                   x_title=h["x_title"], y_title=h["y_title"],
                    value_name=h["value_name"], value_note=h["value_note"], digits=h["digits"],
                    show_values=h["show_values"], cell_digits=h["cell_digits"], tiles=tiles, click=h["click"],
                    click_text=h["click_text"],
@@ -193,7 +196,7 @@ def log_colorbar() -> tuple[tuple[float, str], ...]:
 
 def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,
                 hover_label: str = "", layer_kinds: tuple[str, ...] = (), block: int = 1,
-                file_name: str = "all-heads") -> CanvasHeatmap:
+                file_name: str = "all-heads", export_title: str = "") -> CanvasHeatmap:
     """Every layer x head as one small tile, a one-cell gap between tiles: attention.figures.head_grid's
     picture. Hover names the tile (from 1) and the cell's weight (the largest of a block of `block` x `block`
     tokens when block > 1; the keyboard's tip, moving tile by tile, the tile's largest), with `hover_extra`
@@ -216,7 +219,8 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
         colour=colour_index(values, 0.0, 1.0), values=values, palette=palette(tuple(map(tuple, GRID_SCALE))),
         x_ticks=tuple((h * (c2 + 1) + (c2 - 1) / 2, str(h + 1)) for h in range(n_heads)),
         y_ticks=tuple((i * (c + 1) + (c - 1) / 2, names[i]) for i in range(n_layers)),
-        x_names=(), y_names=(), colorbar=linear_colorbar(0.0, 1.0), title=title, x_title="head",
+        x_names=(), y_names=(), colorbar=linear_colorbar(0.0, 1.0), title=title, export_title=export_title,
+        x_title="head",
         y_title="layer" + (f" (the others {common.split(',')[0]})" if common else ""),
         value_note=f" (largest of {block}×{block} tokens)" if block > 1 else "",
         tiles=Tiles(rows=c, cols=c2, extra_label=hover_label if hover_extra is not None else "", extra=extra,

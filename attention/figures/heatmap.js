@@ -67,7 +67,10 @@ function build(parent) {
   canvas.setAttribute("role", "img");
   const box = el("div", "aeh-box", stage);
   const tip = el("div", "aeh-tip", stage);
-  const v = { root, title, reset, png, stage, canvas, box, tip, h: null, data: null, win: null, cursor: null,
+  const mark = el("div", "aeh-mark", stage); // where the keyboard's cell is, for scrolling to it
+  tip.setAttribute("role", "status"); // what the keyboard's cell holds is read out as it moves
+  tip.setAttribute("aria-live", "polite");
+  const v = { root, title, reset, png, stage, canvas, box, tip, mark, h: null, data: null, win: null, cursor: null,
               drag: null, trigger: () => {} };
   reset.onclick = () => { v.win = null; draw(v); };
   png.onclick = () => titled(v).toBlob((blob) => {
@@ -82,7 +85,7 @@ function build(parent) {
   canvas.addEventListener("keydown", (e) => key(v, e));
   canvas.addEventListener("blur", () => { // the keyboard's cell and its tip go with the focus
     if (!v.cursor) return;
-    v.cursor = null; tip.style.display = "none"; draw(v);
+    v.cursor = null; tip.style.display = "none"; mark.style.display = "none"; draw(v);
   });
   new ResizeObserver(() => { if (v.h && v.width !== stage.clientWidth) draw(v); }).observe(stage);
   return v;
@@ -200,7 +203,7 @@ function draw(v) {
 
 // The chart as saved: its title written above it (a PNG alone would not say what it shows).
 function titled(v) {
-  const dpr = window.devicePixelRatio || 1, band = v.h.title ? 28 : 0;
+  const heading = v.h.title || v.h.export_title, dpr = window.devicePixelRatio || 1, band = heading ? 28 : 0;
   const out = document.createElement("canvas");
   out.width = v.canvas.width; out.height = v.canvas.height + Math.round(band * dpr);
   const ctx = out.getContext("2d");
@@ -208,7 +211,7 @@ function titled(v) {
   ctx.drawImage(v.canvas, 0, Math.round(band * dpr));
   if (band) {
     ctx.scale(dpr, dpr); ctx.fillStyle = "#31333f"; ctx.textBaseline = "middle";
-    ctx.font = "15px 'Source Sans Pro', 'Source Sans 3', sans-serif"; ctx.fillText(v.h.title, 8, band / 2);
+    ctx.font = "15px 'Source Sans Pro', 'Source Sans 3', sans-serif"; ctx.fillText(heading, 8, band / 2);
   }
   return out;
 }
@@ -236,7 +239,8 @@ function describe(v, row, col, whole = false) {
     if (h.click) lines.push("click to open it in the zoom");
     return { lines, report: { row, col, tile: [tr, tc] } };
   }
-  return { lines: [`${h.y_title}: ${h.y_names[row] ?? row}`, `${h.x_title}: ${h.x_names[col] ?? col}`,
+  const named = (title, name) => (title ? `${title}: ${name}` : String(name)); // an untitled axis: the name alone
+  return { lines: [named(h.y_title, h.y_names[row] ?? row), named(h.x_title, h.x_names[col] ?? col),
                    `${h.value_name}${h.value_note}: ${number}`, ...(h.click_text ? [h.click_text] : [])],
            report: { row, col } };
 }
@@ -307,10 +311,11 @@ function key(v, e) {
     if (w && (cr < w.r0 || cr + nr > w.r1 || cc < w.c0 || cc + nc > w.c1)) v.win = null; // left the zoomed part
     draw(v);
     const d = describe(v, cr, cc, Boolean(t)), g = v.g;
-    if (d) {
-      showTip(v, d.lines, g.left + (cc + nc - g.win.c0) * g.cw, g.top + (cr - g.win.r0) * g.ch);
-      v.tip.scrollIntoView({ block: "nearest" }); // a tall grid: the page follows the cursor
-    }
+    Object.assign(v.mark.style, { display: "block", left: `${g.left + (cc - g.win.c0) * g.cw}px`,
+                                  top: `${g.top + (cr - g.win.r0) * g.ch}px`, width: `${nc * g.cw}px`,
+                                  height: `${nr * g.ch}px` });
+    v.mark.scrollIntoView({ block: "nearest" }); // a tall grid: the page follows the cursor
+    if (d) showTip(v, d.lines, g.left + (cc + nc - g.win.c0) * g.cw, g.top + (cr - g.win.r0) * g.ch);
     return;
   }
   if ((e.key === "Enter" || e.key === " ") && v.cursor && h.click) {
@@ -331,7 +336,9 @@ export default function (component) {
   v.picture = picture(v.h);
   v.win = null; v.cursor = null;
   v.title.textContent = v.h.title;
-  v.canvas.setAttribute("aria-label", `${v.h.title || "heatmap"}: ${v.h.rows} by ${v.h.cols} cells. Arrow keys move`
+  const t = v.h.tiles, size = t ? `${Math.round((v.h.rows + 1) / (t.rows + 1))} ${t.row_title}s by `
+    + `${Math.round((v.h.cols + 1) / (t.cols + 1))} ${t.col_title}s` : `${v.h.rows} by ${v.h.cols} cells`;
+  v.canvas.setAttribute("aria-label", `${v.h.title || v.h.export_title || "heatmap"}: ${size}. Arrow keys move`
                         + (v.h.click ? ", Enter opens." : "."));
   v.canvas.dataset.meta = JSON.stringify(v.h.meta);
   v.canvas.dataset.xLabels = JSON.stringify(v.h.x_ticks.map((t) => t[1])); // what the columns are, for tests
