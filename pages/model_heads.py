@@ -9,6 +9,7 @@ from attention.models import (
     LINE_VIEW_MAX_UNITS,
     LINE_VIEW_TOKENS,
     SINKS_NOTE,
+    ModelAttention,
     file_stem,
     line_view,
     survey,
@@ -72,102 +73,111 @@ st.caption("Each tile is one head: rows are queries, columns keys, in token orde
 with st.expander("Attention sinks: why most heads stare at one token"):
     st.markdown(SINKS_NOTE)
 
-st.subheader("Zoom")
-c1, c2, c3 = st.columns(3)
-how = focus.aggregation if focus.aggregation in AGGREGATIONS else "head"
-if how != focus.aggregation:  # from a link: a view this page does not have
-    st.caption(f"“{md(focus.aggregation)}” is not a way to show a layer's heads here: one head is shown.")
-    focus = update(aggregation="head")
-key = show("heads.agg", how)
-c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
-             on_change=on_change(key, setting("aggregation")))
-layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head", kinds=att.layer_kind)
-hide = st.toggle("Hide special tokens", value=False, key="heads.hide_special", bind="query-params",
-                 help="[CLS], [SEP], BOS: their rows and columns are dropped and each row rescaled to add up to 1. "
-                      "(On a row of its own: in a fourth column its label was cut at 800 px.)")
-st.latex(AGGREGATIONS[how].formula)
-try:
-    view = zoom(att, how, layer=layer, head=head, hide_special=hide, reading=reading)
-except ValueError as err:
-    st.warning(md(err))
-    st.stop()
-small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
-grouping = reading.groups(att)
-name_parts = (name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
-canvas_heatmap(view_canvas(view, clickable=small, click_text="click to follow this query below",
-                           file_name=file_stem(*name_parts),
-                           meta=figures.focus_meta(layer=layer, head=head if how == "head" else None)),
-               key="heads.zoom",
-               on_click=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None)
-               if small else None)
-notes = []
-if view.reading.words:
-    notes.append("Words: attention *to* a word is the sum over its pieces, *from* a word the mean of its pieces' "
-                 "rows, so rows still sum to 1.")
-if view.reading.without_sinks:
-    gone = ", ".join(f"“{md(token)}”" for token in view.sinks)
-    notes.append(f"Without sinks: {gone} removed (grey), each row renormalised to sum to 1.")
-if small:
-    notes.append("Click a cell to follow its query token below.")
-if notes:
-    st.caption(" ".join(notes))
-export_row(att, view, *name_parts)
-if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
-    st.page_link("pages/inside_head.py", label=f"Why does L{layer + 1}H{head + 1} look there? Inside one head",
-                 icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
-                 "the model that wrote its query and its key (section 6).")
+@st.fragment
+def zoom_and_token(att: ModelAttention, name, text: str, reading) -> None:
+    """The zoom, the token followed, the lines and cross-attention: a partial rerun (st.fragment). A change of
+    view, layer, head or token, or a click in these charts, runs this part again, not the page above it (the
+    grid's payload is not sent again). A click on the grid or a new sentence runs the whole page."""
+    L, H = att.n_layers, att.n_heads
+    focus = fit(att)  # the focus as it is now: a partial rerun does not run the page above
+    st.subheader("Zoom")
+    c1, c2, c3 = st.columns(3)
+    how = focus.aggregation if focus.aggregation in AGGREGATIONS else "head"
+    if how != focus.aggregation:  # from a link: a view this page does not have
+        st.caption(f"“{md(focus.aggregation)}” is not a way to show a layer's heads here: one head is shown.")
+        focus = update(aggregation="head")
+    key = show("heads.agg", how)
+    c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
+                 on_change=on_change(key, setting("aggregation")))
+    layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head", kinds=att.layer_kind)
+    hide = st.toggle("Hide special tokens", value=False, key="heads.hide_special", bind="query-params",
+                     help="[CLS], [SEP], BOS: their rows and columns are dropped and each row rescaled to add up to 1. "
+                          "(On a row of its own: in a fourth column its label was cut at 800 px.)")
+    st.latex(AGGREGATIONS[how].formula)
+    try:
+        view = zoom(att, how, layer=layer, head=head, hide_special=hide, reading=reading)
+    except ValueError as err:
+        st.warning(md(err))
+        return
+    small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
+    grouping = reading.groups(att)
+    name_parts = (name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
+    canvas_heatmap(view_canvas(view, clickable=small, click_text="click to follow this query below",
+                               file_name=file_stem(*name_parts),
+                               meta=figures.focus_meta(layer=layer, head=head if how == "head" else None)),
+                   key="heads.zoom",
+                   on_click=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None)
+                   if small else None)
+    notes = []
+    if view.reading.words:
+        notes.append("Words: attention *to* a word is the sum over its pieces, *from* a word the mean of its pieces' "
+                     "rows, so rows still sum to 1.")
+    if view.reading.without_sinks:
+        gone = ", ".join(f"“{md(token)}”" for token in view.sinks)
+        notes.append(f"Without sinks: {gone} removed (grey), each row renormalised to sum to 1.")
+    if small:
+        notes.append("Click a cell to follow its query token below.")
+    if notes:
+        st.caption(" ".join(notes))
+    export_row(att, view, *name_parts)
+    if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
+        st.page_link("pages/inside_head.py", label=f"Why does L{layer + 1}H{head + 1} look there? Inside one head",
+                     icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
+                     "the model that wrote its query and its key (section 6).")
 
-st.subheader("Where does one token look, in every head?")
-units = att.tokens if grouping is None else grouping.words
-followed = query_picker(st, focus, att, slot="heads", grouping=grouping, source=name)
-focus_view = token_focus(att, followed, reading=reading)
-if focus_view.empty:  # an empty frame 1,300 px tall said nothing: say why instead
-    st.info(f"“{md(units[followed])}” keeps no weight to draw"
-            + (": without sinks, every key it sees is a sink (a decoder's first token sees only itself). Pick a "
-               "later token, or switch “Without sinks” off." if reading.without_sinks else "."))
-else:
-    canvas_heatmap(view_canvas(focus_view, x_title="key word" if grouping else "key token", y_title="layer · head",
-                               height=min(1400, max(320, 120 + 12 * L * H)), row_groups=H if L * H > 96 else None,
-                               clickable=True, click_text="click to open this head in the zoom",
-                               file_name=file_stem(name, "token", followed),
-                               meta=figures.focus_meta(token=units[followed])),
-                   key="heads.focus", on_click=row_head_opener("heads.focus", H))
-
-st.subheader("Lines: one layer's heads, query to key")
-if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",
-             help=f"BertViz's picture: queries left, keys right, a line per pair whose opacity is the weight. Up to "
-                  f"{LINE_VIEW_MAX_UNITS} tokens (or words)."):
-    if len(units) > LINE_VIEW_MAX_UNITS:
-        st.info(f"The line view draws up to {LINE_VIEW_MAX_UNITS} {'words' if grouping else 'tokens'}; this text has "
-                f"{len(units):,}. The zoom and the token focus above show every one.")
+    st.subheader("Where does one token look, in every head?")
+    units = att.tokens if grouping is None else grouping.words
+    followed = query_picker(st, focus, att, slot="heads", grouping=grouping, source=name)
+    focus_view = token_focus(att, followed, reading=reading)
+    if focus_view.empty:  # an empty frame 1,300 px tall said nothing: say why instead
+        st.info(f"“{md(units[followed])}” keeps no weight to draw"
+                + (": without sinks, every key it sees is a sink (a decoder's first token sees only itself). Pick a "
+                   "later token, or switch “Without sinks” off." if reading.without_sinks else "."))
     else:
-        c1, c2 = st.columns([2, 1])
-        heads_shown, queries = [h + 1 for h in range(H)], [None, *range(len(units))]
-        picked = c1.multiselect("Heads of this layer", heads_shown, default=[head + 1],
-                                key=among("heads.line_heads", heads_shown), max_selections=8,
-                                help="One colour per head; up to 8.")
-        only = c2.selectbox("Lines of", queries, key=among(labelled_key("heads.line_query", units), queries),
-                            format_func=label_or_every(units))
-        if picked:
-            lines = line_view(att, layer, [h - 1 for h in picked], query=only, reading=reading)
-            st.plotly_chart(figures.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
-                            width="stretch", key="heads.lines",
-                            config=chart_config(name, f"layer-{layer + 1}", "lines"))
-            unit = "words" if grouping else "tokens"
-            st.caption((f"Over {LINE_VIEW_TOKENS} {unit}: each query keeps its {lines.top} strongest lines. "
-                        if lines.top else "") + "Hover a line's middle for its weight.")
+        canvas_heatmap(view_canvas(focus_view, x_title="key word" if grouping else "key token", y_title="layer · head",
+                                   height=min(1400, max(320, 120 + 12 * L * H)), row_groups=H if L * H > 96 else None,
+                                   clickable=True, click_text="click to open this head in the zoom",
+                                   file_name=file_stem(name, "token", followed),
+                                   meta=figures.focus_meta(token=units[followed])),
+                       key="heads.focus", on_click=row_head_opener("heads.focus", H))
 
-if att.architecture == "encoder-decoder":
-    st.subheader("Cross-attention: each target token reads the source")
-    decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)",
-                                 key="heads.decoder_text", bind="query-params", max_chars=2000)
-    translation = attention_or_stop(name, text, decoder_text.strip() or None, say_check=False)
-    cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
-    if cross_how != how:
-        st.caption(f"{AGGREGATIONS[how].label} is defined for self-attention; cross-attention shows the mean over "
-                   "heads.")
-    cross = zoom(translation, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
-    st.plotly_chart(figures.view_heatmap(cross, x_title="source token (key)", y_title="target token (query)"),
-                    width="stretch", key="heads.cross")
+    st.subheader("Lines: one layer's heads, query to key")
+    if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",
+                 help=f"BertViz's picture: queries left, keys right, a line per pair whose opacity is the weight. "
+                      f"Up to {LINE_VIEW_MAX_UNITS} tokens (or words)."):
+        if len(units) > LINE_VIEW_MAX_UNITS:
+            st.info(f"The line view draws up to {LINE_VIEW_MAX_UNITS} {'words' if grouping else 'tokens'}; this text "
+                    f"has {len(units):,}. The zoom and the token focus above show every one.")
+        else:
+            c1, c2 = st.columns([2, 1])
+            heads_shown, queries = [h + 1 for h in range(H)], [None, *range(len(units))]
+            picked = c1.multiselect("Heads of this layer", heads_shown, default=[head + 1],
+                                    key=among("heads.line_heads", heads_shown), max_selections=8,
+                                    help="One colour per head; up to 8.")
+            only = c2.selectbox("Lines of", queries, key=among(labelled_key("heads.line_query", units), queries),
+                                format_func=label_or_every(units))
+            if picked:
+                lines = line_view(att, layer, [h - 1 for h in picked], query=only, reading=reading)
+                st.plotly_chart(figures.attention_lines(lines, title=f"Layer {layer + 1}: line opacity = weight"),
+                                width="stretch", key="heads.lines",
+                                config=chart_config(name, f"layer-{layer + 1}", "lines"))
+                unit = "words" if grouping else "tokens"
+                st.caption((f"Over {LINE_VIEW_TOKENS} {unit}: each query keeps its {lines.top} strongest lines. "
+                            if lines.top else "") + "Hover a line's middle for its weight.")
 
+    if att.architecture == "encoder-decoder":
+        st.subheader("Cross-attention: each target token reads the source")
+        decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)",
+                                     key="heads.decoder_text", bind="query-params", max_chars=2000)
+        translation = attention_or_stop(name, text, decoder_text.strip() or None, say_check=False)
+        cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
+        if cross_how != how:
+            st.caption(f"{AGGREGATIONS[how].label} is defined for self-attention; cross-attention shows the mean over "
+                       "heads.")
+        cross = zoom(translation, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
+        st.plotly_chart(figures.view_heatmap(cross, x_title="source token (key)", y_title="target token (query)"),
+                        width="stretch", key="heads.cross")
+
+
+zoom_and_token(att, name, text, reading)
 path_links("pages/model_heads.py")
