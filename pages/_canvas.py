@@ -21,15 +21,11 @@ def canvas_heatmap(payload: CanvasHeatmap, *, key: str, on_click: Callable[[], N
     """Draw `payload` (keyed `key`); on_click() runs when a cell or tile is clicked (or opened with Enter),
     with the report in st.session_state[key]["click"]: {"row", "col"} in cells, and "tile": [layer, head]
     from 0 on a grid of tiles."""
-    _heatmap(key=key, data=payload.to_bytes(), height="content",
-             on_click_change=on_click if on_click is not None else _ignore)
+    clicks = {} if on_click is None else {"on_click_change": on_click}  # a chart that opens nothing sends none
+    _heatmap(key=key, data=payload.to_bytes(), height="content", **clicks)
 
 
 def clicked(key: str) -> dict | None:
     """The last click's report on the chart keyed `key` (inside its on_click), or None."""
     state = st.session_state.get(key)
     return None if state is None else state.get("click")
-
-
-def _ignore() -> None:
-    """A chart whose clicks open nothing still declares the trigger it may send."""

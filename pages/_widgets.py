@@ -374,13 +374,14 @@ def cell_query(chart_key: str, att: ModelAttention, row_ids, grouping) -> Callab
 
 def _pick_cell(chart_key: str, tokens, row_ids, firsts) -> None:
     report = clicked(chart_key)  # a canvas heatmap's cell (pages/_canvas.py)
-    points = [] if report else st.session_state[chart_key]["selection"]["points"]
-    if report or points:
-        if report:
-            row = int(report["row"])
-        else:
-            y = points[0]["y"]  # a row number, or in a large heatmap its category "12·bank"
-            row = int(y.split("·")[0]) if isinstance(y, str) else int(round(y))
-        index = row_ids[row] if row_ids is not None else row
-        position = index if firsts is None else firsts[index]
-        update(query=TokenAt(position, tokens[position]))
+    if report:
+        row = int(report["row"])
+    else:
+        points = st.session_state[chart_key]["selection"]["points"]
+        if not points:
+            return
+        y = points[0]["y"]  # a row number, or in a large heatmap its category "12·bank"
+        row = int(y.split("·")[0]) if isinstance(y, str) else int(round(y))
+    index = row_ids[row] if row_ids is not None else row
+    position = index if firsts is None else firsts[index]
+    update(query=TokenAt(position, tokens[position]))

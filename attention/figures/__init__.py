@@ -36,6 +36,7 @@ import importlib
 from attention.figures.base import (
     AUTO_TICKS,
     CLICKABLE_CELLS,
+    GRID_SCALE,
     LOG_FLOOR,
     SIGNED,
     WEIGHT_SCALE,
@@ -54,13 +55,14 @@ _LATER = {  # name -> the module that holds it, imported on first use (it import
     **dict.fromkeys(("attention_lines", "comparison", "distance", "effects", "focus_meta", "grid", "head",
                      "head_grid", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view", "named",
                      "pair", "qk_attribution_heatmap", "row_distance", "statistic", "token", "view_heatmap",
-                     "window_edge", "ViewHTML", "GRID_SCALE", "HEAD_COLOURS"), "attention.figures.models"),
+                     "window_edge", "ViewHTML", "HEAD_COLOURS"), "attention.figures.models"),
     **dict.fromkeys(("corpus_map", "corpus_statistic", "example_rows", "head_name", "head_types", "qk_scatter"),
                     "attention.figures.corpus"),
     **dict.fromkeys(("heads_over_image", "image_uri", "norms_chart", "picture"), "attention.figures.images"),
 }
 
-__all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "LOG_FLOOR", "SIGNED", "WEIGHT_SCALE", "WEIGHTS", "Colours", "Ticks",
+__all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED", "WEIGHT_SCALE", "WEIGHTS", "Colours",
+           "Ticks",
            "esc", "heatmap", "image_config", "CanvasHeatmap", "canvas_source", "grid_canvas", "matrix_canvas",
            "view_canvas",
            "line_chart", "reveal_bars", "sense_plane", "trace_steps", "vector_plane", "weights_bar", *_LATER]

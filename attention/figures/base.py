@@ -192,3 +192,28 @@ def image_config(file_name: str, image_format: str = "png") -> dict:
     the size on screen. file_name should come from attention.models.recorded.export.file_stem (safe characters)."""
     return {"toImageButtonOptions": {"format": image_format, "filename": file_name, "scale": 2},
             "displaylogo": False}
+
+
+# --- the all-heads grid's layout, shared by its Plotly figure (models.head_grid) and its canvas (canvas.grid_canvas)
+GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
+
+
+def tiled(tiles: np.ndarray, fill: np.ndarray | None = None) -> np.ndarray:
+    """Every (layer, head) tile in one matrix, layers down and heads across, a one-cell gap (NaN) between
+    tiles; with `fill` (L, H), each tile's cells hold that one number instead of its weights.
+    Shapes: tiles (L, H, c, c') -> (L * (c + 1) - 1, H * (c' + 1) - 1) float32."""
+    n_layers, n_heads, c, c2 = tiles.shape
+    cells = tiles if fill is None else np.broadcast_to(np.asarray(fill)[:, :, None, None], tiles.shape)
+    padded = np.full((n_layers, c + 1, n_heads, c2 + 1), np.nan, dtype=np.float32)
+    padded[:, :c, :, :c2] = np.asarray(cells).transpose(0, 2, 1, 3)
+    return padded.reshape(n_layers * (c + 1), n_heads * (c2 + 1))[:-1, :-1]
+
+
+def layer_names(layer_kinds: tuple[str, ...], n_layers: int) -> tuple[list[str], str | None]:
+    """The grid's layer labels: "6 · global" for a layer whose kind (ModelAttention.layer_kind) differs from
+    the most common one, else its number from 1; and that most common kind's first word (None: one kind)."""
+    common = max(set(layer_kinds), key=layer_kinds.count) if any(layer_kinds) else None
+    names = [f"{i + 1} · {kind.split(',')[0]}" if common is not None and kind != common else str(i + 1)
+             for i, kind in enumerate(layer_kinds or ("",) * n_layers)]
+    return names, None if common is None else common.split(",")[0]
+

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from uuid import uuid4
@@ -30,11 +30,10 @@ from uuid import uuid4
 import numpy as np
 from plotly.colors import get_colorscale, sample_colorscale
 
-from attention.figures.base import LOG_FLOOR, WEIGHT_SCALE, WEIGHTS, Colours
+from attention.figures.base import GRID_SCALE, LOG_FLOOR, WEIGHT_SCALE, WEIGHTS, Colours, layer_names, tiled
 
 NO_COLOUR = 255  # a colour index that draws nothing: gaps between tiles, masked cells (the background shows)
 COLOURS = 255  # indices 0..254 are the colour table's steps
-GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
 MASKED_BACKGROUND = "#d9d9d9"  # as the Plotly heatmaps: masked cells grey
 MAGIC = b"AEH1"  # payload format: magic, header length (uint32 LE), header JSON, colour indices, float32 values
 
@@ -205,13 +204,8 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
     ("6 · global").
     Shapes: tiles (L, H, c, c')."""
     n_layers, n_heads, c, c2 = tiles.shape
-    values = np.full((n_layers * (c + 1) - 1, n_heads * (c2 + 1) - 1), np.nan, dtype=np.float32)
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            values[layer * (c + 1):layer * (c + 1) + c, head * (c2 + 1):head * (c2 + 1) + c2] = tiles[layer, head]
-    common = max(set(layer_kinds), key=layer_kinds.count) if any(layer_kinds) else None
-    names = [f"{i + 1} · {kind.split(',')[0]}" if common is not None and kind != common else str(i + 1)
-             for i, kind in enumerate(layer_kinds or ("",) * n_layers)]
+    values = tiled(tiles)
+    names, common = layer_names(layer_kinds, n_layers)
     extra = () if hover_extra is None else tuple(int(x) for x in np.rint(np.clip(hover_extra, 0, 1) * 100).ravel())
     filled = np.where(np.isfinite(tiles), tiles, -np.inf).reshape(n_layers * n_heads, -1).max(axis=1)
     largest = tuple(float(x) if np.isfinite(x) else 0.0 for x in filled)
@@ -221,7 +215,7 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
         y_ticks=tuple((i * (c + 1) + (c - 1) / 2, names[i]) for i in range(n_layers)),
         x_names=(), y_names=(), colorbar=linear_colorbar(0.0, 1.0), title=title, export_title=export_title,
         x_title="head",
-        y_title="layer" + (f" (the others {common.split(',')[0]})" if common else ""),
+        y_title="layer" + (f" (the others {common})" if common else ""),
         value_note=f" (largest of {block}×{block} tokens)" if block > 1 else "",
         tiles=Tiles(rows=c, cols=c2, extra_label=hover_label if hover_extra is not None else "", extra=extra,
                     largest=largest),
@@ -237,15 +231,12 @@ def view_canvas(view, *, x_title: str = "key", y_title: str = "query", height: i
     `row_groups`: label every g-th row only, by its label's first word ("L3 H1" -> "L3").
     With `clickable`, a click reports the cell, and `click_text` ends its hover saying what a click does."""
     z = np.asarray(view.matrix, dtype=np.float64)
-    n, m = z.shape
+    n = z.shape[0]
     visible = np.ones(z.shape, bool) if view.mask is None else np.broadcast_to(np.asarray(view.mask, bool), z.shape)
-    top = view.zmax if view.zmax is not None else np.nanmax(np.where(visible & np.isfinite(z), z, np.nan), initial=0.0)
-    zmax = float(top) if np.isfinite(top) and top > 0 else 1.0
-    rows = [str(s) for s in view.row_labels]
-    if row_groups:
-        y_ticks = tuple((float(i), rows[i].split(" ")[0]) for i in range(0, n, row_groups))
-    else:
-        y_ticks = tuple((float(i), s) for i, s in enumerate(rows))
+    drawn = matrix_canvas(np.where(visible, z, np.nan), view.col_labels, view.row_labels, title=view.title,
+                          x_title=x_title, y_title=y_title, value_name=view.value_name,
+                          colours=Colours(0.0, view.zmax, log=view.log), height=height, file_name=file_name,
+                          meta=meta)
     lines = ()
     window, b = view.window, view.block
     if window is not None and n * b > window:  # as figures.window_edge: slope 1 from the first full window
@@ -254,17 +245,11 @@ def view_canvas(view, *, x_title: str = "key", y_title: str = "query", height: i
         y0, y1 = cell(window - 0.5), n - 0.5
         lines = ({"x0": cell(0), "y0": y0, "x1": cell(0) + y1 - y0, "y1": y1, "colour": "#d62728",
                   "text": f"window: {window:,} tokens"},)
-    return CanvasHeatmap(
-        colour=colour_index(z, 0.0, zmax, log=view.log, visible=visible),
-        values=np.where(visible, z, np.nan).astype(np.float32), palette=palette(WEIGHT_SCALE),
-        x_ticks=tuple((float(j), str(s)) for j, s in enumerate(view.col_labels)), y_ticks=y_ticks,
-        x_names=tuple(str(s) for s in view.col_labels), y_names=tuple(rows),
-        colorbar=log_colorbar() if view.log else linear_colorbar(0.0, zmax), title=view.title, x_title=x_title,
-        y_title=y_title, value_name=view.value_name, value_note=" (block max)" if b > 1 else "",
-        show_values=m <= 16 and n * m <= 400, click="cell" if clickable else None,
-        click_text=click_text if clickable else "",
-        height=height or (max(260, 80 + 34 * n) if n * m <= 600 else min(900, max(400, 120 + 6 * n))),
-        background=MASKED_BACKGROUND, lines=lines, file_name=file_name, meta=dict(meta or {}))
+    rows = drawn.y_names
+    return replace(drawn, lines=lines, value_note=" (block max)" if b > 1 else "",
+                   click="cell" if clickable else None, click_text=click_text if clickable else "",
+                   y_ticks=tuple((float(i), rows[i].split(" ")[0]) for i in range(0, n, row_groups)) if row_groups
+                   else drawn.y_ticks)
 
 
 def matrix_canvas(z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",

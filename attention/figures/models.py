@@ -12,13 +12,24 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from attention.figures.base import AUTO_TICKS, SIGNED, WEIGHTS, Colours, Ticks, esc, heatmap
+from attention.figures.base import (
+    AUTO_TICKS,
+    GRID_SCALE,
+    SIGNED,
+    WEIGHTS,
+    Colours,
+    Ticks,
+    esc,
+    heatmap,
+    layer_names,
+    tiled,
+)
 from attention.figures.toy import line_chart
 from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view, survey, token_focus, zoom
 
 __all__ = ["attention_lines", "comparison", "pair", "row_distance", "distance", "effects", "grid", "head",
            "focus_meta", "head_grid", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view",
-           "named", "statistic", "token", "view_heatmap", "window_edge", "ViewHTML", "GRID_SCALE", "HEAD_COLOURS",
+           "named", "statistic", "token", "view_heatmap", "window_edge", "ViewHTML", "HEAD_COLOURS",
            "qk_attribution_heatmap"]
 
 
@@ -55,7 +66,6 @@ def window_edge(fig: go.Figure, view) -> go.Figure:
     return fig
 
 
-GRID_SCALE = [[0.0, "#f7fbff"], [0.05, "#c6dbef"], [0.2, "#6baed6"], [0.5, "#2171b5"], [1.0, "#08306b"]]
 
 
 def focus_meta(*, layer: int | None = None, head: int | None = None, token: str | None = None) -> dict:
@@ -82,14 +92,10 @@ def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | N
     Shapes: tiles (L, H, c, c').
     """
     n_layers, n_heads, c, c2 = tiles.shape
-    z = np.full((n_layers * (c + 1) - 1, n_heads * (c2 + 1) - 1), np.nan, dtype=np.float32)
-    extra = np.zeros(z.shape, dtype=np.uint8)  # whole percents: a quarter of float32's bytes on the wire
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            cell = (slice(layer * (c + 1), layer * (c + 1) + c), slice(head * (c2 + 1), head * (c2 + 1) + c2))
-            z[cell] = tiles[layer, head]
-            if hover_extra is not None:
-                extra[cell] = np.rint(np.clip(hover_extra[layer, head], 0, 1) * 100)
+    z = tiled(tiles)
+    extra = None  # whole percents: a quarter of float32's bytes on the wire
+    if hover_extra is not None:
+        extra = np.nan_to_num(tiled(tiles, np.rint(np.clip(hover_extra, 0, 1) * 100))).astype(np.uint8)
     # Coordinates: tile (layer, head) spans layer+1 +- 0.5*c/(c+1), so rounding names the tile.
     def centres(count: int, size: int) -> np.ndarray:
         offsets = (np.arange(size + 1) - (size - 1) / 2) / (size + 1)  # size cells, then the gap at +0.5
@@ -100,7 +106,7 @@ def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | N
         hover += f"<br>{esc(hover_label)}: %{{customdata}}%"
     fig = go.Figure(go.Heatmap(
         z=z, x=centres(n_heads, c2), y=centres(n_layers, c), zmin=0, zmax=1, colorscale=GRID_SCALE,
-        customdata=extra if hover_extra is not None else None, hovertemplate=hover + "<extra></extra>",
+        customdata=extra, hovertemplate=hover + "<extra></extra>",
         colorbar=dict(title=dict(text="weight"), thickness=12, xpad=4), hoverongaps=False,
     ))
     # Plotly heatmaps report no selection on a click; a point does. One invisible point per tile, on top, so
@@ -118,10 +124,8 @@ def head_grid(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | N
                       margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(1, n_heads + 1)), showgrid=False,
                      zeroline=False, side="top")
-    common = max(set(layer_kinds), key=layer_kinds.count) if any(layer_kinds) else None
-    ticks = [f"{i + 1} · {kind.split(',')[0]}" if common is not None and kind != common else str(i + 1)
-             for i, kind in enumerate(layer_kinds or ("",) * n_layers)]
-    fig.update_yaxes(title_text="layer" + (f" (the others {common.split(',')[0]})" if common else ""),
+    ticks, common = layer_names(layer_kinds, n_layers)
+    fig.update_yaxes(title_text="layer" + (f" (the others {common})" if common else ""),
                      tickmode="array", tickvals=list(range(1, n_layers + 1)), ticktext=ticks, showgrid=False,
                      zeroline=False, autorange="reversed")
     return fig
