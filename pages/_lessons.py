@@ -28,6 +28,7 @@ SEEN = "lessons.seen"  # session key: the pages opened, by URL name ("lookup": p
 SKIPPED = "lessons.skipped"  # session key: the pages whose questions the learner skipped, by URL name
 EXPLAINED = "lessons.explained"  # session key: the glossary terms already explained on this run of the page
 ARRIVED = "lessons.arrived"  # session key: the page the path's Next (or Home's Start) is opening
+LAST_STEP = "lessons.last_step"  # session key: the page of the path opened last, by its path
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,9 @@ def _skip(page: str) -> None:
 def seen(name: str) -> None:
     """Note that the learner opened the page `name` (its URL name; app.py calls it for every page)."""
     st.session_state.setdefault(SEEN, set()).add(name)
+    step = next((p for p in PATH if Path(p).stem == name), None)
+    if step is not None:
+        st.session_state[LAST_STEP] = step
 
 
 def was_seen(path: str) -> bool:
@@ -201,16 +205,19 @@ def progress() -> tuple[int, int, int]:
 
 
 def path_links(path: str) -> None:
-    """Back and Next along the path, at the end of a page (off the path: back to it); the last page closes
-    the path with what the learner has seen and where to go next. Each button on a row of its own: side by
-    side, "Next: Step by step: self-attention" was cut at 800 px."""
+    """Back and Next along the path, at the end of a page; the last page closes the path with what the learner
+    has seen and where to go next. Off the path, Back returns to the step the learner was on and "Continue the
+    path" goes on from there (a step-7 learner who opened Head atlas is not sent to step 1). Each button on a
+    row of its own: side by side, "Next: Step by step: self-attention" was cut at 800 px."""
     st.divider()
     if path in PATH:
         i = PATH.index(path)
         before, after = (PATH[i - 1] if i > 0 else "pages/home.py"), (PATH[i + 1] if i + 1 < len(PATH) else None)
     else:
-        before = "pages/home.py"
-        after = next((p for p in PATH if not was_seen(p)), None)
+        last = st.session_state.get(LAST_STEP)
+        before = last or "pages/home.py"
+        later = PATH[PATH.index(last) + 1:] if last else PATH
+        after = next((p for p in (*later, *PATH) if not was_seen(p)), None)
     if after is None and path in PATH:
         _the_end()
     if after is not None:
