@@ -2,6 +2,7 @@
 colour options reach the trace."""
 
 import numpy as np
+import pytest
 
 from attention import figures
 from attention.models.recorded.views import pool_max
@@ -57,3 +58,18 @@ def test_colour_options_reach_the_trace_and_log_colours_keep_the_values_on_hover
     grouped = figures.heatmap(np.zeros((6, 2)), ["a", "b"], [f"L{i // 3 + 1} H{i % 3 + 1}" for i in range(6)],
                                ticks=figures.Ticks(row_groups=3))
     assert list(grouped.layout.yaxis.ticktext) == ["L1", "L2"]
+
+
+@pytest.mark.parametrize("lo,hi", [(0.02, 0.09), (0.004, 0.03), (1e-5, 0.5), (1.0, 1000.0), (0.11, 0.35)])
+def test_a_log_axis_has_several_labels_inside_its_curves(lo, hi):
+    """Head atlas's distance chart, within one decade, had a single y label: every tick lies inside the
+    curves' range, is a 1-9 multiple of a power of ten, and there are at least three (two over less than a
+    factor of four)."""
+    from attention.figures import line_chart
+
+    fig = line_chart([1, 2, 3], {"a": [lo, (lo * hi) ** 0.5, hi]}, log_y=True)
+    ticks = fig.layout.yaxis.tickvals
+    assert len(ticks) >= (3 if hi / lo >= 4 else 2), ticks
+    assert all(lo * 0.999 <= t <= hi * 1.001 for t in ticks), ticks
+    assert all(round(t / 10 ** np.floor(np.log10(t)), 6) in range(1, 10) for t in ticks), ticks
+    assert list(fig.layout.yaxis.ticktext) == [f"{t:g}" for t in ticks]

@@ -51,7 +51,7 @@ def line_chart(x, series: dict, *, title: str = "", x_title: str = "", y_title: 
           log_y: bool = False, marker_x=None, categorical_x: bool = False, x_hover=None) -> go.Figure:
     """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d);
     `categorical_x` spaces labelled x values (such as offset ranges) evenly, and `x_hover` says what
-    each one covers on hover. A log y axis is labelled once per decade (0.001, 0.01, 0.1, 1)."""
+    each one covers on hover. A log y axis is labelled at 1, 2 and 5 times a power of ten (log_ticks)."""
     fig = go.Figure()
     xs = [esc(v) for v in x] if categorical_x else np.asarray(x)
     shown_x = "%{customdata}" if x_hover is not None else "%{x}"
@@ -66,9 +66,30 @@ def line_chart(x, series: dict, *, title: str = "", x_title: str = "", y_title: 
                       legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(title_text=x_title, type="category" if categorical_x else "log" if log_x else "linear",
                      tickangle=0 if categorical_x else None)
+    ticks = log_ticks([v for y in series.values() for v in np.ravel(y)]) if log_y else None
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear",
-                     **(dict(dtick=1, tickformat="~g") if log_y else {}))
+                     **(dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks]) if ticks else {}))
     return fig
+
+
+def log_ticks(values, most: int = 8) -> list[float]:
+    """Tick values for a log axis over `values` (the positive ones): the powers of ten inside their range, with
+    2x and 5x when that makes fewer than three ticks, and 1x-9x when even that does not (a curve within one
+    decade, such as 0.02-0.09, had a single label). At most `most`, thinned to every other; [] (Plotly's own
+    ticks) when fewer than two fit."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return []
+    lo, hi = v.min() * (1 - 1e-9), v.max() * (1 + 1e-9)
+    decades = 10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
+    for steps in ((1,), (1, 2, 5), range(1, 10)):
+        ticks = [float(f"{d * s:.6g}") for d in decades for s in steps if lo <= d * s <= hi]
+        if len(ticks) >= 3:
+            break
+    while len(ticks) > most:
+        ticks = ticks[::2]
+    return ticks if len(ticks) >= 2 else []
 
 
 def vector_plane(points: dict, *, axes=("dimension 1", "dimension 2"), title: str = "", faded=()) -> go.Figure:
