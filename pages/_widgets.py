@@ -199,8 +199,8 @@ def _set_head(focus: Focus, shown_head: int | None) -> Focus:
 def query_picker(col, focus: Focus, att: ModelAttention, *, slot: str, default: int | None = None,
                  grouping=None, label: str | None = None, source: Source | None = None) -> int:
     """The token (or, reading words, the word) followed: the focus's, else `default` (the page's; the
-    seeds' "bank" when the text has it). Returns its index among the tokens, or among the words."""
-    position = focus.query_or(default_focus(att.tokens) if default is None else default)
+    seeds' "bank" when the text has it, else its last word). Returns its index among the tokens, or among the words."""
+    position = focus.query_or(default_focus(att.tokens, special=att.special) if default is None else default)
     units = att.tokens if grouping is None else grouping.words
     index = position if grouping is None else grouping.word_of(position)
     firsts = None if grouping is None else tuple(pieces[0] for pieces in grouping.pieces)

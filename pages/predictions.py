@@ -17,7 +17,6 @@ from attention.models import (
     generate,
     head_ablation,
     head_ablation_cosine,
-    last_word,
     model_label,
     next_tokens,
     query_row,
@@ -76,7 +75,7 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
               key="pred.decoder", on_click=changing(model=ModelChoice(DEFAULT_DECODER), query=None))
     st.selectbox("Example for an encoder", list(ex.VECTOR_EXAMPLES), index=None, key="pred.vector_example",
                  placeholder="choose one to fill the sentence and the word", on_change=vector_example)
-    followed = default_focus(att.tokens) if "bank" in att.tokens else last_word(att.tokens, att.special)
+    followed = default_focus(att.tokens, special=att.special)
     if st.session_state.get("pred.word") is None:  # the page's own box: the token the page follows at first
         st.session_state["pred.word"] = att.tokens[followed]
     word = st.text_input("Word to follow", key="pred.word", max_chars=40)

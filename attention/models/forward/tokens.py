@@ -77,9 +77,14 @@ def find_word(tokens, word: str) -> int:
     raise ValueError(f"“{word}” is not among the tokens: {' '.join(tokens)}")
 
 
-def default_focus(tokens, word: str = "bank") -> int:
-    """The token a page follows first: `word` when the sentence has it (the seeds' "bank"), else token 0."""
-    return next((i for i, t in enumerate(tokens) if t.lower() == word), 0)
+def default_focus(tokens, word: str = "bank", special=None) -> int:
+    """The token a page follows first: `word` when the sentence has it (the seeds' "bank"), else the last word
+    when `special` (one flag per token) is given (last_word), else token 0. Token 0 is [CLS] in an encoder and,
+    in a decoder, a token that sees only itself: every head's weight 1.0, nothing to compare."""
+    found = next((i for i, t in enumerate(tokens) if t.lower() == word), None)
+    if found is not None:
+        return found
+    return 0 if special is None else last_word(tokens, special)
 
 
 def last_word(tokens, special) -> int:
