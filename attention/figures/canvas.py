@@ -49,7 +49,10 @@ class Tiles:
     col_title: str = "head"
     extra_label: str = ""  # one more number per tile in the hover ("sink mass")
     extra: tuple[int, ...] = ()  # (n_tile_rows * n_tile_cols,) whole percents, row-major
-    largest: tuple[float, ...] = ()  # (n_tile_rows * n_tile_cols,) each tile's largest value (the keyboard's tip)
+    # (n_tile_rows * n_tile_cols,) each tile's rows' largest value, averaged: the keyboard's tip, moving tile by
+    # tile (1.0 = every query puts all its weight on one key). Its largest value said nothing: 1.000 in every
+    # tile of a decoder, whose first token sees only itself.
+    row_peak: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ class CanvasHeatmap:
                 "cell_digits": self.cell_digits, "tiles": None if self.tiles is None else {
                     "rows": self.tiles.rows, "cols": self.tiles.cols, "row_title": self.tiles.row_title,
                     "col_title": self.tiles.col_title, "extra_label": self.tiles.extra_label,
-                    "extra": list(self.tiles.extra), "largest": list(self.tiles.largest)},
+                    "extra": list(self.tiles.extra), "row_peak": list(self.tiles.row_peak)},
                 "click": self.click, "click_text": self.click_text, "x_top": self.x_top, "height": self.height,
                 "background": self.background,
                 "lines": list(self.lines), "file_name": self.file_name, "meta": self.meta}
@@ -128,7 +131,7 @@ class CanvasHeatmap:
         start += rows * cols + (-(rows * cols) % 4)
         values = np.frombuffer(data, "<f4", rows * cols, start).reshape(rows, cols)
         tiles = None if h["tiles"] is None else Tiles(**{**h["tiles"], "extra": tuple(h["tiles"]["extra"]),
-                                                         "largest": tuple(h["tiles"]["largest"])})
+                                                         "row_peak": tuple(h["tiles"]["row_peak"])})
         pairs = lambda key: tuple((float(p), str(t)) for p, t in h[key])  # noqa: E731
         return cls(colour=colour, values=values, palette=tuple(h["palette"]), x_ticks=pairs("x_ticks"),
                    y_ticks=pairs("y_ticks"), x_names=tuple(h["x_names"]), y_names=tuple(h["y_names"]),
@@ -198,7 +201,7 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
                 file_name: str = "all-heads", export_title: str = "") -> CanvasHeatmap:
     """Every layer x head as one small tile, a one-cell gap between tiles: attention.figures.head_grid's
     picture. Hover names the tile (from 1) and the cell's weight (the largest of a block of `block` x `block`
-    tokens when block > 1; the keyboard's tip, moving tile by tile, the tile's largest), with `hover_extra`
+    tokens when block > 1; the keyboard's tip, moving tile by tile, the mean of its rows' largest), with `hover_extra`
     (L, H) one more number in whole percents; a click reports the tile. `layer_kinds`
     (ModelAttention.layer_kind per layer) label the layers whose kind differs from the most common one
     ("6 · global").
@@ -207,8 +210,10 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
     values = tiled(tiles)
     names, common = layer_names(layer_kinds, n_layers)
     extra = () if hover_extra is None else tuple(int(x) for x in np.rint(np.clip(hover_extra, 0, 1) * 100).ravel())
-    filled = np.where(np.isfinite(tiles), tiles, -np.inf).reshape(n_layers * n_heads, -1).max(axis=1)
-    largest = tuple(float(x) if np.isfinite(x) else 0.0 for x in filled)
+    peaks = np.where(np.isfinite(tiles), tiles, -np.inf).max(axis=3)  # (L, H, c) each row's largest
+    peaks = np.where(np.isfinite(peaks), peaks, np.nan).reshape(n_layers * n_heads, c)
+    seen = np.isfinite(peaks).any(axis=1)
+    row_peak = tuple(float(np.nanmean(p)) if ok else 0.0 for p, ok in zip(peaks, seen, strict=True))
     return CanvasHeatmap(
         colour=colour_index(values, 0.0, 1.0), values=values, palette=palette(tuple(map(tuple, GRID_SCALE))),
         x_ticks=tuple((h * (c2 + 1) + (c2 - 1) / 2, str(h + 1)) for h in range(n_heads)),
@@ -218,7 +223,7 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
         y_title="layer" + (f" (the others {common})" if common else ""),
         value_note=f" (largest of {block}×{block} tokens)" if block > 1 else "",
         tiles=Tiles(rows=c, cols=c2, extra_label=hover_label if hover_extra is not None else "", extra=extra,
-                    largest=largest),
+                    row_peak=row_peak),
         click="tile", x_top=True, height=int(min(2400, 80 + n_layers * 70)), file_name=file_name)
 
 

@@ -224,7 +224,8 @@ function at(v, e) {
 }
 
 // What a cell is: its tile (with tiles), its row and column names, its value; null for a gap. With `whole`,
-// a tile is described by its largest value (Python's, from the header), as the keyboard moves tile by tile.
+// a tile is described by its rows' largest values, averaged (Python's, from the header), as the keyboard moves
+// tile by tile.
 function describe(v, row, col, whole = false) {
   const h = v.h, i = row * h.cols + col, value = h.values[i];
   const number = Number.isNaN(value) ? "masked" : value.toFixed(h.digits);
@@ -233,7 +234,7 @@ function describe(v, row, col, whole = false) {
     if (row % (t.rows + 1) === t.rows || col % (t.cols + 1) === t.cols) return null;
     const across = Math.round((h.cols + 1) / (t.cols + 1)), k = tr * across + tc;
     const lines = [`${t.row_title} ${tr + 1} · ${t.col_title} ${tc + 1}`,
-                   whole ? `largest ${h.value_name}: ${t.largest[k].toFixed(h.digits)}`
+                   whole ? `each row's largest ${h.value_name}, mean: ${t.row_peak[k].toFixed(h.digits)}`
                          : `${h.value_name}${h.value_note}: ${number}`];
     if (t.extra_label) lines.push(`${t.extra_label}: ${t.extra[k]}%`);
     if (h.click) lines.push("click to open it in the zoom");
