@@ -118,3 +118,15 @@ def test_npz_round_trips_and_csv_has_one_row_per_query(minilm):
     assert len(rows) == 1 + len(att.tokens) and rows[0][1:] == list(att.tokens)
     assert [float(x) for x in rows[5][1:]] == pytest.approx(view.matrix[4].tolist(), abs=1e-6)
     assert file_stem("org/../../etc", "layer 3", "<img src=x>") == "org-etc_layer-3_img-src-x"
+
+
+def test_the_token_followed_first_is_bank_else_the_last_word():
+    from attention.models import default_focus
+
+    tokens = ("[CLS]", "i", "sat", "on", "the", "river", "bank", ".", "[SEP]")
+    special = (True, False, False, False, False, False, False, False, True)
+    assert default_focus(tokens, special=special) == 6  # the seeds' "bank"
+    plain = ("[CLS]", "the", "otter", "dove", "in", ".", "[SEP]")
+    assert default_focus(plain, special=(True, *[False] * 5, True)) == 4  # "in": not [SEP], not "."
+    assert default_focus(("The", "cat", "sat", "!"), special=(False,) * 4) == 2  # a decoder's: not token 0
+    assert default_focus(plain) == 0  # without the special flags, as before
