@@ -80,9 +80,10 @@ def _publish(focus: Focus) -> None:
     params = focus.to_params()
     for name in PARAMS:
         if name not in params and name in st.query_params:
-            del st.query_params[name]
-        elif name in params and st.query_params.get(name) != params[name]:
-            st.query_params[name] = params[name]
+            del st.query_params[name]  # rare (a field back to its default): one message each
+    changed = {name: value for name, value in params.items() if st.query_params.get(name) != value}
+    if changed:  # one message to the browser, one history entry, however many fields changed
+        st.query_params.update(changed)
     st.session_state[_WRITTEN] = params
 
 
