@@ -31,6 +31,7 @@ from attention.models.forward.memory import NotEnoughMemory
 from attention.models.forward.model import LoadedModel, Progress, has_lm_head, layer_windows
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.recompute import work_threads
+from attention.models.forward.registry import model_label
 from attention.models.forward.stacks import as_numpy, attention_stack, calls_of, hidden_states_of
 from attention.models.forward.tokens import display_tokens, encoding_words
 
@@ -109,8 +110,10 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
     expected = _attention_calls(network)
     say = progress or (lambda fraction, message: None)
 
+    label = model_label(spec.name)  # "SmolLM2-135M", as the picker says it, not its key
+
     def on_call(done: int) -> None:
-        say(min(1.0, done / expected), f"Running {spec.name}: attention layer {min(done, expected)} of {expected}")
+        say(min(1.0, done / expected), f"Running {label}: attention layer {min(done, expected)} of {expected}")
 
     encoder_decoder = spec.architecture == "encoder-decoder"
     # One stack of self-attention on the CPU: our kernel makes each layer's output and the head survey's sums
