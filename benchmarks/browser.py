@@ -159,6 +159,14 @@ def trivial_command(port: int) -> list[str]:
     return [str(TRIVIAL_APP) if part == str(APP) else part for part in streamlit_command(port)]
 
 
+ELEMENTS_APP = Path(__file__).with_name("elements_app.py")
+
+
+def elements_command(port: int) -> list[str]:
+    """streamlit_command for benchmarks/elements_app.py: a page of Model heads' size, with no model."""
+    return [str(ELEMENTS_APP) if part == str(APP) else part for part in streamlit_command(port)]
+
+
 def input_to_idle(browser, url: str, texts: list[str]) -> dict:
     """The loop's floor: Ctrl+Enter in the trivial page's text box -> the script has finished and its one
     line shows the new text (the same keys and the same wait for idle as sentence_to_grid). Its runs are too
@@ -444,6 +452,9 @@ def run(smoke: bool, texts16: list[str], texts512: list[str], payload_texts: dic
             out["floor16"] = input_to_idle(browser, url, texts16)
             if not smoke:
                 out["floor512"] = input_to_idle(browser, url, texts512)
+        if not smoke:
+            with running_app(app_command=elements_command) as url:  # Streamlit's cost of a page that size
+                out["elements16"] = input_to_idle(browser, url, texts16)
         out["cold_start"] = cold_start(browser, 1 if smoke else 3)
         with running_app() as url:
             out["live"] = live_drags(browser, url, 2 if smoke else 10)

@@ -24,6 +24,7 @@ from benchmarks import browser as bb
 from benchmarks import comparison as compared
 from benchmarks import compute, soak
 from benchmarks import images as image_bench
+from benchmarks.elements_app import ELEMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {  # figure -> (target text, check)
@@ -471,6 +472,11 @@ def report(r: dict, smoke: bool) -> str:
     ]
     lines.append(f"- the same 16-token texts on a trivial page (benchmarks/trivial_app.py), submitted → idle: "
                  f"{fig(b['floor16'])}")
+    if "elements16" in b:
+        lines.append(f"- the same texts on a page of Model heads' size with no model (benchmarks/elements_app.py: "
+                     f"the app's sidebar of pages and Model heads' {sum(ELEMENTS.values())} elements), submitted → "
+                     f"idle: {fig(b['elements16'])}, {b['elements16']['median'] / b['floor16']['median']:.1f} x the "
+                     f"trivial page; Model heads is {b['sentence16']['median'] / b['elements16']['median']:.1f} x it")
     if "sentence512" in b:
         lines.append(f"- sentence submitted → all-heads grid painted, 512 tokens: {fig(b['sentence512'])}")
         lines.append(f"- the same 512-token texts on the trivial page, submitted → idle: {fig(b['floor512'])}")
