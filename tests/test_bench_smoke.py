@@ -21,3 +21,17 @@ def test_benchmark_smoke_run_writes_a_report(tmp_path):
         assert heading in text
     assert "| 3 |" in text  # the core row at n = 3
     assert "live slider, 1-s drag" in text and "websocket messages sent during a drag" in text
+
+
+def test_the_page_of_model_heads_size_draws_its_elements_and_the_line_the_benchmark_waits_for():
+    """benchmarks/elements_app.py (the floor of a page as big as Model heads), run as `streamlit run` runs it."""
+    from streamlit.testing.v1 import AppTest
+
+    from benchmarks.elements_app import ELEMENTS
+
+    at = AppTest.from_file(str(APP.parent / "benchmarks" / "elements_app.py"), default_timeout=30).run()
+    at.text_area(key="sentence").set_value("I sat on the river bank").run()
+    assert not at.exception
+    assert at.text[-1].value == "6 words: I sat on the river bank"  # benchmarks.browser.input_to_idle's line
+    assert len(at.toggle) == ELEMENTS["toggle"] and len(at.selectbox) == ELEMENTS["selectbox"]
+    assert len(at.caption) == ELEMENTS["caption"] and len(at.subheader) == ELEMENTS["subheader"]
