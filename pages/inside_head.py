@@ -99,10 +99,9 @@ vectors(t.score_terms(0)[shown], keys, "q ⊙ k_j (each row sums to the score)",
         value_name="product")
 
 st.header("3 · scores, scaling, softmax")
-c1, c2, c3 = st.columns(3)  # one formula per column: on one line they ran off an 800 px screen
-c1.latex(rf"s_j = q_{{{i}}} \cdot k_j")
-c2.latex(rf"\tilde s_j = s_j \cdot {t.scale:.4f}")
-c3.latex(r"\alpha_j = \operatorname{softmax}(\tilde s)_j")
+# A line each: side by side, in three columns, the third ran off an 800 px screen.
+st.latex(rf"""\begin{{aligned}} s_j &= q_{{{i}}} \cdot k_j \\ \tilde s_j &= s_j \cdot {t.scale:.4f} \\
+         \alpha_j &= \operatorname{{softmax}}(\tilde s)_j \end{{aligned}}""")
 if t.mask is not None:
     st.caption("Masked keys (future tokens in a decoder) get −∞ before the softmax, so their weight is exactly 0.")
 columns = {"key": keys, "q·k": t.scores[0, shown], "scaled": t.scaled[0, shown], "softmax weight": t.weights[0, shown]}
@@ -118,10 +117,10 @@ def pick_key() -> None:
         st.session_state[labelled_key("inside.key", att.tokens)] = int(shown[points[0]["point_index"]])
 
 
-st.plotly_chart(named(figures.weights_bar(keys, t.weights[0, shown], title=f"{lh}: what “{word}” attends to (click "
-                                           "a key: “why this key” below says why)"), layer=layer, head=head,
-                      token=word),
+st.plotly_chart(named(figures.weights_bar(keys, t.weights[0, shown], title=f"{lh}: what “{word}” attends to"),
+                      layer=layer, head=head, token=word),
                 width="stretch", key="inside.bar", on_select=pick_key, selection_mode="points")
+st.caption("Click a bar: “why this key”, below, splits that key's score into the parts of the model that made it.")
 
 st.subheader("Softmax temperature, live")
 st.latex(r"\alpha_j(T) = \operatorname{softmax}(\tilde s / T)_j")

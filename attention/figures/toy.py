@@ -23,7 +23,10 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
         hovertext=[f"{esc(lab)}<br>{value_name}: {v:.4f}" for lab, v in zip(labels, w, strict=True)], hoverinfo="text",
     ))
     fig.update_layout(title=dict(text=esc(title)), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels])
+    # Labels that do not fit flat turn to -45 degrees, each ending under its bar. Turned Plotly's own way
+    # (+30), the last ones ran past the right edge at 800 px and [SEP] was dropped.
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels],
+                     autotickangles=[0, -45, -90], automargin=True)
     fig.update_yaxes(title_text=value_name, range=[0, y_max * 1.15] if y_max else None)
     return fig
 
