@@ -74,6 +74,8 @@ function buildSliders(view) {
   });
 }
 
+const CROWDED_PX = 48; // a bar narrower than this draws its number and name sideways
+
 function buildPanels(view) {
   view.panels.replaceChildren();
   view.cells = view.data.panels.map((p) => {
@@ -82,12 +84,16 @@ function buildPanels(view) {
     el("div", "title", box, p.title);
     if (p.chart === "bars") {
       const bars = el("div", p.signed ? "bars signed" : "bars", box);
+      // Too narrow for a word per bar (13 keys at 800 px: "watched" read "wa…"): numbers and names turn on
+      // their side, and each name keeps its whole text as a tooltip.
+      new ResizeObserver(() => bars.classList.toggle("crowded", bars.clientWidth / p.cols.length < CROWDED_PX))
+        .observe(bars);
       return p.cols.map((name) => {
         const col = el("div", "bar", bars);
         const num = el("span", "num", col);
         const track = el("div", "track", col);
         const fill = el("div", "fill", track);
-        el("span", "name", col, name);
+        el("span", "name", col, name).title = name;
         return { num, fill };
       });
     }
