@@ -322,9 +322,10 @@ def open_head_buttons(layer: int, head: int, *, key: str) -> None:
 
 
 def head_opener(chart_key: str, *, first: int = 0, from_customdata: bool = False) -> Callable[[], None]:
-    """on_select for a chart of heads: the clicked head becomes the focus's. Its layer and head are the point's
-    y and x, counted from `first` (a layer x head heatmap from 0; the all-heads grid's tiles from 1), or the
-    first two values of its customdata, from 0 (a scatter of heads)."""
+    """on_select (or a canvas's on_click) for a chart of heads: the clicked head becomes the focus's. Its layer
+    and head are the point's y and x, counted from `first` (a layer x head heatmap from 0; the all-heads grid's
+    tiles from 1), or the first two values of its customdata, from 0 (a scatter of heads); on a canvas, the
+    tile's or the cell's (row = layer, column = head), from 0."""
     return functools.partial(_open_head, chart_key, first, from_customdata)
 
 
@@ -355,9 +356,10 @@ def picked_head(table_key: str, heads) -> Focus:
 
 
 def _open_head(chart_key: str, first: int, from_customdata: bool) -> None:
-    report = clicked(chart_key)  # a canvas grid's tile (pages/_canvas.py), from 0
-    if report and "tile" in report:
-        update(layer=int(report["tile"][0]), head=int(report["tile"][1]), aggregation="head")
+    report = clicked(chart_key)  # a canvas (pages/_canvas.py): the grid's tile, or a layer x head cell, from 0
+    if report:
+        layer, head = report["tile"] if "tile" in report else (report["row"], report["col"])
+        update(layer=int(layer), head=int(head), aggregation="head")
         return
     points = st.session_state[chart_key]["selection"]["points"]
     if points:

@@ -4,8 +4,19 @@ import pandas as pd
 import streamlit as st
 
 from attention import figures
-from attention.figures import Colours
-from attention.models import BROAD_FRACTION, METRICS, ROLE_THRESHOLD, ROLES, TYPE_THRESHOLD, head_roles, survey, zoom
+from attention.figures import Colours, layer_head_canvas, view_canvas
+from attention.models import (
+    BROAD_FRACTION,
+    METRICS,
+    ROLE_THRESHOLD,
+    ROLES,
+    TYPE_THRESHOLD,
+    file_stem,
+    head_roles,
+    survey,
+    zoom,
+)
+from pages._canvas import canvas_heatmap
 from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
@@ -35,12 +46,11 @@ uniform = head_survey.uniform_entropy  # per layer: a layer with a sliding windo
 uniform_text = (f"{uniform.max():.2f} nats" if uniform.min() == uniform.max() else
                 f"{uniform.min():.2f} to {uniform.max():.2f} nats (layers with a sliding window see fewer keys)")
 st.caption(help_text + (f" Uniform attention would give {uniform_text}." if metric == "entropy" else ""))
-fig = figures.heatmap(values, [str(h + 1) for h in range(H)], [str(l_ + 1) for l_ in range(L)], title=title,
-                       x_title="head", y_title="layer", value_name=title,
-                       colours=Colours(0.0, head_survey.upper_bound(metric)),
-                       show_values=H <= 12 and L <= 12, height=min(1400, 140 + 32 * L), clickable=True)
-st.plotly_chart(fig, width="stretch", key="atlas.metric", on_select=head_opener("atlas.metric"),
-                selection_mode="points")  # a click on a cell opens that head below
+canvas_heatmap(layer_head_canvas(values, title=title, value_name=title,
+                                 colours=Colours(0.0, head_survey.upper_bound(metric)), show_values=H <= 12 and L <= 12,
+                                 height=min(1400, 140 + 32 * L), click_text="click to open this head below",
+                                 file_name=file_stem(name, metric)),
+               key="atlas.metric", on_click=head_opener("atlas.metric"))  # a click on a cell opens that head below
 
 st.subheader("Head types")
 st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink** when more than "
@@ -70,9 +80,10 @@ else:
     st.caption(f"{ROLES[role][1]} The probe: a beginning-of-text token, then {roles.repeat} random tokens, then the "
                f"same {roles.repeat} again (seed {roles.seed}; Olsson et al. 2022). Scores are mean attention weights, "
                "0 to 1; click a cell to see that head's pattern on the probe below.")
-    st.plotly_chart(figures.layer_head_heatmap(getattr(roles, role), title=f"{ROLES[role][0]} score",
-                                               value_name="score", signed=False, zmax=1.0, clickable=True),
-                    width="stretch", key="atlas.roles", on_select=head_opener("atlas.roles"), selection_mode="points")
+    canvas_heatmap(layer_head_canvas(getattr(roles, role), title=f"{ROLES[role][0]} score", value_name="score",
+                                     colours=Colours(0.0, 1.0), click_text="click to open this head below",
+                                     file_name=file_stem(name, role)),
+                   key="atlas.roles", on_click=head_opener("atlas.roles"))
     labels = roles.labels(threshold)
     labelled = [{"layer": l_ + 1, "head": h + 1, "role": labels[l_, h],
                  **{ROLES[f][0]: getattr(roles, f)[l_, h] for f in ROLES}} for l_ in range(L) for h in range(H)
@@ -93,8 +104,9 @@ c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, 
             f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
 open_head_buttons(layer, head, key="atlas.open")
 if probe is not None:
-    st.plotly_chart(figures.named(figures.view_heatmap(zoom(probe, "head", layer=layer, head=head)), layer=layer,
-                                  head=head), width="stretch", key="atlas.probe_pattern")
+    canvas_heatmap(view_canvas(zoom(probe, "head", layer=layer, head=head),
+                               file_name=file_stem(name, "probe", f"layer-{layer + 1}", f"head-{head + 1}"),
+                               meta=figures.focus_meta(layer=layer, head=head)), key="atlas.probe_pattern")
     st.caption("The head on the probe: an induction head lights up the diagonal R − 1 positions below the main "
                "one (each token of the second repeat looks at what followed it the first time); a previous-token "
                "head the diagonal right under it.")

@@ -143,24 +143,31 @@ def test_typing_a_sentence_updates_the_model_grid(app_url, browser):
 @pytest.mark.slow
 def test_atlas_button_opens_the_same_model_text_and_head(app_url, browser):
     """The atlas opens a head in Model heads in the same tab, on the same model (a SmolLM2 head must open
-    in SmolLM2), text, layer and head: they follow from page to page, as no URL could hold a long text."""
+    in SmolLM2), text, layer and head: they follow from page to page, as no URL could hold a long text. A click
+    on a head in the atlas's heatmap opens that head first."""
     from attention.models import BUNDLED
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "head_atlas", model=BUNDLED["smollm2"].label, layer="3", head="7",
                        text="The otter dove into the cold river and came up with a fish."))
     wait_idle(page, timeout=180_000)
-    page.locator("[data-testid='stPlotlyChart']").first.wait_for()
-    rows = page.wait_for_function("() => { const gd = document.querySelector('[data-testid=stPlotlyChart] "
-                                  ".js-plotly-plot'); return gd && gd._fullData && gd._fullData[0].z && "
-                                  "gd._fullData[0].z.length; }", timeout=30_000).json_value()  # once drawn
+    rows = page.wait_for_function("() => { const c = document.querySelector('.st-key-atlas-metric "
+                                  "canvas.aeh-canvas[data-plot]'); return c && Number(c.dataset.rows); }",
+                                  timeout=30_000).json_value()  # once drawn
     assert rows == 30  # the atlas shows SmolLM2's 30 layers
+    assert "Layer 3, head 7:" in page.locator("[data-testid='stMain']").inner_text()
+    tip = _hover_cell(page, "atlas.metric", 4, 1)  # a cell of the statistic's heatmap is a head: L5H2
+    assert "layer: 5" in tip and "head: 2" in tip and "click to open this head below" in tip
+    _click_cell(page, "atlas.metric", 4, 1)
+    page.wait_for_function("() => document.querySelector('[data-testid=stMain]').innerText"
+                           ".includes('Layer 5, head 2:')", timeout=30_000)
+    wait_idle(page)
     page.get_by_role("button", name="Zoom into it in Model heads").click()
     page.wait_for_function("() => location.pathname.endsWith('model_heads')")
     wait_idle(page, timeout=120_000)
     page.locator("canvas.aeh-canvas[data-plot]").first.wait_for()
     main = page.locator("[data-testid='stMain']").inner_text()
-    assert "30 layers × 9 heads" in main and "Layer 3, head 7" in main
+    assert "30 layers × 9 heads" in main and "Layer 5, head 2" in main
     assert "otter" in page.locator("[data-testid='stTextArea'] textarea").first.input_value()
     page.close()
 

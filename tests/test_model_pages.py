@@ -75,10 +75,27 @@ def test_ambiguous_words_pairs():
     assert at.warning and "not among the tokens" in at.warning[0].value
 
 
+def eager_entropies(text: str) -> np.ndarray:
+    """Each MiniLM head's mean row entropy (nats) on `text`, from the model's own eager attentions (a copy
+    loaded here, not the app's). Shapes: -> (L, H)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from attention.models.forward.loading import minilm_dir
+
+    model = AutoModel.from_pretrained(minilm_dir(), attn_implementation="eager").eval()
+    ids = AutoTokenizer.from_pretrained(minilm_dir())(text, return_tensors="pt")
+    with torch.no_grad():
+        w = torch.stack(model(**ids, output_attentions=True).attentions)[:, 0].double()  # (L, H, n, n)
+    return (-(w * torch.log(w.clamp_min(1e-30))).sum(-1)).mean(-1).numpy()
+
+
 def test_head_atlas_and_hub_refusal(monkeypatch):
     at = open_page("pages/head_atlas.py")
-    ent = array(chart(at, "atlas.metric")["data"][0]["z"])
+    ent = canvas(at, "atlas.metric").values
     assert ent.shape == (6, 12) and np.all(ent >= 0)
+    np.testing.assert_allclose(ent, eager_entropies(at.text_area(key="atlas.text").value), rtol=1e-4, atol=1e-5)
+    assert canvas(at, "atlas.metric").click == "cell"  # a click on a head opens it below
     at.selectbox(key="atlas.model").set_value("other (Hugging Face id)…").run()
     at.text_input(key="atlas.hub_id").set_value("someone/unknown-model").run()
     assert at.error and "allowlist" in at.error[0].value
@@ -249,10 +266,13 @@ def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
     at = open_page("pages/head_atlas.py")
     at.selectbox(key="atlas.model").set_value("smollm2").run()
     roles = head_roles(smollm2)
-    np.testing.assert_allclose(array(chart(at, "atlas.roles")["data"][0]["z"]), roles.induction, atol=1e-6)
+    np.testing.assert_allclose(canvas(at, "atlas.roles").values, roles.induction, atol=1e-6)
     at.number_input(key="atlas.layer").set_value(19).run()
     at.number_input(key="atlas.head").set_value(7).run()
-    assert "induction" in " ".join(m.value for m in at.markdown) and chart(at, "atlas.probe_pattern")
+    assert "induction" in " ".join(m.value for m in at.markdown)
+    pattern = canvas(at, "atlas.probe_pattern")
+    assert pattern.meta == {"layer": 18, "head": 6, "token": None}
+    np.testing.assert_allclose(np.nan_to_num(pattern.values), roles.probe.head_weights(18, 6), atol=1e-6)
 
 
 def test_a_saved_result_opens_on_the_model_pages_without_its_model(smollm2):

@@ -5,7 +5,8 @@ the picture this package draws from them. (BertViz's `head_view` and `model_view
 
     base.py     the labelled heatmap, its colours (Colours, WEIGHTS, SIGNED), ticks, escaping: esc, heatmap
     toy.py      the toy side's charts: weights_bar, reveal_bars, line_chart, vector_plane, sense_plane, trace_steps
-    canvas.py   heatmaps as canvas payloads from binary arrays: grid_canvas, view_canvas, matrix_canvas
+    canvas.py   heatmaps as canvas payloads from binary arrays: grid_canvas, view_canvas, matrix_canvas,
+                layer_head_canvas
     models.py   a real model's result, one call each (below)
     corpus.py   a corpus survey's four: corpus_map, example_rows, qk_scatter, corpus_statistic
     images.py   an image model's three, over its picture: picture, heads_over_image, norms_chart
@@ -47,7 +48,7 @@ from attention.figures.base import (
     heatmap,
     image_config,
 )
-from attention.figures.canvas import CanvasHeatmap, grid_canvas, matrix_canvas, view_canvas
+from attention.figures.canvas import CanvasHeatmap, grid_canvas, layer_head_canvas, matrix_canvas, view_canvas
 from attention.figures.canvas import source as canvas_source
 from attention.figures.toy import line_chart, reveal_bars, sense_plane, trace_steps, vector_plane, weights_bar
 
@@ -63,8 +64,8 @@ _LATER = {  # name -> the module that holds it, imported on first use (it import
 
 __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED", "WEIGHT_SCALE", "WEIGHTS", "Colours",
            "Ticks",
-           "esc", "heatmap", "image_config", "CanvasHeatmap", "canvas_source", "grid_canvas", "matrix_canvas",
-           "view_canvas",
+           "esc", "heatmap", "image_config", "CanvasHeatmap", "canvas_source", "grid_canvas", "layer_head_canvas",
+           "matrix_canvas", "view_canvas",
            "line_chart", "reveal_bars", "sense_plane", "trace_steps", "vector_plane", "weights_bar", *_LATER]
 
 

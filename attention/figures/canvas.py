@@ -186,8 +186,12 @@ def colour_index(values: np.ndarray, zmin: float, zmax: float, *, log: bool = Fa
 
 
 def linear_colorbar(zmin: float, zmax: float, count: int = 5) -> tuple[tuple[float, str], ...]:
-    """Evenly spaced colour bar labels from zmin to zmax."""
-    return tuple((i / (count - 1), f"{zmin + (zmax - zmin) * i / (count - 1):.3g}") for i in range(count))
+    """Evenly spaced colour bar labels from zmin to zmax, each with as few digits as tell it from its
+    neighbours (0 to 2.996: 0, 0.75, 1.5, 2.25, 3; not 0.749)."""
+    values = [zmin + (zmax - zmin) * i / (count - 1) for i in range(count)]
+    step = abs(zmax - zmin) / (count - 1) or 1.0
+    digits = max(0, 1 - int(np.floor(np.log10(step))))  # two significant digits of the step
+    return tuple((i / (count - 1), f"{round(v, digits):g}") for i, v in enumerate(values))
 
 
 def log_colorbar() -> tuple[tuple[float, str], ...]:
@@ -240,8 +244,8 @@ def view_canvas(view, *, x_title: str = "key", y_title: str = "query", height: i
     visible = np.ones(z.shape, bool) if view.mask is None else np.broadcast_to(np.asarray(view.mask, bool), z.shape)
     drawn = matrix_canvas(np.where(visible, z, np.nan), view.col_labels, view.row_labels, title=view.title,
                           x_title=x_title, y_title=y_title, value_name=view.value_name,
-                          colours=Colours(0.0, view.zmax, log=view.log), height=height, file_name=file_name,
-                          meta=meta)
+                          colours=Colours(0.0, view.zmax, log=view.log), height=height,
+                          click_text=click_text if clickable else "", file_name=file_name, meta=meta)
     lines = ()
     window, b = view.window, view.block
     if window is not None and n * b > window:  # as figures.window_edge: slope 1 from the first full window
@@ -251,19 +255,19 @@ def view_canvas(view, *, x_title: str = "key", y_title: str = "query", height: i
         lines = ({"x0": cell(0), "y0": y0, "x1": cell(0) + y1 - y0, "y1": y1, "colour": "#d62728",
                   "text": f"window: {window:,} tokens"},)
     rows = drawn.y_names
-    return replace(drawn, lines=lines, value_note=" (block max)" if b > 1 else "",
-                   click="cell" if clickable else None, click_text=click_text if clickable else "",
+    return replace(drawn, lines=lines, value_note=" (block max)" if b > 1 else "", click="cell" if clickable else None,
                    y_ticks=tuple((float(i), rows[i].split(" ")[0]) for i in range(0, n, row_groups)) if row_groups
                    else drawn.y_ticks)
 
 
 def matrix_canvas(z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_title: str = "query",
                   value_name: str = "weight", colours: Colours = WEIGHTS, height: int | None = None,
-                  show_values: bool | None = None, file_name: str = "attention",
+                  show_values: bool | None = None, click_text: str = "", file_name: str = "attention",
                   meta: dict | None = None) -> CanvasHeatmap:
     """Any labelled matrix as attention.figures.heatmap draws it (the same `colours`: a scale, its ends, centred
     on 0 for signed values), on a canvas. NaN cells are left empty (grey). `show_values` writes each cell's
-    value in it (default: at most 16 columns and 400 cells).
+    value in it (default: at most 16 columns and 400 cells). With `click_text` (the hover's last line: what a
+    click does) a click or Enter reports the cell.
     Shapes: z (n, m), x_labels m, y_labels n."""
     z = np.asarray(z, dtype=np.float64)
     n, m = z.shape
@@ -286,4 +290,19 @@ def matrix_canvas(z, x_labels, y_labels, *, title: str = "", x_title: str = "key
         y_title=y_title, value_name=value_name,
         show_values=(m <= 16 and n * m <= 400) if show_values is None else show_values,
         height=height or (max(260, 80 + 34 * n) if n * m <= 600 else min(900, max(400, 120 + 6 * n))),
+        click="cell" if click_text else None, click_text=click_text,
         background=MASKED_BACKGROUND, file_name=file_name, meta=dict(meta or {}))
+
+
+def layer_head_canvas(values, *, title: str, value_name: str, colours: Colours, show_values: bool = False,
+                      height: int | None = None, click_text: str = "", file_name: str = "heads") -> CanvasHeatmap:
+    """One number per head, layers down and heads across, labelled from 1, as attention.figures'
+    layer_head_heatmap draws it, on a canvas (Head atlas's statistics and roles). A click (with `click_text`)
+    reports the cell: row = layer, col = head, from 0.
+    Shapes: values (L, H)."""
+    values = np.asarray(values, dtype=np.float64)
+    n_layers, n_heads = values.shape
+    return matrix_canvas(values, [str(h + 1) for h in range(n_heads)], [str(i + 1) for i in range(n_layers)],
+                         title=title, x_title="head", y_title="layer", value_name=value_name, colours=colours,
+                         show_values=show_values, height=height or min(1000, 140 + 22 * n_layers),
+                         click_text=click_text, file_name=file_name)

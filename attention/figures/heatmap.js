@@ -190,7 +190,10 @@ function draw(v) {
   h.palette.forEach((c, i) => { ctx.fillStyle = c; ctx.fillRect(bx, by + bh - (i + 1) * step, 12, step + 0.5); });
   ctx.fillStyle = "#31333f"; ctx.textAlign = "left";
   for (const [pos, label] of h.colorbar) ctx.fillText(label, bx + 16, by + bh - pos * bh);
-  ctx.fillText(h.value_name, bx - 2, by + bh + 17); // below the bar, clear of its lowest label
+  // Below the bar, clear of its lowest label, cut to what is left of the width ("entropy (nats)" ran off).
+  let name = h.value_name;
+  while (name.length > 2 && ctx.measureText(name).width > g.width - bx - 2) name = name.slice(0, -2) + "…";
+  ctx.fillText(name, bx - 2, by + bh + 17);
   if (v.cursor) { // the keyboard's cell (or tile): a dark outline
     const [r, c, rows, cols] = cursorCells(v);
     ctx.strokeStyle = "#ff4b4b"; ctx.lineWidth = 2; ctx.strokeRect(X(c), Y(r), cols * cw, rows * ch);
