@@ -20,10 +20,16 @@ with running_app() as base, chromium() as browser:
         for name in PAGES:
             page.goto(page_url(base, name))
             wait_idle(page, timeout=180_000)
-            # Streamlit scrolls inside its own container: grow the viewport to the content's height.
-            height = page.evaluate("document.querySelector('[data-testid=stMainBlockContainer]').scrollHeight")
-            page.set_viewport_size({"width": width, "height": min(int(height) + 150, 12000)})
-            page.wait_for_timeout(1200)
+            # Streamlit scrolls inside its own container: grow the viewport to the content's height, again until
+            # it stops growing (canvas heatmaps take their height once drawn, after the page is idle).
+            height = 0
+            for _ in range(4):
+                now = page.evaluate("document.querySelector('[data-testid=stMainBlockContainer]').scrollHeight")
+                if now == height:
+                    break
+                height = now
+                page.set_viewport_size({"width": width, "height": min(int(height) + 150, 12000)})
+                page.wait_for_timeout(1200)
             slug = (name or "home").replace("?", "-").replace("&", "-").replace("=", "_")  # "positions?pos.real=true"
             path = out / f"{slug}-{width}.png"
             page.screenshot(path=str(path), full_page=True)
