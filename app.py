@@ -1,4 +1,5 @@
-"""Attention Explorer: the frame. Process settings, page config, navigation over pages/, nothing else.
+"""Attention Explorer: the frame. Process settings, page config, navigation over pages/, and the chart code
+fetched ahead; nothing else.
 
 Run with `make run` (or `attention-explorer`, see serving.py). Each page is a thin file in pages/ that
 reads its widgets, calls one function of the `attention` package and draws the result. The list of pages
@@ -9,6 +10,7 @@ import streamlit as st
 
 import serving
 from pages._lessons import seen
+from pages._prefetch import prefetch_charts
 from pages._site import HOME, SECTIONS
 
 serving.configure_process()  # torch threads and malloc settings, once per server process
@@ -21,4 +23,5 @@ for section, entries in SECTIONS.items():
     navigation[section] = [st.Page(p.path, title=p.title, icon=p.icon) for p in entries]
 page = st.navigation(navigation, expanded=True)  # every page listed: a collapsed list hid the model pages
 seen(page.url_path or "home")  # the learner's place: the pages opened, by their URL name ("lookup")
+prefetch_charts()  # Streamlit's chart and table code, loaded while the browser is idle (pages/_prefetch.py)
 page.run()

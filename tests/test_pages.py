@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -277,3 +278,19 @@ def test_live_sweep_payloads_round_trip_and_stay_small():
     with pytest.raises(ValueError, match="do not match"):
         live.sweep_payload([live.slider("x", (0.0, 1.0), 0.0, "x")], [live.Panel("p", "bars", ("r",), ("a",), frames)],
                            key="bad")
+
+
+def test_the_chart_code_fetched_ahead_is_what_streamlit_loads_for_a_chart_and_a_table():
+    """pages/_prefetch.py names Streamlit's lazily loaded modules for st.plotly_chart and st.dataframe by their
+    files: both are found, and Streamlit's own entry module imports them by those names (a Streamlit that renames
+    them fails here, not silently in the browser)."""
+    from pages._prefetch import STATIC_JS, chunk_urls
+
+    names = [url.rsplit("/", 1)[-1] for url in chunk_urls()]
+    assert [n.split(".")[0] for n in names] == ["PlotlyChart", "DataFrame"]
+    html = (STATIC_JS.parent.parent / "index.html").read_text(encoding="utf-8")
+    entry = (STATIC_JS / re.search(r'<script type="module"[^>]* src="\./static/js/([^"]+)"', html)[1]).read_text(
+        encoding="utf-8")  # the module index.html starts
+    assert all(name in entry for name in names)
+    at = open_page("pages/lookup.py")
+    assert [el for el in at.get("bidi_component") if "prefetch" in el.proto.id]  # mounted by the app's frame
