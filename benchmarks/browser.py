@@ -219,8 +219,9 @@ VIEWS = {  # name -> (what to click, what must be on screen afterwards)
     "one head (Inside one head)": ("[data-testid='stSidebarNav'] a:has-text('Inside one head')",
                                    "document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg').length >= 5"),
     "statistics and distance (Head atlas)": ("[data-testid='stSidebarNav'] a:has-text('Head atlas')",
-                                             "document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg')"
-                                             ".length >= 2"),
+                                             "document.querySelector('.st-key-atlas-probe_pattern "
+                                             "canvas.aeh-canvas[data-plot]') && document.querySelectorAll("
+                                             "'[data-testid=stPlotlyChart] .main-svg').length >= 1"),
     "back to Model heads (grid, zoom, focus)": ("[data-testid='stSidebarNav'] a:has-text('Model heads')",
                                                 f"document.querySelectorAll('{GRID}').length >= 3"),
 }
