@@ -130,3 +130,5 @@ def test_the_token_followed_first_is_bank_else_the_last_word():
     assert default_focus(plain, special=(True, *[False] * 5, True)) == 4  # "in": not [SEP], not "."
     assert default_focus(("The", "cat", "sat", "!"), special=(False,) * 4) == 2  # a decoder's: not token 0
     assert default_focus(plain) == 0  # without the special flags, as before
+    pasted = ("The", "cat", "sat", ".", "␣", "⏎⏎")  # a pasted text ending in a space and blank lines
+    assert default_focus(pasted, special=(False,) * 6) == 2

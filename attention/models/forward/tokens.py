@@ -88,12 +88,18 @@ def default_focus(tokens, word: str = "bank", special=None) -> int:
 
 
 def last_word(tokens, special) -> int:
-    """The last token that is neither special ([CLS], [SEP]) nor punctuation, else 0: a sentence's last
-    word, the one an encoder's vector metric follows when nothing else is chosen."""
+    """The last token that is neither special ([CLS], [SEP]), punctuation nor blank (a space or a line break,
+    shown "␣" or "⏎": a pasted text often ends with one), else 0: a sentence's last word, the one an encoder's
+    vector metric follows when nothing else is chosen."""
     for i in range(len(tokens) - 1, -1, -1):
-        if not special[i] and not is_punctuation(tokens[i]):
+        if not special[i] and not is_punctuation(tokens[i]) and not is_blank(tokens[i]):
             return i
     return 0
+
+
+def is_blank(token: str) -> bool:
+    """Only spaces and line breaks, as display_tokens shows them ("␣", "⏎") or raw."""
+    return all(c in "␣⏎" or c.isspace() for c in token)
 
 
 def encoding_words(encoding, n: int, text: str | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
