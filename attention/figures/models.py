@@ -359,7 +359,7 @@ def distance(att, layer: int, head: int | None = None) -> go.Figure:
     if head is not None:
         curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head), **curves}
     return line_chart(profile.labels, curves, title="Mean weight of a (query, key) pair by distance",
-                      x_title="query − key (tokens)", y_title="mean weight", log_y=True, categorical_x=True,
+                      x_title="query − key (tokens)", y_title="mean weight (log scale)", log_y=True, categorical_x=True,
                       x_hover=profile.spans)
 
 
@@ -375,9 +375,12 @@ def qk_attribution_heatmap(found, tokens=None, *, parts: int = 10, height: int |
         found.against, f", minus key {named(found.against) if isinstance(found.against, int) else ''}")
     lines = (f"L{found.layer + 1}H{found.head + 1}: query {named(found.query)} × key {named(found.key)}{versus}",
              f"sum of the parts {found.total:+.3f}, the model's score {found.score:+.3f}")
+    # Each cell is a part of the score (its units), not a share; as tall as its rows need (in layer 1 only
+    # the embeddings have written: one cell was drawn 560 px tall).
     fig = heatmap(shown.matrix, shown.key_parts, shown.query_parts, title=lines[0], x_title="key part",
-                  y_title="query part", value_name="share",
-                  colours=SIGNED, ticks=Ticks(x=parts + 1, y=parts + 1), height=height or 560)
+                  y_title="query part", value_name="part of the score",
+                  colours=SIGNED, ticks=Ticks(x=parts + 1, y=parts + 1),
+                  height=height or min(560, 220 + 34 * len(shown.query_parts)))
     return fig.update_layout(title=dict(text="<br>".join(esc(line) for line in lines)), margin=dict(t=70))
 
 
