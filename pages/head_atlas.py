@@ -98,8 +98,12 @@ st.subheader("Open a head (or click a cell above)")
 c1, c2, c3 = st.columns([1, 1, 2])
 layer, head = layer_and_head(c1, c2, focus, L, H, slot="atlas", kinds=att.layer_kind)
 head_type = head_survey.head_types[layer, head] or "no clear type"
-role_text = "not measured" if labels is None else labels[layer, head] or "no role"
-c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, **{role_text}** "
+role_md = "**not measured**" if labels is None else f"**{labels[layer, head] or 'no role'}**"
+if labels is not None:  # a head labelled by its strongest role may pass the threshold in others too: say so
+    also = [f"{ROLES[f][0]} {getattr(roles, f)[layer, head]:.2f}" for f in ROLES
+            if getattr(roles, f)[layer, head] > threshold and ROLES[f][0] != labels[layer, head]]
+    role_md += f" (its strongest role; also above {threshold:.2f}: {', '.join(also)})" if also else ""
+c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, {role_md} "
             f"on the probe; entropy {head_survey.entropy[layer, head]:.2f} nats, mean distance "
             f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
 open_head_buttons(layer, head, key="atlas.open")
@@ -119,9 +123,9 @@ st.markdown("How much weight one (query, key) pair gets, on average, by how far 
 profile = head_survey.distance_profile()
 curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head),
           f"layer {layer + 1}, mean of its {H} heads": profile.of(layer)}
-st.plotly_chart(figures.line_chart(profile.labels, curves,
-                               title="Mean weight of a (query, key) pair by distance", x_title="query − key (tokens)",
-                               y_title="mean weight", log_y=True, categorical_x=True, x_hover=profile.spans),
+st.plotly_chart(figures.line_chart(profile.labels, curves, title="Mean weight of a (query, key) pair by distance",
+                                   x_title="query − key (tokens)", y_title="mean weight (log scale)", log_y=True,
+                                   categorical_x=True, x_hover=profile.spans),
                 width="stretch", key="atlas.distance")
 
 path_links("pages/head_atlas.py")

@@ -68,7 +68,7 @@ canvas_heatmap(grid_canvas(head_survey.tiles, hover_extra=head_survey.sink_mass,
                key="heads.grid", on_click=head_opener("heads.grid"))
 st.caption("Each tile is one head: rows are queries, columns keys, in token order"
            + (f", each cell the largest weight in a block of {head_survey.block}×{head_survey.block} tokens, so thin "
-              "patterns (diagonals, a column on [SEP]) stay visible" if head_survey.block > 1 else "")
+              "patterns (diagonals, a column on one sink token) stay visible" if head_survey.block > 1 else "")
            + ". Click a tile to open that head in the zoom; hover for its sink mass.")
 with st.expander("Attention sinks: why most heads stare at one token"):
     st.markdown(SINKS_NOTE)

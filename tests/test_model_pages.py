@@ -273,6 +273,12 @@ def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
     pattern = canvas(at, "atlas.probe_pattern")
     assert pattern.meta == {"layer": 18, "head": 6, "token": None}
     np.testing.assert_allclose(np.nan_to_num(pattern.values), roles.probe.head_weights(18, 6), atol=1e-6)
+    from attention.models import ROLE_THRESHOLD, ROLES
+
+    at.number_input(key="atlas.head").set_value(8).run()  # L19H8: labelled by its strongest role only
+    above = [ROLES[f][0] for f in ROLES if getattr(roles, f)[18, 7] > ROLE_THRESHOLD]
+    said = next(m.value for m in at.markdown if m.value.startswith("Layer 19, head 8:"))
+    assert len(above) >= 2 and all(role in said for role in above), (above, said)  # every role it passes
 
 
 def test_a_saved_result_opens_on_the_model_pages_without_its_model(smollm2):
