@@ -194,6 +194,14 @@ def seen(name: str) -> None:
         st.session_state[LAST_STEP] = step
 
 
+def next_step() -> str | None:
+    """Where the path goes on from: the first page not seen after the step the learner was on last, else the
+    first page not seen at all; None once every page was seen (Home's Continue, and "Continue the path" off it)."""
+    last = st.session_state.get(LAST_STEP)
+    later = PATH[PATH.index(last) + 1:] if last else PATH
+    return next((p for p in (*later, *PATH) if not was_seen(p)), None)
+
+
 def was_seen(path: str) -> bool:
     return Path(path).stem in st.session_state.get(SEEN, set())
 
@@ -214,10 +222,7 @@ def path_links(path: str) -> None:
         i = PATH.index(path)
         before, after = (PATH[i - 1] if i > 0 else "pages/home.py"), (PATH[i + 1] if i + 1 < len(PATH) else None)
     else:
-        last = st.session_state.get(LAST_STEP)
-        before = last or "pages/home.py"
-        later = PATH[PATH.index(last) + 1:] if last else PATH
-        after = next((p for p in (*later, *PATH) if not was_seen(p)), None)
+        before, after = st.session_state.get(LAST_STEP) or "pages/home.py", next_step()
     if after is None and path in PATH:
         _the_end()
     if after is not None:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages._frame import ensure_app_frame
-from pages._lessons import EXPLAINED, go_on, progress, was_seen
+from pages._lessons import EXPLAINED, go_on, next_step, progress, was_seen
 from pages._site import PATH, SECTIONS, entry
 from pages._text import explained
 
@@ -36,7 +36,7 @@ for number, path in enumerate(PATH, 1):  # a link, then its line: two columns cl
     st.page_link(path, label=f"{number}. {page.title} · about {page.minutes} min",
                  icon=":material/check_circle:" if was_seen(path) else page.icon)
     line(page.line)
-upcoming = next((p for p in PATH if not was_seen(p)), None)
+upcoming = next_step()  # after the step the learner was on last: not back to step 1 for a page skipped
 if upcoming is not None and st.button(f"{'Continue' if seen_pages else 'Start'}: {entry(upcoming).title}",
                                       icon=":material/arrow_forward:", type="primary", key="path.start"):
     go_on(upcoming)

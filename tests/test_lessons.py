@@ -450,13 +450,16 @@ def test_the_path_walks_from_home_to_its_end_and_every_step_says_where_it_is():
 
 def test_a_page_off_the_path_leads_back_to_the_step_the_learner_was_on():
     """A learner on step 3 who skipped step 2 opens a page off the path: Back returns to step 3, and "Continue
-    the path" goes on to step 4, not to the skipped step 2 (a step-7 student was sent to step 1)."""
+    the path" (and Home's Continue) goes on to step 4, not to the skipped step 2 (a step-7 student was sent to
+    step 1)."""
     at = open_page("pages/lookup.py")
     at.switch_page("pages/scaling.py").run()
     at.switch_page("pages/scoring.py").run()
     assert "pages/scoring.py" not in PATH and not at.exception
     assert at.button(key="path.back").label == f"Back: {entry('pages/scaling.py').title}"
     assert at.button(key="path.next").label == f"Continue the path: {entry('pages/multihead.py').title}"
+    at.switch_page("pages/home.py").run()  # Home goes on from there too
+    assert at.button(key="path.start").label == f"Continue: {entry('pages/multihead.py').title}"
     at = open_page("pages/scoring.py")  # nothing of the path seen yet: its first step
     assert at.button(key="path.back").label == "Back: Home"
     assert at.button(key="path.next").label == f"Continue the path: {entry(PATH[0]).title}"
