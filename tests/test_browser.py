@@ -296,9 +296,14 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     other.goto(link)
     wait_idle(other, timeout=120_000)
     assert "Layer 3, head 5" in _title(other, "heads.zoom")
-    grid = _canvas(other, "heads.grid")  # by keyboard: the first arrow shows L1H1, then one right, one down
-    grid.focus()
-    for key in ("ArrowRight", "ArrowRight", "ArrowDown", "Enter"):
+    # By keyboard: Tab from the grid's PNG button reaches the grid, which shows L1H1 and its tip at once; then
+    # one right, one down.
+    other.locator(".st-key-heads-grid .aeh-button", has_text="PNG").focus()
+    other.keyboard.press("Tab")
+    tip = other.locator(".st-key-heads-grid .aeh-tip")
+    tip.wait_for(state="visible")
+    assert "layer 1 · head 1" in tip.inner_text()
+    for key in ("ArrowRight", "ArrowDown", "Enter"):
         other.keyboard.press(key)
     other.wait_for_function("() => document.querySelector('.st-key-heads-zoom .aeh-title')"
                             ".textContent.includes('Layer 2, head 2')", timeout=30_000)

@@ -83,6 +83,9 @@ function build(parent) {
   canvas.addEventListener("mousedown", (e) => { const p = at(v, e); if (p) v.drag = { x: p.x, y: p.y, moved: false }; });
   window.addEventListener("mouseup", (e) => up(v, e));
   canvas.addEventListener("keydown", (e) => key(v, e));
+  canvas.addEventListener("focus", () => { // reached by Tab: its first cell and its tip at once (not on a click)
+    if (!v.cursor && v.h && canvas.matches(":focus-visible")) key(v, { key: "Home", preventDefault() {} });
+  });
   canvas.addEventListener("blur", () => { // the keyboard's cell and its tip go with the focus
     if (!v.cursor) return;
     v.cursor = null; tip.style.display = "none"; mark.style.display = "none"; draw(v);
