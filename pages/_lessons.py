@@ -19,7 +19,7 @@ import streamlit as st
 
 from attention.figures import reveal_bars
 from attention.focus import with_visible_spaces
-from pages._focus import switch_to, update
+from pages._focus import current, put, switch_to, update
 from pages._site import PATH, entry
 from pages._text import explained, md
 
@@ -29,6 +29,7 @@ SKIPPED = "lessons.skipped"  # session key: the pages whose questions the learne
 EXPLAINED = "lessons.explained"  # session key: the glossary terms already explained on this run of the page
 ARRIVED = "lessons.arrived"  # session key: the page the path's Next (or Home's Start) is opening
 LAST_STEP = "lessons.last_step"  # session key: the page of the path opened last, by its path
+BEFORE = "lessons.before"  # session key: question key -> the focus a model question's commit replaced
 
 
 @dataclass(frozen=True)
@@ -128,10 +129,15 @@ def _show(q, answered: Answered) -> None:
                                                 f"{md(_sentence(reveal.numbers))} {md(_sentence(reveal.why))}")
     if reveal.bars:
         st.plotly_chart(reveal_bars(reveal), key=f"lesson.bars.{q.key}", config={"displayModeBar": False})
-    c1, c2 = st.columns(2)
-    c1.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(_forget, q.key, q.page))
-    c2.button("Show this on the page", key=f"lesson.state.{q.key}", icon=":material/tune:",
-              on_click=functools.partial(_set_state, q))
+    row = st.container(horizontal=True)  # buttons side by side, wrapping when narrow (columns cut their labels)
+    row.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(_forget, q.key, q.page))
+    row.button("Show this on the page", key=f"lesson.state.{q.key}", icon=":material/tune:",
+               on_click=functools.partial(_set_state, q))
+    before = st.session_state.get(BEFORE, {}).get(q.key)
+    if before is not None and before != current():  # committing put the question's example in its place
+        row.button("Back to your text", key=f"lesson.back.{q.key}", icon=":material/undo:",
+                   help="The sentence, model and view you had before committing.",
+                   on_click=functools.partial(_back_to, q.key))
 
 
 def _sentence(text: str) -> str:
@@ -149,6 +155,9 @@ def _commit(q, results) -> None:
         _judged(q, choice, q.reveal())
     else:  # a model question: judged once the page has run on its example (predict_then_see)
         st.session_state.setdefault(ANSWERS, {})[q.key] = Answered(choice)
+        before = current()
+        if before != before.replace(**dict(q.focus)):  # the learner's own sentence or model: kept to go back to
+            st.session_state.setdefault(BEFORE, {})[q.key] = before
         update(**dict(q.focus))
 
 
@@ -172,6 +181,13 @@ def shown_choice(choice: str) -> str:
     """A choice as the radio and the verdict show it: a token's leading or trailing space as ␣ (" Paris" is
     ␣Paris), words as they are ("it grows")."""
     return with_visible_spaces(choice) if choice != choice.strip() else choice
+
+
+def _back_to(key: str) -> None:
+    """The focus a model question's commit replaced, back (the question stays answered)."""
+    before = st.session_state.get(BEFORE, {}).pop(key, None)
+    if before is not None:
+        put(before)
 
 
 def _forget(key: str, page: str | None = None) -> None:

@@ -234,6 +234,23 @@ def test_an_answer_stays_as_it_was_judged_when_the_page_moves_on():
     assert "**1** right" in " ".join(m.value for m in at.markdown)
 
 
+def test_a_question_committed_on_your_own_sentence_can_give_it_back():
+    """Committing Model heads' question shows its own example (the otter sentence in MiniLM) in place of the
+    learner's: the answer then offers the learner's sentence and model back, and they return."""
+    at = go(visit(), "pages/model_heads.py")
+    run(labelled(at.selectbox, "Model").set_value("smollm2"))
+    run(labelled(at.text_area, "Sentence").set_value("My own sentence about a dog."))
+    commit(at, "heads.river", "[CLS]")
+    check_visit(at)
+    assert "otter" in labelled(at.text_area, "Sentence").value and labelled(at.selectbox, "Model").value == "minilm"
+    run(at.button(key="lesson.back.heads.river").click())
+    check_visit(at)
+    assert labelled(at.text_area, "Sentence").value == "My own sentence about a dog."
+    assert labelled(at.selectbox, "Model").value == "smollm2"
+    assert at.success or at.info  # the answer stays, as it was judged
+    assert not [b for b in at.button if b.key == "lesson.back.heads.river"]  # given back once
+
+
 def test_the_example_picker_shows_the_sentence_on_screen_and_picks_again():
     """Predictions showed Example "Mary and John" above a sentence of the visitor's, and picking it did nothing."""
     prompt = ex.PREDICTION_EXAMPLES["Mary and John"][0]
