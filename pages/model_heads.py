@@ -63,6 +63,7 @@ st.subheader("All heads at once")
 head_survey = result_of(survey, (name, text), "Surveying every head…", att)
 canvas_heatmap(grid_canvas(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
                            layer_kinds=tuple(att.layer_kind(i) for i in range(L)), block=head_survey.block,
+                           tokens=att.tokens,
                            file_name=file_stem(name, "all-heads"),
                            export_title=f"Every head: {L} layers × {H} heads of {att.model_name}"),
                key="heads.grid", on_click=head_opener("heads.grid"))

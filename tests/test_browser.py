@@ -275,7 +275,10 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     assert "Layer 1, head 1" in _title(page, "heads.zoom")
     weight = minilm.attend("I sat on the river bank.").head_weights(0, 0)[6, 2]  # the model's own, recomputed
     assert f"weight: {weight:.3f}" in _hover_cell(page, "heads.zoom", 6, 2)  # Python's float32, as sent
-    assert "layer 3 · head 5" in _hover_cell(page, "heads.grid", *_tile_cell(page, "heads.grid", 2, 4))
+    tip = _hover_cell(page, "heads.grid", *_tile_cell(page, "heads.grid", 2, 4))
+    tokens = minilm.attend("I sat on the river bank.").tokens
+    mid = len(tokens) // 2  # the tile's middle cell: which query and key its weight is for
+    assert "layer 3 · head 5" in tip and f"query {mid} “{tokens[mid]}” → key {mid} “{tokens[mid]}”" in tip, tip
     _click_cell(page, "heads.grid", *_tile_cell(page, "heads.grid", 2, 4))  # L3H5: tiles count from 0 here
     page.wait_for_function("() => document.querySelector('.st-key-heads-zoom .aeh-title')"
                            ".textContent.includes('Layer 3, head 5')", timeout=30_000)

@@ -26,10 +26,12 @@ def _view(matrix, *, mask=None, window=None, log=False, zmax=1.0, block=1):
 
 def test_a_payload_reads_back_as_it_was_written():
     rng = np.random.default_rng(0)
-    grid = grid_canvas(rng.random((3, 4, 5, 6)), hover_extra=rng.random((3, 4)), hover_label="sink mass",
-                       layer_kinds=("global", "local, window 4", "global"))
+    tokens = ("[CLS]", "<b>", "“a”", "ü", "x", "[SEP]")  # what the hover names each query and key by
+    grid = grid_canvas(rng.random((3, 4, 6, 6)), hover_extra=rng.random((3, 4)), hover_label="sink mass",
+                       layer_kinds=("global", "local, window 4", "global"), tokens=tokens)
     back = CanvasHeatmap.from_bytes(grid.to_bytes())
-    assert grid.to_bytes()[:4] == MAGIC and back.header() == grid.header()
+    assert grid.to_bytes()[:4] == MAGIC and back.header() == grid.header() and back.tiles.tokens == tokens
+    assert grid_canvas(rng.random((3, 4, 3, 3)), block=2, tokens=tokens).tiles.tokens == ()  # blocks: positions
     np.testing.assert_array_equal(back.colour, grid.colour)
     np.testing.assert_array_equal(back.values, grid.values)  # NaN where NaN: float32 travels exactly
 

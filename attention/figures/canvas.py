@@ -53,6 +53,8 @@ class Tiles:
     # tile (1.0 = every query puts all its weight on one key). Its largest value said nothing: 1.000 in every
     # tile of a decoder, whose first token sees only itself.
     row_peak: tuple[float, ...] = ()
+    block: int = 1  # tokens per cell, each way (a cell is a block's largest weight when > 1)
+    tokens: tuple[str, ...] = ()  # with block 1: the token each row (query) and column (key) of a tile stands for
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ class CanvasHeatmap:
                 "cell_digits": self.cell_digits, "tiles": None if self.tiles is None else {
                     "rows": self.tiles.rows, "cols": self.tiles.cols, "row_title": self.tiles.row_title,
                     "col_title": self.tiles.col_title, "extra_label": self.tiles.extra_label,
-                    "extra": list(self.tiles.extra), "row_peak": list(self.tiles.row_peak)},
+                    "extra": list(self.tiles.extra), "row_peak": list(self.tiles.row_peak),
+                    "block": self.tiles.block, "tokens": list(self.tiles.tokens)},
                 "click": self.click, "click_text": self.click_text, "x_top": self.x_top, "height": self.height,
                 "background": self.background,
                 "lines": list(self.lines), "file_name": self.file_name, "meta": self.meta}
@@ -131,7 +134,8 @@ class CanvasHeatmap:
         start += rows * cols + (-(rows * cols) % 4)
         values = np.frombuffer(data, "<f4", rows * cols, start).reshape(rows, cols)
         tiles = None if h["tiles"] is None else Tiles(**{**h["tiles"], "extra": tuple(h["tiles"]["extra"]),
-                                                         "row_peak": tuple(h["tiles"]["row_peak"])})
+                                                         "row_peak": tuple(h["tiles"]["row_peak"]),
+                                                         "tokens": tuple(h["tiles"]["tokens"])})
         pairs = lambda key: tuple((float(p), str(t)) for p, t in h[key])  # noqa: E731
         return cls(colour=colour, values=values, palette=tuple(h["palette"]), x_ticks=pairs("x_ticks"),
                    y_ticks=pairs("y_ticks"), x_names=tuple(h["x_names"]), y_names=tuple(h["y_names"]),
@@ -201,14 +205,15 @@ def log_colorbar() -> tuple[tuple[float, str], ...]:
 
 
 def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray | None = None,
-                hover_label: str = "", layer_kinds: tuple[str, ...] = (), block: int = 1,
+                hover_label: str = "", layer_kinds: tuple[str, ...] = (), block: int = 1, tokens=(),
                 file_name: str = "all-heads", export_title: str = "") -> CanvasHeatmap:
     """Every layer x head as one small tile, a one-cell gap between tiles: attention.figures.head_grid's
     picture. Hover names the tile (from 1) and the cell's weight (the largest of a block of `block` x `block`
     tokens when block > 1; the keyboard's tip, moving tile by tile, the mean of its rows' largest), with `hover_extra`
     (L, H) one more number in whole percents; a click reports the tile. `layer_kinds`
     (ModelAttention.layer_kind per layer) label the layers whose kind differs from the most common one
-    ("6 · global").
+    ("6 · global"). The hover names the cell's query and key: by `tokens` (the result's) when each cell is one
+    token, by their positions' range when it is a block.
     Shapes: tiles (L, H, c, c')."""
     n_layers, n_heads, c, c2 = tiles.shape
     values = tiled(tiles)
@@ -227,7 +232,8 @@ def grid_canvas(tiles: np.ndarray, *, title: str = "", hover_extra: np.ndarray |
         y_title="layer" + (f" (the others {common})" if common else ""),
         value_note=f" (largest of {block}×{block} tokens)" if block > 1 else "",
         tiles=Tiles(rows=c, cols=c2, extra_label=hover_label if hover_extra is not None else "", extra=extra,
-                    row_peak=row_peak),
+                    row_peak=row_peak, block=block,
+                    tokens=tuple(map(str, tokens)) if block == 1 and len(tokens) == max(c, c2) else ()),
         click="tile", x_top=True, height=int(min(2400, 80 + n_layers * 70)), file_name=file_name)
 
 

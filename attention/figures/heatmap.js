@@ -239,9 +239,12 @@ function describe(v, row, col, whole = false) {
     const t = h.tiles, tr = Math.floor(row / (t.rows + 1)), tc = Math.floor(col / (t.cols + 1));
     if (row % (t.rows + 1) === t.rows || col % (t.cols + 1) === t.cols) return null;
     const across = Math.round((h.cols + 1) / (t.cols + 1)), k = tr * across + tc;
+    const b = t.block || 1, token = (i) => (b > 1 ? `${i * b}–${i * b + b - 1}` // a block: its positions
+      : t.tokens && t.tokens.length ? `${i} “${t.tokens[i]}”` : String(i));
     const lines = [`${t.row_title} ${tr + 1} · ${t.col_title} ${tc + 1}`,
-                   whole ? `each row's largest ${h.value_name}, mean: ${t.row_peak[k].toFixed(h.digits)}`
-                         : `${h.value_name}${h.value_note}: ${number}`];
+                   ...(whole ? [`each row's largest ${h.value_name}, mean: ${t.row_peak[k].toFixed(h.digits)}`]
+                             : [`query ${token(row % (t.rows + 1))} → key ${token(col % (t.cols + 1))}`,
+                                `${h.value_name}${h.value_note}: ${number}`])];
     if (t.extra_label) lines.push(`${t.extra_label}: ${t.extra[k]}%`);
     if (h.click) lines.push("click to open it in the zoom");
     return { lines, report: { row, col, tile: [tr, tc] } };
