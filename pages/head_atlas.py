@@ -100,8 +100,7 @@ layer, head = layer_and_head(c1, c2, focus, L, H, slot="atlas", kinds=att.layer_
 head_type = head_survey.head_types[layer, head] or "no clear type"
 role_md = "**not measured**" if labels is None else f"**{labels[layer, head] or 'no role'}**"
 if labels is not None:  # a head labelled by its strongest role may pass the threshold in others too: say so
-    also = [f"{ROLES[f][0]} {getattr(roles, f)[layer, head]:.2f}" for f in ROLES
-            if getattr(roles, f)[layer, head] > threshold and ROLES[f][0] != labels[layer, head]]
+    also = [f"{name} {score:.2f}" for name, score in roles.passed(layer, head, threshold)[1:]]
     role_md += f" (its strongest role; also above {threshold:.2f}: {', '.join(also)})" if also else ""
 c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, {role_md} "
             f"on the probe; entropy {head_survey.entropy[layer, head]:.2f} nats, mean distance "

@@ -58,6 +58,13 @@ class HeadRoles:
         names = np.array([ROLES[f][0] for f in fields], dtype=object)[best]
         return np.where(scores.max(0) > threshold, names, "").astype(str)
 
+    def passed(self, layer: int, head: int, threshold: float = ROLE_THRESHOLD) -> tuple[tuple[str, float], ...]:
+        """Every role head (layer, head), from 0, scores above `threshold`: (its label, the score), strongest
+        first. `labels` keeps only the first; a head can pass several (SmolLM2's L19H8: first-token and
+        induction)."""
+        scores = [(ROLES[f][0], float(getattr(self, f)[layer, head])) for f in ROLES]
+        return tuple(sorted(((name, s) for name, s in scores if s > threshold), key=lambda p: -p[1]))
+
 
 def probe_ids(tokenizer, repeat: int = PROBE_REPEAT, seed: int = 0) -> tuple[np.ndarray, int]:
     """[beginning-of-text] + R random tokens + the same R again; and where the random tokens start."""
