@@ -133,7 +133,8 @@ def test_the_guard_refuses_a_model_whose_attention_output_is_wrong(monkeypatch, 
     right = SurveyKernel.__call__
     monkeypatch.setattr(SurveyKernel, "__call__", lambda self, call: None if (out := right(self, call)) is None
                         else out * 1.01)
-    with pytest.raises(ModelUnavailable, match=r"last hidden state differs from the model's own by \d\.\de-\d+"):
+    with pytest.raises(ModelUnavailable, match=r"at layer 1 the output this app's attention kernel makes differs "
+                                               r"from the model's own by \d\.\de-\d+ .*fed the same q, k and v"):
         build("llama", tok)
 
 
@@ -144,7 +145,8 @@ def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, 
     right = model_attention.layer_weights
     monkeypatch.setattr(model_attention, "layer_weights",
                         lambda q, k, *, scale, **kw: right(q, k, scale=scale * 1.1, **kw))
-    with pytest.raises(ModelUnavailable, match=r"differ from the model's own by \d\.\de-\d+ .*refused"):
+    with pytest.raises(ModelUnavailable, match=r"refused rather than shown wrong: at layer 1 the attention weights "
+                                               r"rebuilt from its q and k differ from its own by \d\.\de-\d+"):
         build("llama", tok)
 
 

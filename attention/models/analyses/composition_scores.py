@@ -65,7 +65,7 @@ def head_matrices(loaded: LoadedModel, layer: int) -> dict[str, torch.Tensor]:
                    for path in parts.family.qkv)  # (D, out)
     except AttributeError:
         raise ValueError(f"{loaded.spec.name} ({parts.model_type}): its q, k, v projections are not at "
-                         f"{', '.join(parts.family.qkv)} as attention/models/forward/anatomy.py says.") from None
+                         f"{', '.join(parts.family.qkv)} as this app's entry for its family says.") from None
     w_o = torch.from_numpy(parts.output_weight(layer)).double()  # (H * d, D)
     H = _n_heads(loaded)
     d = w_o.shape[0] // H

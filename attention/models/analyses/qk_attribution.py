@@ -236,8 +236,8 @@ def _family(loaded: LoadedModel, att: ModelAttention) -> QKFamily:
     if kind in REFUSED:
         raise ValueError(f"{name} ({kind}) {REFUSED[kind]}: its scores are not split into parts here.")
     if kind not in QK_FAMILIES:
-        raise ValueError(f"{name} ({kind}): its family has no entry in attention/models/analyses/qk_attribution.py, "
-                         "so its scores are not split into parts here.")
+        raise ValueError(f"{name} ({kind}): its family has no entry in this app's list of the families whose scores "
+                         "it splits, so its scores are not split into parts here.")
     if att.self_attn.q is None or att.self_attn.k is None or att.self_attn.bias:
         raise ValueError(f"{name}: its queries and keys were not captured (or it adds a position bias), so its "
                          "scores cannot be split here.")

@@ -139,7 +139,7 @@ def anatomy(network) -> Anatomy:
     kind = model_type(network)
     family = FAMILIES.get(kind)
     if family is None:
-        raise MissingAnatomy(f"the model family “{kind}” has no entry in attention/models/forward/anatomy.py, so its "
+        raise MissingAnatomy(f"the model family “{kind}” has no entry in this app's map of model parts, so its "
                              "output projections, layers and norms are not known here (its attention weights are "
                              "still shown exactly)")
     base = getattr(network, "base_model", network)
@@ -150,8 +150,8 @@ def anatomy(network) -> Anatomy:
         try:
             return root.get_submodule(path)
         except AttributeError:
-            raise MissingAnatomy(f"{kind}: its {what} is not at “{path}” as attention/models/forward/anatomy.py "
-                                 "says") from None
+            raise MissingAnatomy(f"{kind}: its {what} is not at “{path}” as this app's entry for the "
+                                 "family says") from None
 
     blocks = tuple(part(base, family.layers, "list of layers"))
     if family.shared_layers:  # ALBERT: its few blocks are run in turn, num_hidden_layers times in all

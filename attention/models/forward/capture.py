@@ -8,6 +8,10 @@ records those inputs when a `recording()` block is open on this thread, then run
 own eager kernel (outputs and `output_attentions` exactly the eager ones), the fused SDPA kernel, which
 never materialises the (heads, n, m) weights, or a kernel of ours (`OwnKernel`): the head survey's, which
 makes the layer's output from the same weights it sums (attention.models.forward.kernel.SurveyKernel).
+A check of our numbers against the model's (the guard, own_attention) also runs the model's eager kernel
+*beside* the pass, on the very q, k, v and mask of each call, and carries the pass's own output forward:
+so the layers after a checked one read the same inputs as in the pass the pages show (in 16 bits an eager
+layer's rounded output would make every later layer differ), and a gap measures our rebuilding alone.
 
 This does what forward hooks on q_proj/k_proj/v_proj would, without re-implementing each model's
 rotary embedding: the captured q, k are the ones the model multiplies.
@@ -61,12 +65,29 @@ OwnKernel = Callable[[CapturedCall], "torch.Tensor | None"]
 """Our own attention for one captured call: its output (n, H, d), or None to leave the call to the fused kernel."""
 
 
+@dataclass(frozen=True)
+class EagerBeside:
+    """The model's own eager attention of one call, computed beside the pass from that call's q, k, v and mask,
+    and the output the pass carried forward instead (recording's `beside`).
+    Shapes: weights (H, n, m) and outputs (n, H, d), torch, in the model's dtype, where the model runs."""
+
+    weights: torch.Tensor  # the eager kernel's weights
+    output: torch.Tensor  # the eager kernel's output
+    carried: torch.Tensor  # the output the pass went on with: ours, the fused kernel's, or the eager one
+    ours: bool  # our kernel (the recording's OwnKernel) made `carried`
+
+
+Beside = Callable[[CapturedCall, EagerBeside], None]
+"""Told, for every call of a recording, its eager weights and output beside the pass's (the guard's check)."""
+
+
 @dataclass
 class _Recording:
     names: dict[int, str]  # id(attention module) -> qualified name
     kernel: str | OwnKernel  # "eager", "sdpa", or a kernel of ours
-    eager_for: frozenset[str]  # modules run (and their weights kept) with the eager kernel anyway
+    eager_for: frozenset[str]  # modules whose eager weights are computed beside the pass and kept
     on_call: Callable[[int], None] | None  # told how many calls were recorded so far
+    beside: Beside | None = None  # told every call's eager attention beside the pass's
     calls: list[CapturedCall] = field(default_factory=list)
     masks: dict = field(default_factory=dict)  # one bool mask per mask tensor: every layer shares it
 
@@ -76,20 +97,22 @@ _local = threading.local()
 
 @contextlib.contextmanager
 def recording(names: dict[int, str], *, kernel: str | OwnKernel = "eager", eager_for=frozenset(),
-              on_call: Callable[[int], None] | None = None):
+              on_call: Callable[[int], None] | None = None, beside: Beside | None = None):
     """Collect the CapturedCalls of the forward passes run inside the block, on this thread.
 
     kernel "eager" runs transformers' eager attention (it returns weights: output_attentions works);
     "sdpa" runs the fused kernel, which never builds the (H, n, m) weights, so long inputs fit in memory:
     weights are recomputed later from the captured q and k. An OwnKernel makes each plain call's output
     itself from the captured q, k, v and mask (one text, no dropout, nothing on the scores that q and k
-    do not hold, see PLAIN_KWARGS); other calls run the fused kernel. Modules named in `eager_for` run
-    eagerly whatever the kernel, and their weights are kept (a check of one layer against the model itself).
+    do not hold, see PLAIN_KWARGS); other calls run the fused kernel. Modules named in `eager_for` also run
+    the eager kernel beside the pass, on the same inputs, and keep its weights (`CapturedCall.weights`: a
+    check of one layer against the model itself) while the pass goes on with the kernel's output, as it
+    would without the check. `beside(call, eager)` is told every call's eager attention beside the pass's.
     Yields the list being filled.
     """
     if kernel not in ("eager", "sdpa") and not callable(kernel):
         raise ValueError(f"kernel must be 'eager', 'sdpa' or a kernel of ours, got {kernel!r}")
-    active = _Recording(names, kernel, frozenset(eager_for), on_call)
+    active = _Recording(names, kernel, frozenset(eager_for), on_call, beside)
     _local.active = active
     try:
         yield active.calls
@@ -109,24 +132,30 @@ def _capture_attention(module, query, key, value, attention_mask, scaling=None, 
     softcap = kwargs.get("softcap")
     call = CapturedCall(module=name, q=kept(query[0]), k=kept(key[0]), v=kept(value[0]), mask=mask, bias=bias,
                         scale=scale, causal=causal, softcap=None if softcap is None else float(softcap))
+    eager = _eager(module)
+    side = None  # the eager kernel's (output, weights) beside the pass, on this call's own inputs
+    if name in active.eager_for or active.beside is not None:
+        side = eager(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     own = None
-    if callable(active.kernel) and name not in active.eager_for and _plain(query, bias, dropout, kwargs):
+    if callable(active.kernel) and _plain(query, bias, dropout, kwargs):
         own = active.kernel(call)  # (n, H, d), or None when the kernel leaves this call to the model's
     if own is not None:
         out, weights = own[None].to(query.dtype), None
     # The fused kernel cannot soft-cap scores: those layers run the model's own eager kernel (one layer's
     # (H, n, m) weights at a time), and the cap is recorded so recomputed weights apply it too.
-    elif active.kernel == "eager" or name in active.eager_for or softcap is not None:
-        out, weights = _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
-                                      **kwargs)
+    elif active.kernel == "eager" or softcap is not None:
+        out, weights = side if side is not None else eager(module, query, key, value, attention_mask,
+                                                            scaling=scaling, dropout=dropout, **kwargs)
     else:
         # A plain causal mask goes as is_causal (the fused kernel's fast path); any other mask as given.
         given = kwargs.pop("is_causal", None)  # SigLIP says is_causal=False itself
         out, weights = sdpa_attention_forward(module, query, key, value, None if causal else attention_mask,
                                               dropout=dropout, scaling=scaling, is_causal=True if causal else given,
                                               **kwargs)
-    if weights is not None and name in active.eager_for:
-        call = replace(call, weights=_np(weights[0]))
+    if side is not None and name in active.eager_for:
+        call = replace(call, weights=_np(side[1][0]))
+    if side is not None and active.beside is not None:
+        active.beside(call, EagerBeside(weights=side[1][0], output=side[0][0], carried=out[0], ours=own is not None))
     active.calls.append(call)
     if active.on_call is not None:
         active.on_call(len(active.calls))

@@ -2,17 +2,26 @@
 
 `check_model(loaded)` runs the model on a probe text longer than every attention window its
 configuration declares (a sliding window only shows on texts longer than it; capped at the token limit),
-with the first, middle and last layer of each attention stack on transformers' eager kernel, and
-compares their weights with the ones rebuilt from the captured q and k. It also compares the last hidden
-state of that pass, in which our SurveyKernel made every layer's attention output, with the model's own
-(its fused kernels). Above GUARD_GAP (for the hidden state: relative to its largest value) the model is
-refused with the measured gap, rather than shown wrong; below it, the gap is what the pages state.
+with transformers' eager kernel computed *beside* every layer of that pass, from the very q, k, v and mask
+the layer had (attention.models.forward.capture): the pass carries its own outputs forward, so what is
+measured is our rebuilding alone, not the drift between two passes. (The guard used to run a second pass
+with three layers on the eager kernel, and in 16 bits their rounded outputs changed every later layer's
+input: SmolLM2 in float16 read 8.5e-3 at layer 30 that way on an Intel Xeon, 1.2e-3 alone.)
+At every layer of every stack:
+- the weights rebuilt from the captured q and k (attention.models.forward.recompute, what every view
+  shows) are held to the eager kernel's: above `allowed_gap` the family computes its scores in a way we
+  do not rebuild, and it is refused, naming the layer;
+- where our SurveyKernel made the layer's output (float32 on the CPU), that output is held to the eager
+  kernel's, relative to its largest value;
+- the model's own numbers must be finite: a dtype too narrow for its activations (Gemma 3 in float16)
+  gives inf or NaN, and the refusal says at which layer and which precision to choose instead.
+Below the allowance, the largest gap is what the pages state.
 A model in half precision (bfloat16, float16) has its weights rebuilt in float32 from its own q and k, while
 its eager kernel computes scores and weights in its dtype and rounds them: the two differ by what that
 rounding explains, and the guard allows GUARD_GAP + ROUNDING_UNITS x the dtype's unit roundoff
 (bfloat16: 2^-8, float16: 2^-11), states the gap beside the roundoff, and refuses above it (docs/models.md
-writes the rule down). Our kernel stands in for the model's only in float32; in half precision each layer's
-output is the model's own.
+writes the rule down and the gaps measured). Our kernel stands in for the model's only in float32; in half
+precision each layer's output is the model's own.
 Families whose weights are the model's own output_attentions (T5's position bias, the families that do
 not use transformers' attention interface) have nothing rebuilt: their gap is 0, and their texts are
 kept to OWN_WEIGHTS_MAX_TOKENS, since they hold L x H x n² weights.
@@ -26,9 +35,12 @@ import numpy as np
 import torch
 
 from attention.models.forward.anatomy import model_type
+from attention.models.forward.capture import CapturedCall, EagerBeside
+from attention.models.forward.device_arrays import DeviceArray, part
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.registry import ModelUnavailable
-from attention.models.forward.running import attend, attend_image, own_attentions, own_output
+from attention.models.forward.running import attend, attend_image
+from attention.models.forward.stacks import attention_stack, stack_of
 
 GUARD_GAP = 1e-4  # largest |rebuilt - own| weight difference a float32 model may show
 ROUNDING_UNITS = 16  # a half-precision model may differ by this many unit roundoffs of its dtype more
@@ -43,19 +55,25 @@ class ModelCheck:
     """What the guard measured when the model was loaded."""
 
     captured: bool  # weights are rebuilt from q and k captured inside the model (False: its own weights)
-    gap: float  # largest |rebuilt - the model's own eager weight| over the layers compared (0 when own)
-    output_gap: float  # largest |ours - own| of the last hidden state / its largest |value| (0 when own)
-    layers: tuple[int, ...]  # the self-attention layers compared, 0-based
+    gap: float  # largest |rebuilt - the model's own eager weight| over every layer of every stack (0 when own)
+    output_gap: float  # largest |our kernel's output - the eager kernel's| / its largest |value| over the
+    # layers our kernel made (0 when it made none: own weights, or half precision, where the model's own runs)
+    layers: tuple[int, ...]  # the self-attention layers compared, 0-based: every one
     probe_tokens: int  # the probe text's length
-    own_weights: bool  # the weights shown are the model's own output_attentions (bias, or not captured)
+    own_weights: bool  # the weights shown are the model's own (output_attentions: bias, or not captured)
     dtype: str = "float32"  # the network's parameters' dtype
     allowed: float = GUARD_GAP  # the largest gap the guard accepts in that dtype (allowed_gap)
+    layer_gaps: tuple[float, ...] = ()  # the weight gap of each self-attention layer, measured on its own inputs
+    worst: str = ""  # where `gap` is: "layer 30", or "decoder layer 2" / "cross layer 1" (1-based)
 
     @property
     def short(self) -> str:
         """A few words for under a model's name; `summary` says how it was measured."""
         if self.own_weights:
             return "Exact: the model's own attention weights"
+        if self.dtype not in ("float32", "float64"):
+            return (f"Equals the model's own {self.dtype} attention to {self.gap:.0e} "
+                    f"(its rounding allows {self.allowed:.0e})")
         return "Exact: equals the model's own attention " + (f"(to {self.gap:.0e})" if self.gap > 0 else "exactly")
 
     @property
@@ -64,16 +82,20 @@ class ModelCheck:
         if self.own_weights:
             return ("weights are the model's own (output_attentions): its scores cannot be rebuilt from q and k, "
                     f"so texts are kept to {OWN_WEIGHTS_MAX_TOKENS} tokens")
-        layers = ", ".join(str(layer + 1) for layer in self.layers)
-        to = f"to {self.gap:.0e}" if self.gap > 0 else "exactly"
-        if self.dtype != "float32":
-            to += (f" (the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.0e}: ours are "
-                   "computed in float32 from its q and k)")
-        output = f" to {self.output_gap:.0e}" if self.output_gap > 0 else " exactly"
-        return (f"weights rebuilt from q and k equal the model's own {to} (its first, middle and last layers: "
-                f"{layers}), and its output made "
-                f"with our attention kernel equals its own{output}: checked on a {self.probe_tokens}-token probe "
-                "when it loaded")
+        to = f"to {self.gap:.0e} (largest at {self.worst})" if self.gap > 0 else "exactly"
+        if self.dtype not in ("float32", "float64"):
+            to += (f"; the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.0e}: ours are "
+                   "computed in float32 from its q and k")
+        if self.output_gap > 0:
+            output = (f", and the output our attention kernel makes for each layer equals the model's own to "
+                      f"{self.output_gap:.0e} of its largest value")
+        elif self.dtype not in ("float32", "float64"):
+            output = ", and each layer's output is the model's own"
+        else:
+            output = ", and the output our attention kernel makes for each layer equals the model's own exactly"
+        return (f"weights rebuilt from q and k equal the model's own {to}, at every one of its {len(self.layers)} "
+                f"layers, each fed the inputs it has in the pass the pages show{output}: checked on a "
+                f"{self.probe_tokens}-token probe when it loaded")
 
 
 def allowed_gap(dtype) -> float:
@@ -113,41 +135,131 @@ def probe_image() -> np.ndarray:
     return np.rint(rgb * 255).astype(np.uint8)
 
 
+@dataclass(frozen=True)
+class LayerGap:
+    """One layer of one stack, measured beside the probe's pass on that layer's own inputs."""
+
+    stack: str  # "self", "decoder" or "cross"
+    layer: int  # 0-based, within its stack
+    weights: float  # max |weights the views show - eager weights|
+    output: float | None  # max |our output - eager output| / max |eager output|, where our kernel made it
+
+
+class Overflow(Exception):
+    """The model's own numbers hold inf or NaN from this layer on: the pass is stopped there."""
+
+    def __init__(self, stack: str, layer: int):
+        super().__init__(f"{stack} layer {layer}")
+        self.stack, self.layer = stack, layer  # layer 1-based
+
+
+def measure_layer(call: CapturedCall, eager: EagerBeside, stack: str, layer: int) -> LayerGap:
+    """How far the weights the views show for one layer (AttentionStack.layer_weights, rebuilt from the call's
+    q and k), and our kernel's output where it made one, are from the model's eager kernel on that layer's
+    own inputs (`eager`, computed beside the pass). Overflow where the model's own q, k, v, eager weights or
+    output are not finite (a float16 model past 65,504)."""
+    own = eager.weights.float()
+    if not (all(_finite(a) for a in (call.q, call.k, call.v)) and bool(torch.isfinite(own).all())
+            and bool(torch.isfinite(eager.output).all())):
+        raise Overflow(stack, layer + 1)
+    rebuilt = attention_stack([call], None, causal=False).layer_weights(0)  # (H, n, m) float32, as a view's
+    output = None
+    if eager.ours:
+        reference = eager.output.float()
+        scale = max(float(reference.abs().max()), 1e-12)
+        output = float((eager.carried.float() - reference).abs().max()) / scale
+    return LayerGap(stack=stack, layer=layer, weights=float((rebuilt - own.to(rebuilt.device)).abs().max()),
+                    output=output)
+
+
+def _finite(a) -> bool:
+    return bool(torch.isfinite(a.tensor).all()) if isinstance(a, DeviceArray) else bool(np.isfinite(a).all())
+
+
 def check_model(loaded: LoadedModel) -> LoadedModel:
     """`loaded` with its ModelCheck (and, for a model whose own weights are kept, its token limit lowered);
-    ModelUnavailable, with the measured gap, when rebuilt weights differ from the model's own."""
-    att = attend_image(loaded, probe_image()) if loaded.spec.inputs == "image" else attend(loaded, probe_text(loaded))
-    s = att.self_attn
+    ModelUnavailable, saying why in the user's words, when its numbers overflow its dtype, when rebuilt
+    weights differ from the model's own, or when our kernel's output does."""
+    encoder_decoder = loaded.spec.architecture == "encoder-decoder"
     dtype = next(loaded.network.parameters()).dtype
+    dtype_name = str(dtype).removeprefix("torch.")
+    allowed = allowed_gap(dtype)
+    measured: list[LayerGap] = []
+    seen: dict[str, int] = {}  # calls seen per stack: the layer a call is (ALBERT calls one module every layer)
+
+    def beside(call: CapturedCall, eager: EagerBeside) -> None:
+        stack = stack_of(call.module, encoder_decoder)
+        seen[stack] = layer = seen.get(stack, -1) + 1
+        if not call.bias:  # (a position bias: the model's own weights are kept, nothing is rebuilt)
+            measured.append(measure_layer(call, eager, stack, layer))
+
+    try:
+        att = attend_image(loaded, probe_image(), beside=beside) if loaded.spec.inputs == "image" else \
+            attend(loaded, probe_text(loaded), beside=beside)
+    except Overflow as where:
+        _refuse_overflow(loaded, dtype_name, where.layer, "" if where.stack == "self" else f"{where.stack} ")
+        raise
+    _refuse_overflow(loaded, dtype_name, _first_overflow(att), "")  # the last layer's output, or an unseen model
+    s = att.self_attn
     if not s.captured or s.bias:
         check = ModelCheck(captured=s.captured, gap=0.0, output_gap=0.0, layers=(), probe_tokens=len(att.tokens),
-                           own_weights=True, dtype=str(dtype).removeprefix("torch."), allowed=allowed_gap(dtype))
+                           own_weights=True, dtype=dtype_name, allowed=allowed)
         spec = replace(loaded.spec, max_tokens=min(loaded.spec.max_tokens, OWN_WEIGHTS_MAX_TOKENS),
                        max_tokens_gpu=None)
         return replace(loaded, spec=spec, check=check)
-    stacks = {stack: tuple(sorted({0, a.n_layers // 2, a.n_layers - 1}))
-              for stack, a in (("self", s), ("decoder", att.decoder_attn), ("cross", att.cross_attn)) if a is not None}
-    own = own_attentions(loaded, att, stacks)
-    gaps = {(stack, layer): att.attention_stack(stack).rebuild_gap(layer, own[stack, layer])
-            for stack, layers in stacks.items() for layer in layers}
-    (stack, layer), gap = max(gaps.items(), key=lambda item: item[1])
-    allowed = allowed_gap(dtype)
-    if not gap <= allowed:  # NaN refuses too
+    family = model_type(loaded.network)
+    worst = max(measured, key=lambda g: g.weights)
+    over = [g for g in measured if not g.weights <= allowed]  # NaN is over too
+    if over:
+        more = f"; {len(over)} of its {len(measured)} layers are off, by up to {worst.weights:.1e}" \
+            if len(over) > 1 else ""
         raise ModelUnavailable(
-            f"{loaded.spec.label}: the attention weights rebuilt from its q and k differ from the model's own by "
-            f"{gap:.1e} ({stack} attention, layer {layer + 1}), above the {allowed:.1e} this app allows in "
-            f"{str(dtype).removeprefix('torch.')}, so it is "
-            f"refused rather than shown wrong. Its family ({model_type(loaded.network)}) computes its scores in a "
-            "way attention/models/forward/recompute.py does not rebuild.")
-    own_state = own_output(loaded, att)
-    output_gap = float(np.abs(att.hidden[-1] - own_state).max() / max(float(np.abs(own_state).max()), 1e-12))
-    if not output_gap <= allowed:
+            f"{loaded.spec.label} is refused rather than shown wrong: at {_where(over[0])} the attention weights "
+            f"rebuilt from its q and k differ from its own by {over[0].weights:.1e}, fed the same inputs, above the "
+            f"{allowed:.1e} that {dtype_name}'s rounding allows{more}. Its family ({family}) computes its attention "
+            "scores in a way this app does not rebuild.")
+    made = [g for g in measured if g.output is not None]
+    output = max(made, key=lambda g: g.output, default=None)
+    if output is not None and not output.output <= allowed:
         raise ModelUnavailable(
-            f"{loaded.spec.label}: with this app's attention kernel its last hidden state differs from the model's "
-            f"own by {output_gap:.1e} of its largest value, above the {allowed:.1e} this app allows, so it is refused "
-            f"rather than shown wrong. Its family ({model_type(loaded.network)}) computes attention's output in a "
-            "way attention/models/forward/kernel.py does not.")
-    check = ModelCheck(captured=True, gap=gap, output_gap=output_gap, layers=stacks["self"],
-                       probe_tokens=len(att.tokens), own_weights=False, dtype=str(dtype).removeprefix("torch."),
-                       allowed=allowed)
+            f"{loaded.spec.label} is refused rather than shown wrong: at {_where(output)} the output this app's "
+            f"attention kernel makes differs from the model's own by {output.output:.1e} of its largest value, fed "
+            f"the same q, k and v, above the {allowed:.1e} allowed in {dtype_name}. Its family ({family}) makes "
+            "attention's output in a way this app's kernel does not.")
+    self_gaps = tuple(g.weights for g in measured if g.stack == "self")
+    check = ModelCheck(captured=True, gap=worst.weights, output_gap=0.0 if output is None else output.output,
+                       layers=tuple(range(len(self_gaps))), probe_tokens=len(att.tokens), own_weights=False,
+                       dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst))
     return replace(loaded, check=check)
+
+
+def _where(g: LayerGap) -> str:
+    """"layer 3", "decoder layer 2", "cross layer 1": a layer as the pages say it (1-based)."""
+    return f"{'' if g.stack == 'self' else g.stack + ' '}layer {g.layer + 1}"
+
+
+def _first_overflow(att) -> int | None:
+    """The first layer (1-based; 0: the embeddings) where the shown pass's numbers hold inf or NaN: the
+    (encoder's) self-attention's q, k or v, or the layer's output (hidden state); None when all are finite."""
+    s = att.self_attn
+    layers = [layer + 1 for layer in range(s.n_layers) if s.captured
+              and not all(_finite(part(a, layer)) for a in (s.q, s.k, s.v))]
+    layers.append(next((i for i in range(len(att.hidden)) if not _finite(att.hidden[i])), None))
+    return min((layer for layer in layers if layer is not None), default=None)
+
+
+NARROWER = {"float16": "bfloat16 or float32", "bfloat16": "float32"}  # what to pick when a dtype overflows
+
+
+def _refuse_overflow(loaded: LoadedModel, dtype: str, layer: int | None, stack: str) -> None:
+    """ModelUnavailable when the model's own numbers are not finite by `layer` (1-based, 0: its embeddings)."""
+    if layer is None:
+        return
+    where = "in its embeddings" if layer == 0 else f"by {stack}layer {layer}"
+    if dtype in NARROWER:
+        raise ModelUnavailable(
+            f"{loaded.spec.label}'s activations exceed {dtype}'s range {where}: its own forward pass holds "
+            f"inf or NaN there, so its numbers cannot be shown in {dtype}. Choose {NARROWER[dtype]} instead.")
+    raise ModelUnavailable(
+        f"{loaded.spec.label}'s own forward pass holds inf or NaN {where} even in {dtype}: its weights may be "
+        "damaged, so it cannot be shown.")

@@ -8,9 +8,11 @@ every head's survey as it goes; an encoder-decoder model runs the fused SDPA ker
 from q and k when a view needs them. Two kinds of family keep the model's own output_attentions instead (a
 second, eager pass): those that add a learned position bias to their scores (T5), and those whose attention
 does not go through transformers' attention interface at all (BLOOM, Falcon, GPT-J, DeBERTa-v2), which
-capture cannot see. `own_attention(loaded, att, layer)` runs one layer eagerly and returns the model's own
-weights for it: the check the pages show. The output projections W_O are read here too, through the
-family's anatomy (attention.models.forward.anatomy), as views of the model's parameters.
+capture cannot see. `own_attention(loaded, att, layer)` returns the model's own weights for one layer: its
+eager kernel run beside a pass that repeats attend's, on the very inputs that layer had there (the check the
+pages show); `checking_pass` hands every layer's eager attention to the guard the same way. The output
+projections W_O are read here too, through the family's anatomy (attention.models.forward.anatomy), as views
+of the model's parameters.
 
 Shapes: n tokens, t decoder tokens, H heads, m keys, D model size.
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.capture import recording
+from attention.models.forward.capture import Beside, CapturedCall, recording
 from attention.models.forward.device_arrays import resident_device
 from attention.models.forward.images import image_patches, prefix_tokens, read_image, token_names
 from attention.models.forward.kernel import SurveyKernel
@@ -32,7 +34,7 @@ from attention.models.forward.model import LoadedModel, Progress, has_lm_head, l
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.recompute import work_threads
 from attention.models.forward.registry import model_label
-from attention.models.forward.stacks import as_numpy, attention_stack, calls_of, hidden_states_of
+from attention.models.forward.stacks import attention_stack, calls_of, hidden_states_of
 from attention.models.forward.tokens import display_tokens, encoding_words
 
 MAX_TEXT_CHARS = 60_000  # longer text is cut before tokenizing (the token limit cuts again, with a notice)
@@ -58,30 +60,32 @@ class _Inputs:
 
 
 def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, progress: Progress | None = None,
-           ids: np.ndarray | None = None) -> ModelAttention:
+           ids: np.ndarray | None = None, beside: Beside | None = None) -> ModelAttention:
     """Tokenize, run the model once with capture on, and collect everything the pages show.
 
     `progress(fraction, message)` is told after every attention layer (long inputs take seconds). `ids`
     (token ids, (n,)) runs those tokens as they are instead of tokenizing `text` (a probe of random
     tokens, which would not survive decoding and encoding again); `text` is then only their label.
+    `beside(call, eager)` is told, for every attention call, the model's own eager attention computed beside
+    the pass from that call's q, k, v and mask (attention.models.forward.capture; the guard's check).
     """
     if loaded.spec.inputs == "image":
         raise ValueError(f"{loaded.spec.label} reads images, not text: give it an image (attend_image), or open it "
                          "on the page Attention in an image model.")
     return _freeing_gpu(lambda: _attend(loaded, lambda: _inputs(loaded, text, decoder_text) if ids is None else
-                                        _given_ids(loaded, text, ids), progress, decoder_text))
+                                        _given_ids(loaded, text, ids), progress, decoder_text, beside))
 
 
 def attend_image(loaded: LoadedModel, image, *, progress: Progress | None = None,
-                 name: str | None = None) -> ModelAttention:
+                 name: str | None = None, beside: Beside | None = None) -> ModelAttention:
     """attend() for a vision transformer: `image` (a PIL image, an (h, w) or (h, w, 3) array, a file's bytes,
     a path or an open file, read by attention.models.forward.images.read_image, which refuses what it should)
     goes through the model's own image processor and one forward pass with capture on. The result's tokens
     are "[CLS]", its registers and "patch (row, col)"; `image` on it says which token is which patch and holds
-    the pixels the model saw. `name` labels it (its `text`)."""
+    the pixels the model saw. `name` labels it (its `text`); `beside` as for attend()."""
     if loaded.spec.inputs != "image":
         raise ValueError(f"{loaded.spec.label} reads text, not images.")
-    return _freeing_gpu(lambda: _attend(loaded, lambda: _image_inputs(loaded, image, name), progress, None))
+    return _freeing_gpu(lambda: _attend(loaded, lambda: _image_inputs(loaded, image, name), progress, None, beside))
 
 
 def _freeing_gpu(run):
@@ -103,7 +107,8 @@ def _freeing_gpu(run):
             "shorter text fits now, or this one after a while.") from err
 
 
-def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder_text: str | None) -> ModelAttention:
+def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder_text: str | None,
+            beside: Beside | None = None) -> ModelAttention:
     """The forward pass with capture on, over the inputs `make_inputs()` gives (made under the model's lock)."""
     spec, network, tok = loaded.spec, loaded.network, loaded.tokenizer
     names = {id(m): name for name, m in network.named_modules()}
@@ -116,14 +121,10 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
         say(min(1.0, done / expected), f"Running {label}: attention layer {min(done, expected)} of {expected}")
 
     encoder_decoder = spec.architecture == "encoder-decoder"
-    # One stack of self-attention on the CPU: our kernel makes each layer's output and the head survey's sums
-    # from the same weights (an encoder-decoder model's three stacks run the fused kernel; the survey comes
-    # later). On a GPU the model's own fused kernel makes the output, q, k and v stay there, and the survey
-    # is one pass of its own when a view first asks (attention.models.forward.head_survey).
-    kernel = "sdpa" if encoder_decoder or resident_device() is not None else SurveyKernel(expected)
+    kernel = _pass_kernel(encoder_decoder, expected)
     with loaded.lock, torch.inference_mode():
         inputs = make_inputs()
-        with work_threads(inputs.length), recording(names, kernel=kernel, on_call=on_call) as calls:
+        with work_threads(inputs.length), recording(names, kernel=kernel, on_call=on_call, beside=beside) as calls:
             out = _forward(network, inputs, output_attentions=False)
         own = None
         if not calls_of(calls, "self", encoder_decoder):  # attention outside the interface: the model's own
@@ -180,10 +181,21 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
     return att
 
 
+def _pass_kernel(encoder_decoder: bool, n_calls: int):
+    """The attention kernel a pass over a text runs: attend's, and the checks' that repeat it. One stack of
+    self-attention on the CPU: our kernel makes each layer's output and the head survey's sums from the same
+    weights (an encoder-decoder model's three stacks run the fused kernel; the survey comes later). On a GPU
+    the model's own fused kernel makes the output, q, k and v stay there, and the survey is one pass of its
+    own when a view first asks (attention.models.forward.head_survey)."""
+    return "sdpa" if encoder_decoder or resident_device() is not None else SurveyKernel(n_calls)
+
+
 def own_attention(loaded: LoadedModel, att: ModelAttention, layer: int, *, stack: str = "self") -> np.ndarray:
-    """The model's own weights of one layer of `att`: a forward pass over the same text in which that
-    layer runs transformers' eager attention (the others the fused kernel) and its weights are kept.
-    What recomputed weights are checked against, at any length (one layer is H x n x m floats).
+    """The model's own weights of one layer of `att`: a forward pass over the same text, run as attend ran
+    it, in which transformers' eager attention computes that layer's weights beside the pass from the q, k
+    and mask the layer has there (the pass goes on with its own output, so in 16 bits too they are the
+    inputs of the pass `att` came from). What recomputed weights are checked against, at any length (one
+    layer is H x n x m floats).
 
     Shapes: -> (H, n, m) float32.
     """
@@ -203,12 +215,8 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
                 found[stack, layer] = s.own_weights[layer]
     if not modules:
         return found
-    names = {id(m): name for name, m in loaded.network.named_modules()}
+    calls = checking_pass(loaded, att, eager_for=modules)
     encoder_decoder = att.architecture == "encoder-decoder"
-    with loaded.lock, torch.inference_mode():
-        inputs = _same_inputs(loaded, att)
-        with work_threads(inputs.length), recording(names, kernel="sdpa", eager_for=modules) as calls:
-            _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
     for stack, wanted in layers.items():
         in_stack = calls_of(calls, stack, encoder_decoder)  # by position: ALBERT calls one module every layer
         for layer in wanted:
@@ -217,17 +225,23 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
     return found
 
 
-def own_output(loaded: LoadedModel, att: ModelAttention) -> np.ndarray:
-    """The model's last hidden state on the tokens of `att` with its own attention kernels (fused; eager
-    where it soft-caps): what the output of our SurveyKernel, which made `att.hidden`, is held to.
-    Shapes: -> (n, D) float32."""
+def checking_pass(loaded: LoadedModel, att: ModelAttention, *, eager_for=frozenset(),
+                  beside: Beside | None = None) -> list[CapturedCall]:
+    """A forward pass over the tokens of `att` that repeats the one attend() ran (its kernels, its threads),
+    with the model's eager attention computed beside it: for the modules in `eager_for` its weights are kept
+    on their calls, and `beside(call, eager)` is told every call's (attention.models.forward.capture). The
+    pass goes on with its own outputs, so each layer's eager attention reads the inputs that layer had in
+    the pass the pages show: what a check needs to measure our numbers and not two passes' drift.
+    Returns the pass's captured calls."""
     names = {id(m): name for name, m in loaded.network.named_modules()}
+    encoder_decoder = att.architecture == "encoder-decoder"
     with loaded.lock, torch.inference_mode():
         inputs = _same_inputs(loaded, att)
-        with work_threads(inputs.length), recording(names, kernel="sdpa"):
-            out = _forward(loaded.network, inputs, output_attentions=False)
-    states = out.encoder_hidden_states if att.architecture == "encoder-decoder" else out.hidden_states
-    return as_numpy(states[-1][0])
+        kernel = _pass_kernel(encoder_decoder, _attention_calls(loaded.network))
+        with work_threads(inputs.length), recording(names, kernel=kernel, eager_for=eager_for,
+                                                    beside=beside) as calls:
+            _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
+    return calls
 
 
 def _same_inputs(loaded: LoadedModel, att: ModelAttention) -> _Inputs:

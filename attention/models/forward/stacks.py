@@ -19,18 +19,21 @@ from attention.models.forward.device_arrays import DeviceArray, resident_device
 from attention.models.forward.model_attention import AttentionStack
 
 
-def calls_of(calls: list[CapturedCall], stack: str, encoder_decoder: bool) -> list[CapturedCall]:
-    """The captured calls of one attention stack: every call is "self" in an encoder-only or decoder-only
-    model (OPT's layers are "model.decoder.layers"); an encoder-decoder model's are told apart by name."""
-    def stack_of(module_name: str) -> str:
-        if not encoder_decoder:
-            return "self"
-        lower = module_name.lower()
-        if "encoder_attn" in lower or "crossattention" in lower or "enc_dec" in lower or "encdec" in lower:
-            return "cross"
-        return "decoder" if "decoder" in lower else "self"
+def stack_of(module_name: str, encoder_decoder: bool) -> str:
+    """Which attention stack an attention module belongs to: every one is "self" in an encoder-only or
+    decoder-only model (OPT's layers are "model.decoder.layers"); an encoder-decoder model's are told apart
+    by name ("self", "decoder" or "cross")."""
+    if not encoder_decoder:
+        return "self"
+    lower = module_name.lower()
+    if "encoder_attn" in lower or "crossattention" in lower or "enc_dec" in lower or "encdec" in lower:
+        return "cross"
+    return "decoder" if "decoder" in lower else "self"
 
-    return [c for c in calls if stack_of(c.module) == stack]
+
+def calls_of(calls: list[CapturedCall], stack: str, encoder_decoder: bool) -> list[CapturedCall]:
+    """The captured calls of one attention stack (stack_of), in the order they were made."""
+    return [c for c in calls if stack_of(c.module, encoder_decoder) == stack]
 
 
 def attention_stack(calls: list[CapturedCall], w_o, own_weights=None, *, causal: bool) -> AttentionStack:

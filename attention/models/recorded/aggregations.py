@@ -80,8 +80,8 @@ def norm_weights(att: ModelAttention, layer: int, head: int | None = None) -> np
     if not s.captured:
         raise ValueError(f"norm-based weights need each head's values: {NOT_CAPTURED}")
     if s.w_o is None:
-        raise ValueError("this model's output projection W_O is not known (attention/models/forward/anatomy.py has "
-                         "no entry for its family), so norm-based weights are unavailable")
+        raise ValueError("this model's output projection W_O is not known (this app has no entry for its family's "
+                         "parts), so norm-based weights are unavailable")
     n_heads, n_kv, d = s.n_heads, s.v.shape[1], s.v.shape[-1]
     w_o = torch.from_numpy(np.ascontiguousarray(s.w_o[layer], dtype=np.float32)).reshape(n_heads, d, -1)  # (H, d, D)
     v = torch.from_numpy(np.repeat(s.v[layer], n_heads // n_kv, axis=0).astype(np.float32))  # (H, n, d), KV shared
