@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from attention.models import compare_heads, from_attentions, js_divergence
+from tests.numerics import assert_float32_close, float32_approx
 
 TOKENS = ["[CLS]", "the", "river", "bank", "[SEP]"]
 
@@ -127,7 +128,7 @@ def test_a_model_against_itself_is_0_and_a_zeroed_query_tops_largest(tiny_llama,
     causal = [np.full(i + 1, 1.0 / (i + 1)) for i in range(len(a.tokens))]
     own = a.head_weights(layer, head)
     expected = np.mean([_jsd(own[i, : i + 1], causal[i]) for i in range(len(a.tokens))])
-    assert cmp.distance[layer, head] == pytest.approx(expected, abs=1e-6)
+    assert cmp.distance[layer, head] == float32_approx(expected, terms=len(a.tokens), magnitude=1.0)
 
 
 def test_two_tokenizers_are_compared_on_words(tiny_llama, tok):
@@ -222,7 +223,7 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     a, b = attend(smollm2, text), attend(smollm2_bf16, text)
     cmp = compare_results(a, b)
     shown = array(chart(at, "cmp.map")["data"][0]["z"])
-    assert np.allclose(shown, cmp.distance, atol=1e-6)
+    assert_float32_close(shown, cmp.distance, terms=smollm2.network.config.hidden_size)  # the page's own passes
     ranked = cmp.largest(10)
     assert [row for row in at.dataframe[0].value["head of A"]] == [f"L{l_ + 1}H{h + 1}" for l_, h, _ in ranked]
     at.session_state["cmp.ranked.0.0"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
@@ -238,9 +239,10 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     layer, head = ranked[2][:2]
     a_roles, b_roles = head_roles(smollm2), head_roles(smollm2_bf16)
     rows = next(d for d in at.dataframe if "model" in d.value.columns).value
-    assert rows["induction score"].tolist() == pytest.approx(
+    width = smollm2.network.config.hidden_size  # each probe pass's sums, on the page's thread count and ours
+    assert rows["induction score"].tolist() == float32_approx(
         [a_roles.induction[layer, head], b_roles.induction[layer, head],
-         b_roles.induction[layer, head] - a_roles.induction[layer, head]])
+         b_roles.induction[layer, head] - a_roles.induction[layer, head]], terms=width, magnitude=1.0)
     # the direct share of logit(target) - logit(foil), by default A's two likeliest next tokens: the page's
     # numbers are each model's own direct_logit_attribution (held to the model's logits in test_effects)
     from attention.models import contrast, direct_logit_attribution, next_tokens
@@ -252,7 +254,7 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     shares = [direct_logit_attribution(m, r, contrast(r, m.tokenizer, target, foil)).heads[layer, head]
               for m, r in ((smollm2, a), (bf16, b))]
     rows = next(d for d in at.dataframe if "model" in d.value.columns).value
-    assert rows["direct share"].tolist() == pytest.approx([shares[0], shares[1], shares[1] - shares[0]], abs=1e-6)
+    assert rows["direct share"].tolist() == float32_approx([shares[0], shares[1], shares[1] - shares[0]], terms=width)
     # a saved comparison: shown as saved, no model run
     at.session_state["cmp.opened"] = load_comparison(comparison_npz(a, b, cmp, label_a="float32", label_b="bf16"))
     at.run()

@@ -15,6 +15,7 @@ import transformers as tf
 
 from attention.models import BUNDLED, LoadedModel, ModelSpec, ModelUnavailable, load_model, survey
 from attention.models.forward.capture import CAPTURE
+from tests.numerics import assert_float32_close
 
 BANK = "I sat on the river bank."
 
@@ -318,4 +319,5 @@ def test_the_survey_made_inside_the_forward_pass_equals_a_pass_of_its_own(smollm
     assert again is not made
     for f in fields(made):
         if isinstance(getattr(made, f.name), np.ndarray):
-            np.testing.assert_allclose(getattr(made, f.name), getattr(again, f.name), atol=1e-6, err_msg=f.name)
+            # chunks of other sizes (and the pass's threads against the view's): sums over 300 keys
+            assert_float32_close(getattr(made, f.name), getattr(again, f.name), terms=300, err_msg=f.name)

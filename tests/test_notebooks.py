@@ -13,6 +13,7 @@ from attention.models import Reading
 from attention.models.recorded.export import NPZ_MAX_WEIGHTS
 from attention.models.recorded.imported import export_npz, from_attentions, load_npz
 from benchmarks.families import build
+from tests.numerics import assert_float32_close
 
 TEXT = "The quick brown fox jumps over the lazy dog"
 
@@ -56,7 +57,8 @@ def test_a_padded_batch_drops_its_padding(bert, tok):
     alone = tok("A short one", return_tensors="pt")["input_ids"]
     assert short.tokens == tuple(tok.convert_ids_to_tokens(alone[0]))  # no [PAD] left
     for layer, a in enumerate(own(bert, alone)):
-        np.testing.assert_allclose(short.weights[layer], a[0].numpy(), atol=1e-6)
+        # a padded batch runs other kernels than one text: sums over the model's width in other orders
+        assert_float32_close(short.weights[layer], a[0].numpy(), terms=bert.config.hidden_size, magnitude=1.0)
 
 
 def test_bertviz_calls_work_unchanged_and_return_html_without_the_network(bert, tok):

@@ -9,6 +9,7 @@ import pytest
 
 from attention.models.forward.tokens import encoding_words
 from attention.models.recorded.words import word_groups, word_level
+from tests.numerics import assert_float32_close
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +76,7 @@ def test_word_level_sums_to_and_averages_from_pieces(minilm):
     for a, rows in enumerate(wa.pieces):
         for b, cols in enumerate(wa.pieces):
             expected = np.mean([sum(w[..., i, j] for j in cols) for i in rows], axis=0)
-            np.testing.assert_allclose(wa.weights[..., a, b], expected, atol=1e-6)
+            assert_float32_close(wa.weights[..., a, b], expected, terms=len(cols), magnitude=1.0)
     np.testing.assert_allclose(wa.weights.sum(-1), 1.0, atol=1e-5)
 
 
@@ -100,7 +101,7 @@ def test_sinks_of_smollm2_start_with_the_first_token_and_removing_them_renormali
     row = query_row(att, len(att.tokens) - 1, layer=3, head=4, reading=Reading(without_sinks=True))
     keep = ~counted
     own = att.head_weights(3, 4)[-1]
-    np.testing.assert_allclose(row.matrix[0][keep], own[keep] / own[keep].sum(), atol=1e-6)
+    assert_float32_close(row.matrix[0][keep], own[keep] / own[keep].sum(), terms=len(own), magnitude=1.0)
 
 
 def test_npz_round_trips_and_csv_has_one_row_per_query(minilm):
