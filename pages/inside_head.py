@@ -66,10 +66,12 @@ if is_saved(name):  # no model to check against: the weights are as they were sa
 elif n <= AUTO_CHECK_TOKENS or st.button(f"Check layer {layer + 1} against the model's own attention weights (runs "
                                        f"the model once more over {n:,} tokens)", key="inside.check"):
     with st.spinner("Running the model with this layer's own eager attention…"):
-        own = cached_own_attention(name, text, layer, model_or_stop(name), att)  # (H, n, n)
+        checked = model_or_stop(name)
+        own = cached_own_attention(name, text, layer, checked, att)  # (H, n, n)
+    gap = att.rebuild_gap(layer, head, own)
     st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
-               f"Q, K, V; largest difference from the model's own attention weights over the whole head: "
-               f"{att.rebuild_gap(layer, head, own):.1e}.")
+               f"Q, K, V; largest difference from the model's own attention weights over the whole head, fed the "
+               f"same inputs: {checked.check.stated(gap) if checked.check else f'{gap:.1e}'}.")
 else:
     st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
                "Q, K, V.")

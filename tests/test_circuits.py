@@ -24,6 +24,7 @@ def llama(tok):
     return build("llama", tok)
 
 
+@pytest.mark.numeric
 def test_role_scores_equal_the_models_own_weights_on_the_probe(llama, tok):
     loaded, reference = llama
     att, first = probe_attention(loaded, repeat=6, seed=3)

@@ -143,6 +143,7 @@ def test_corpus_files_of_three_kinds_and_their_messages():
     assert len(default_corpus().texts) >= 250
 
 
+@pytest.mark.numeric
 def test_a_job_stopped_half_way_resumes_to_the_survey_of_one_run(tok, tmp_path):
     from attention.models import survey_file
 

@@ -35,6 +35,7 @@ def built(tok):
     return get
 
 
+@pytest.mark.numeric
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_weights_equal_the_models_own_eager_attention(name, built):
     loaded, reference, att = built(name)
@@ -126,6 +127,7 @@ def test_what_a_family_cannot_have_is_refused_with_its_reason(name, built, tok):
             att.head_trace(0, 0)
 
 
+@pytest.mark.numeric
 def test_the_guard_refuses_a_model_whose_attention_output_is_wrong(monkeypatch, tok):
     """Our kernel's output broken on purpose (the values 1 % too large) must refuse the model, with the gap."""
     from attention.models.forward.kernel import SurveyKernel
@@ -138,6 +140,7 @@ def test_the_guard_refuses_a_model_whose_attention_output_is_wrong(monkeypatch, 
         build("llama", tok)
 
 
+@pytest.mark.numeric
 def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, tok):
     """A recomputation broken on purpose (the scale off by 10 %) must refuse the model, with the gap."""
     import attention.models.forward.model_attention as model_attention

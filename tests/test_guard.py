@@ -101,6 +101,7 @@ def sharpened(kind: str, n_layers: int, sharpen: float = 48.0):
     return reference
 
 
+@pytest.mark.numeric
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
 @pytest.mark.parametrize("kind, n_layers", [("llama", 32), ("bert", 24)])
 def test_deep_models_with_sharp_heads_open_in_16_bits_within_the_allowance(kind, n_layers, dtype, tok):
@@ -132,6 +133,7 @@ def gpt_oss():
     return tf.GptOssForCausalLM(config).eval()
 
 
+@pytest.mark.numeric
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 def test_a_family_whose_scores_we_do_not_rebuild_is_refused_at_its_first_layer(dtype, tok):
     """The negative control: the check measures what we rebuild against the model's own kernel, so a family
@@ -150,10 +152,8 @@ def test_a_family_whose_scores_we_do_not_rebuild_is_refused_at_its_first_layer(d
     assert all(float(a.sum(-1).max()) < 0.999 for a in own)
 
 
-def test_a_model_whose_activations_overflow_float16_is_told_to_choose_another_precision(tok):
-    """A tiny Llama whose first MLP writes values past float16's largest (65,504) into the stream: in float16
-    its own pass holds inf from layer 1 on, which layer 2's attention reads (the pass stops there), and the
-    refusal says so and what to pick; in bfloat16, whose range is float32's, the same weights open."""
+def overflowing_llama():
+    """The tiny Llama of benchmarks.families with its first MLP's output scaled by 1e7: past float16's range."""
     tiny = FAMILIES["llama"]
     torch.manual_seed(0)
     config = tiny.config()
@@ -161,6 +161,15 @@ def test_a_model_whose_activations_overflow_float16_is_told_to_choose_another_pr
     reference = tiny.model(config).eval()
     with torch.no_grad():
         reference.model.layers[0].mlp.down_proj.weight.mul_(1e7)
+    return reference
+
+
+@pytest.mark.numeric
+def test_a_model_whose_activations_overflow_float16_is_told_to_choose_another_precision(tok):
+    """A tiny Llama whose first MLP writes values past float16's largest (65,504) into the stream: in float16
+    its own pass holds inf from layer 1 on, which layer 2's attention reads (the pass stops there), and the
+    refusal says so and what to pick; in bfloat16, whose range is float32's, the same weights open."""
+    reference = overflowing_llama()
     with pytest.raises(ModelUnavailable) as refused:
         from_model(copy.deepcopy(reference).to(torch.float16), tok, name="llama-tiny")
     message = said_in_words(refused.value)
@@ -170,3 +179,19 @@ def test_a_model_whose_activations_overflow_float16_is_told_to_choose_another_pr
     att = loaded.attend(TEXT)
     own = own_attentions(reference.to(torch.bfloat16), att)
     assert np.isfinite(att.hidden).all() and all(np.isfinite(w).all() for w in own)
+
+
+@pytest.mark.slow
+def test_inside_one_heads_check_states_the_gap_the_guard_measured_at_that_layer(smollm2_bf16):
+    """own_attention (the check on Inside one head) runs the model's eager kernel beside a pass that repeats
+    attend's, so on the guard's probe it finds, layer by layer, exactly the gap the guard measured: the
+    same q and k, bit for bit, in bfloat16 too. The old check ran the layer eagerly in a second pass, whose
+    earlier eager layers had already changed its inputs."""
+    from attention.models import own_attention
+    from attention.models.forward.guard import probe_text
+
+    loaded = smollm2_bf16
+    att = loaded.attend(probe_text(loaded))
+    for layer in (0, 15, 29):
+        own = own_attention(loaded, att, layer)
+        assert att.self_attn.rebuild_gap(layer, own) == loaded.check.layer_gaps[layer]

@@ -236,6 +236,7 @@ def test_an_operators_folders_open_in_the_app_and_a_family_without_q_k_v_says_so
     assert not at.exception and any("q, k and v were not captured" in w.value for w in at.warning)
 
 
+@pytest.mark.numeric
 def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2):
     """Opened from the menu on SmolLM2's Mary/John prompt: the direct shares add up to the model's m, the lens
     ends on " Mary", patching the swapped-names prompt restores the prediction at the end, and the strongest
@@ -264,6 +265,7 @@ def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2
     assert chart(at, "circ.total") and not at.exception
 
 
+@pytest.mark.numeric
 def test_head_atlas_roles_equal_the_probe_and_open_a_heads_pattern(smollm2):
     from attention.models.analyses.roles import head_roles
 
@@ -317,6 +319,8 @@ def test_a_precision_picked_runs_the_model_in_it_and_keeps_its_results_apart():
     half = table_with(at, "softmax weight")
     captions = " ".join(c.value for c in at.caption)
     assert "MiniLM\\-L6 in bfloat16" in captions and "runs in bfloat16" in captions
+    assert "Equals the model's own bfloat16 attention to" in captions  # the guard's line, with what it allows
+    assert "fed the same inputs:" in captions and "bfloat16's rounding allows 6e-02)." in captions  # this head's
     np.testing.assert_allclose(half["softmax weight"], half["model's own weight"], atol=6e-2)
     assert not np.allclose(half["model's own weight"], float32["model's own weight"], atol=1e-6)  # bf16's own
     np.testing.assert_allclose(half["softmax weight"].sum(), 1.0, atol=1e-5)

@@ -301,6 +301,7 @@ def test_registry_names():
     assert set(BUNDLED) == {"minilm", "smollm2", "gemma3"}
 
 
+@pytest.mark.numeric
 def test_the_survey_made_inside_the_forward_pass_equals_a_pass_of_its_own(smollm2, monkeypatch):
     """attend() runs SmolLM2 with our SurveyKernel, which sums the survey from the weights it makes each
     layer's output from; a pass of its own over the stored q and k (tested against hand sums in

@@ -49,6 +49,7 @@ def test_from_attentions_keeps_the_models_own_weights_and_every_figure_builds(be
     np.testing.assert_allclose(np.asarray(steps.data[1].z, float), toy.weights)
 
 
+@pytest.mark.numeric
 def test_a_padded_batch_drops_its_padding(bert, tok):
     batch = tok([TEXT, "A short one"], return_tensors="pt", padding=True)
     attentions = own(bert, batch["input_ids"], attention_mask=batch["attention_mask"])

@@ -69,6 +69,7 @@ def test_sentencepiece_words_from_a_tiny_tokenizer():
     assert groups.words == ("unbelievable", "cats") and groups.n_pieces == n > 2
 
 
+@pytest.mark.numeric
 def test_word_level_sums_to_and_averages_from_pieces(minilm):
     att = minilm.attend(SPLIT)
     wa = word_level(att)
@@ -80,6 +81,7 @@ def test_word_level_sums_to_and_averages_from_pieces(minilm):
     np.testing.assert_allclose(wa.weights.sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.numeric
 def test_sinks_of_smollm2_start_with_the_first_token_and_removing_them_renormalises(smollm2):
     from attention.models.forward.head_survey import survey
     from attention.models.forward.sinks import head_sinks

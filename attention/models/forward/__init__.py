@@ -9,7 +9,7 @@ Modules, in the order a forward pass meets them:
     memory          a model's size from its config (meta device) against what the process may use, before loading
     model           LoadedModel (network, tokenizer, its ModelCheck, the lock that shares it), has_lm_head
     anatomy         where each family keeps its layers, W_O, norm, rotary embedding and LM head
-    capture         records Q, K, V inside the network while it runs
+    capture         records Q, K, V inside the network while it runs (and its eager attention beside it)
     running         attend(): the one forward pass over a user's text; own_attention(): the model's own weights
     kernel          SurveyKernel, our attention kernel inside that pass: the layer's output and the survey's sums
     survey_sums     the sums a survey adds up from each chunk of weights
@@ -17,7 +17,8 @@ Modules, in the order a forward pass meets them:
     stacks          captured calls -> the result's AttentionStacks and hidden states
     model_attention ModelAttention / AttentionStack: what the pass recorded; head_trace
     recompute       weights recomputed from q and k, a chunk of rows at a time, on the compute device
-    guard           rebuilt weights held to the model's own before anyone's text is read: ModelCheck
+    guard           rebuilt weights held to the model's own at every layer, on that layer's own inputs,
+                    before anyone's text is read: ModelCheck, allowed_gap
     tokens          display strings, special and punctuation flags, finding a word
     images          an image model's input: a stranger's file read safely, its tokens named by their patches
     sinks           the one rule for a head's attention sinks
@@ -27,7 +28,8 @@ what this wing records.
 """
 
 from attention.focus import DTYPES, Focus, ModelChoice, TokenAt, WordPair
-from attention.models.forward.guard import GUARD_GAP, ModelCheck
+from attention.models.forward.capture import EagerBeside
+from attention.models.forward.guard import GUARD_GAP, ModelCheck, allowed_gap
 from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey, survey
 from attention.models.forward.images import (
     IMAGE_FORMATS,
@@ -71,7 +73,7 @@ from attention.models.forward.tokens import default_focus, find_word, last_word
 __all__ = [
     "Focus", "ModelChoice", "TokenAt", "WordPair",
     "BROAD_FRACTION", "BUNDLED", "COMPARISONS", "DEFAULT_DECODER", "DEFAULT_ENCODER", "DEFAULT_MODEL", "DTYPES",
-    "GUARD_GAP",
+    "GUARD_GAP", "EagerBeside", "allowed_gap",
     "LOCAL_PREFIX", "MAX_TEXT_CHARS", "MEMORY_ENV", "METRICS", "REQUESTER", "MemoryPlan", "NotEnoughMemory",
     "SINKS_NOTE", "SMALL_MODEL_BYTES", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel",
     "ModelAttention", "ModelCheck", "ModelSpec", "ModelUnavailable", "attend", "default_focus", "find_word",

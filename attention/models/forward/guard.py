@@ -76,6 +76,13 @@ class ModelCheck:
                     f"(its rounding allows {self.allowed:.0e})")
         return "Exact: equals the model's own attention " + (f"(to {self.gap:.0e})" if self.gap > 0 else "exactly")
 
+    def stated(self, gap: float) -> str:
+        """A gap measured against the model's own weights, as the pages say it: "2.5e-03", and in half
+        precision what its rounding allows beside it."""
+        if self.dtype in ("float32", "float64"):
+            return f"{gap:.1e}"
+        return f"{gap:.1e} ({self.dtype}'s rounding allows {self.allowed:.0e})"
+
     @property
     def summary(self) -> str:
         """One sentence for the pages."""
@@ -220,10 +227,11 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
             "scores in a way this app does not rebuild.")
     made = [g for g in measured if g.output is not None]
     output = max(made, key=lambda g: g.output, default=None)
-    if output is not None and not output.output <= allowed:
+    off = [g for g in made if not g.output <= allowed]
+    if off:
         raise ModelUnavailable(
-            f"{loaded.spec.label} is refused rather than shown wrong: at {_where(output)} the output this app's "
-            f"attention kernel makes differs from the model's own by {output.output:.1e} of its largest value, fed "
+            f"{loaded.spec.label} is refused rather than shown wrong: at {_where(off[0])} the output this app's "
+            f"attention kernel makes differs from the model's own by {off[0].output:.1e} of its largest value, fed "
             f"the same q, k and v, above the {allowed:.1e} allowed in {dtype_name}. Its family ({family}) makes "
             "attention's output in a way this app's kernel does not.")
     self_gaps = tuple(g.weights for g in measured if g.stack == "self")
