@@ -159,7 +159,7 @@ def own_attentions(reference, att) -> tuple[np.ndarray, ...]:
 REASONS = {  # a phrase of the message a page shows -> what the table says
     "transformers' attention interface": "q, k, v not captured", "each head's values": "v not captured",
     "position bias": "position bias", "shared block": "one block for all layers",
-    "encoder-decoder": "encoder-decoder", "no entry": "no anatomy entry", "normalises what attention writes":
+    "encoder-decoder": "encoder-decoder", "no entry": "no anatomy entry", "normalises what each attention layer writes":
     "attention output normalised", "fused projection": "fused q, k, v", "predicts no next token": "no LM head",
     "same on both prompts": "no difference to restore", "head roles are measured": "encoder-decoder",
     "ALiBi": "ALiBi position bias", "disentangled": "disentangled positions", "interleaved": "interleaved rotary",
@@ -179,6 +179,10 @@ def _works(call) -> str:
 
 def _gap(value: float) -> str:
     return "0" if value == 0 else f"{value:.0e}"
+
+
+def _figure(value: float) -> str:
+    return "0" if value == 0 else f"{value:.1e}"
 
 
 def feature_row(name: str, tok) -> dict:
@@ -242,7 +246,8 @@ def feature_row(name: str, tok) -> dict:
     return row
 
 
-def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "models.md") -> None:
+def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "models.md",
+                bundled: list[dict] | None = None) -> None:
     columns = ["views", "head step by step", "norm view", "rotary view", "generation", "head effects",
                "attribution patching", "roles", "direct attribution", "logit lens", "activation patching",
                "composition", "why this key"]
@@ -260,18 +265,29 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         "  `output_attentions` for families whose scores carry a position bias (T5) or whose attention does not go",
         "  through transformers' attention interface (kept to 512 tokens, since all L × H × n² weights are held).",
         "- a feature marked **no** shows its reason on the page instead of a chart.",
+        "- **how the guard measures** (attention.models.forward.guard): on a probe text longer than every attention",
+        "  window, the model's own eager kernel is computed *beside* every layer of every stack, from the very q, k,",
+        "  v and mask that layer has in the pass the pages show, while the pass goes on with its own outputs. So a",
+        "  gap is our rebuilding alone, at every layer, not the drift between two passes: until issue 57 a second",
+        "  pass ran three layers eagerly, and in 16 bits their rounded outputs changed every later layer's input",
+        "  (SmolLM2 in float16 read 8.5e-3 at its last layer on an Intel Xeon and was refused; 1.2e-3 alone).",
+        "  A refusal says its cause: the scores are not rebuilt (a gap above the allowance at a layer fed the same",
+        "  inputs: the family and the first such layer), the dtype overflows (inf or NaN in the model's own pass:",
+        "  by which layer, and which precision to choose), or our kernel's output differs from the model's own.",
         "- **half precision** (`load_model(..., dtype=\"bfloat16\" | \"float16\")`, or `from_model` on a model",
         "  already in it): weights are computed in float32 from the model's own q and k, while its eager kernel",
         "  rounds scores and weights to its dtype; the guard accepts a gap up to 1e-4 + 16 unit roundoffs of the",
         "  dtype (bfloat16: 0.063, float16: 0.0079), states the measured gap and this bound, and refuses above it.",
-        "  Measured: SmolLM2 0.033 in bfloat16 and 0.0054 in float16; MiniLM 0.011 and 0.0014; the tiny families",
+        "  The bundled models' gaps in each precision are in the second table below; the tiny families'",
         "  0.0016-0.0044 and 0.0002-0.0006 (tests/test_dtypes.py). In half precision each layer's output is the",
         "  model's own kernel's (ours stands in only in float32). In the app: the Precision picker beside the model.",
         "- **memory** (attention.models.plan_memory, before any weight is read): the weights from the config on the",
         "  meta device × the dtype's bytes, plus per token of input q, k, v of every layer and the hidden states in",
         "  float32 and the pass's activations, plus the mask per pair of tokens, plus the largest tensor twice while",
         "  loading, against 80% of the memory available (or `ATTENTION_EXPLORER_MEMORY_GB`; on a GPU, its free",
-        "  memory too). Too big at 64 tokens: refused with the figures and the ways out. Otherwise the token limit",
+        "  memory too, where q, k, v, the hidden states and the masks are counted in the model's dtype, since they",
+        "  stay there, with the survey's buffers; the process's memory then holds the survey's sums alone). Too big",
+        "  at 64 tokens: refused with the figures and the ways out. Otherwise the token limit",
         "  (**tokens** below, on this CPU) is the most that fits, at most the model's own and 4,096 on the CPU",
         "  (32,768 on a GPU); 512 where the model's own weights are kept. Estimate ÷ measured peak:",
         "  docs/benchmarks.md, section 9.",
@@ -289,17 +305,62 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         cells = [r["family"], r["architecture"], r["weights"], _gap(r["gap"]), _gap(r["guard"]),
                  str(r["tokens"])] + [r[c] for c in columns]
         lines.append("| " + " | ".join(cells) + " |")
+    if bundled:
+        lines += [
+            "",
+            "## The bundled models in each precision",
+            "",
+            "What the guard measured when each bundled text model loaded on this CPU (its probe: the tokens below):",
+            "the largest |our weight − the model's own eager weight| over every layer, each layer fed the inputs it",
+            "has in the pass shown, the layer where it is largest, the median layer's, and the allowance.",
+            "",
+            "| model | precision | verdict | gap | at | median layer | allowed | probe tokens |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in bundled:
+            if "refused" in r:
+                lines.append(f"| {r['model']} | {r['dtype']} | refused: {r['refused']} | | | | | |")
+            else:
+                exact = r["gap"] == 0
+                cells = [r["model"], r["dtype"], "opens", _figure(r["gap"]), "every layer" if exact else r["at"],
+                         _figure(r["median"]), f"{r['allowed']:.1e}", str(r["probe"])]
+                lines.append("| " + " | ".join(cells) + " |")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+BUNDLED_TEXT = ("minilm", "smollm2", "gemma3")
+
+
+def bundled_rows() -> list[dict]:
+    """The guard's verdict on each bundled text model in each precision (docs/models.md's second table)."""
+    from attention.models import ModelUnavailable, load_model
+
+    rows = []
+    for name in BUNDLED_TEXT:
+        for dtype in ("float32", "bfloat16", "float16"):
+            row = {"model": name, "dtype": dtype}
+            try:
+                check = load_model(name, dtype=dtype).check
+            except ModelUnavailable as err:
+                row["refused"] = str(err).split(":", 1)[0] if "range" in str(err) else str(err)
+            else:
+                row.update(gap=check.gap, at=check.worst, median=float(np.median(check.layer_gaps)),
+                           allowed=check.allowed, probe=check.probe_tokens)
+            rows.append(row)
+            print(f"{name:8s} {dtype:9s} " + (f"refused: {row['refused']}" if "refused" in row
+                                              else f"gap {row['gap']:.1e} at {row['at']}"), flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    names = (argv if argv is not None else sys.argv[1:]) or list(FAMILIES)
+    given = argv if argv is not None else sys.argv[1:]
+    names = given or list(FAMILIES)
     tok = tokenizer()
     rows = []
     for name in names:
         rows.append(feature_row(name, tok))
         print(f"{name:11s} gap {rows[-1]['gap']:.1e}", flush=True)
-    write_table(rows, len(tok(TEXT)["input_ids"]))
+    write_table(rows, len(tok(TEXT)["input_ids"]), bundled=None if given else bundled_rows())
     print(f"wrote {ROOT / 'docs' / 'models.md'}")
     return 0
 
