@@ -65,6 +65,7 @@ class ModelCheck:
     allowed: float = GUARD_GAP  # the largest gap the guard accepts in that dtype (allowed_gap)
     layer_gaps: tuple[float, ...] = ()  # the weight gap of each self-attention layer, measured on its own inputs
     worst: str = ""  # where `gap` is: "layer 30", or "decoder layer 2" / "cross layer 1" (1-based)
+    our_output: bool = False  # our kernel made the layers' outputs (float32 on the CPU), held by output_gap
 
     @property
     def short(self) -> str:
@@ -90,18 +91,16 @@ class ModelCheck:
             return ("weights are the model's own (output_attentions): its scores cannot be rebuilt from q and k, "
                     f"so texts are kept to {OWN_WEIGHTS_MAX_TOKENS} tokens")
         to = f"to {self.gap:.0e} (largest at {self.worst})" if self.gap > 0 else "exactly"
-        if self.dtype not in ("float32", "float64"):
-            to += (f"; the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.0e}: ours are "
-                   "computed in float32 from its q and k")
-        if self.output_gap > 0:
-            output = (f", and the output our attention kernel makes for each layer equals the model's own to "
-                      f"{self.output_gap:.0e} of its largest value")
-        elif self.dtype not in ("float32", "float64"):
-            output = ", and each layer's output is the model's own"
+        half = "" if self.dtype in ("float32", "float64") else (
+            f" (the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.0e}: ours are computed "
+            "in float32 from its q and k)")
+        if self.our_output:
+            output = (", and the output our attention kernel makes for each layer equals the model's own "
+                      + (f"to {self.output_gap:.0e} of its largest value" if self.output_gap > 0 else "exactly"))
         else:
-            output = ", and the output our attention kernel makes for each layer equals the model's own exactly"
-        return (f"weights rebuilt from q and k equal the model's own {to}, at every one of its {len(self.layers)} "
-                f"layers, each fed the inputs it has in the pass the pages show{output}: checked on a "
+            output = ", and each layer's output is the model's own kernel's"
+        return (f"weights rebuilt from q and k equal the model's own {to} at every one of its {len(self.layers)} "
+                f"layers, each layer fed the inputs it has in the pass the pages show{half}{output}: checked on a "
                 f"{self.probe_tokens}-token probe when it loaded")
 
 
@@ -237,7 +236,8 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
     self_gaps = tuple(g.weights for g in measured if g.stack == "self")
     check = ModelCheck(captured=True, gap=worst.weights, output_gap=0.0 if output is None else output.output,
                        layers=tuple(range(len(self_gaps))), probe_tokens=len(att.tokens), own_weights=False,
-                       dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst))
+                       dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst),
+                       our_output=bool(made))
     return replace(loaded, check=check)
 
 

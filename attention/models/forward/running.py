@@ -10,9 +10,9 @@ second, eager pass): those that add a learned position bias to their scores (T5)
 does not go through transformers' attention interface at all (BLOOM, Falcon, GPT-J, DeBERTa-v2), which
 capture cannot see. `own_attention(loaded, att, layer)` returns the model's own weights for one layer: its
 eager kernel run beside a pass that repeats attend's, on the very inputs that layer had there (the check the
-pages show); `checking_pass` hands every layer's eager attention to the guard the same way. The output
-projections W_O are read here too, through the family's anatomy (attention.models.forward.anatomy), as views
-of the model's parameters.
+pages show; the guard does the same inside the probe's own pass, attend's `beside`). The output projections
+W_O are read here too, through the family's anatomy (attention.models.forward.anatomy), as views of the
+model's parameters.
 
 Shapes: n tokens, t decoder tokens, H heads, m keys, D model size.
 """
@@ -215,7 +215,7 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
                 found[stack, layer] = s.own_weights[layer]
     if not modules:
         return found
-    calls = checking_pass(loaded, att, eager_for=modules)
+    calls = _repeated_pass(loaded, att, eager_for=modules)
     encoder_decoder = att.architecture == "encoder-decoder"
     for stack, wanted in layers.items():
         in_stack = calls_of(calls, stack, encoder_decoder)  # by position: ALBERT calls one module every layer
@@ -225,21 +225,18 @@ def own_attentions(loaded: LoadedModel, att: ModelAttention, layers: dict[str, t
     return found
 
 
-def checking_pass(loaded: LoadedModel, att: ModelAttention, *, eager_for=frozenset(),
-                  beside: Beside | None = None) -> list[CapturedCall]:
+def _repeated_pass(loaded: LoadedModel, att: ModelAttention, *, eager_for: set[str]) -> list[CapturedCall]:
     """A forward pass over the tokens of `att` that repeats the one attend() ran (its kernels, its threads),
-    with the model's eager attention computed beside it: for the modules in `eager_for` its weights are kept
-    on their calls, and `beside(call, eager)` is told every call's (attention.models.forward.capture). The
-    pass goes on with its own outputs, so each layer's eager attention reads the inputs that layer had in
-    the pass the pages show: what a check needs to measure our numbers and not two passes' drift.
-    Returns the pass's captured calls."""
+    with the eager kernel computed beside the modules in `eager_for` and its weights kept on their calls
+    (attention.models.forward.capture): the pass goes on with its own outputs, so each such layer's weights
+    come from the inputs it had in the pass `att` came from, not from a pass that earlier eager layers
+    changed. Returns the pass's captured calls."""
     names = {id(m): name for name, m in loaded.network.named_modules()}
     encoder_decoder = att.architecture == "encoder-decoder"
     with loaded.lock, torch.inference_mode():
         inputs = _same_inputs(loaded, att)
         kernel = _pass_kernel(encoder_decoder, _attention_calls(loaded.network))
-        with work_threads(inputs.length), recording(names, kernel=kernel, eager_for=eager_for,
-                                                    beside=beside) as calls:
+        with work_threads(inputs.length), recording(names, kernel=kernel, eager_for=eager_for) as calls:
             _forward(loaded.network, inputs, output_attentions=False, hidden_states=False)
     return calls
 
