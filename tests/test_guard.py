@@ -67,14 +67,15 @@ def test_every_bundled_model_opens_in_every_precision_or_is_refused_for_its_true
     torch_dtype = getattr(torch, dtype)
     assert check.dtype == dtype and check.allowed == allowed_gap(torch_dtype)
     layers = {"minilm": 6, "smollm2": 30, "gemma3": 18}[name]
-    assert len(check.layer_gaps) == layers and check.layers == tuple(range(layers))  # every layer, not three
+    assert len(check.layer_gaps) == layers == check.checked and check.layers == tuple(range(layers))  # not three
     assert max(check.layer_gaps) == check.gap <= check.allowed
     assert check.worst == f"layer {int(np.argmax(check.layer_gaps)) + 1}"
     assert check.worst in check.summary if check.gap > 0 else "equal the model's own exactly" in check.summary
     if dtype == "float32":
-        assert check.our_output and check.gap <= GUARD_GAP and check.output_gap <= GUARD_GAP  # our kernel's
+        assert check.kernel_layers == layers and check.gap <= GUARD_GAP and check.output_gap <= GUARD_GAP
+        assert "the output our attention kernel makes for each layer equals the model's own" in check.summary
     else:
-        assert not check.our_output and check.output_gap == 0
+        assert check.kernel_layers == 0 and check.output_gap == 0
         assert "each layer's output is the model's own kernel's" in check.summary
         assert f"{check.gap:.0e}" in check.short and dtype in check.short
 
@@ -174,6 +175,7 @@ def test_a_model_whose_activations_overflow_float16_is_told_to_choose_another_pr
     with pytest.raises(ModelUnavailable) as refused:
         from_model(copy.deepcopy(reference).to(torch.float16), tok, name="llama-tiny")
     message = said_in_words(refused.value)
+    assert refused.value.__context__ is None  # not raised while handling the stopped pass: no frames kept
     assert message.startswith("llama-tiny")
     assert "activations exceed float16's range by layer 2" in message and "Choose bfloat16 or float32" in message
     loaded = from_model(copy.deepcopy(reference).to(torch.bfloat16), tok, name="llama-tiny")
@@ -196,3 +198,42 @@ def test_inside_one_heads_check_states_the_gap_the_guard_measured_at_that_layer(
     for layer in (0, 15, 29):
         own = own_attention(loaded, att, layer)
         assert att.self_attn.rebuild_gap(layer, own) == loaded.check.layer_gaps[layer]
+
+
+@pytest.mark.numeric
+def test_layers_that_scale_their_scores_differently_are_shown_each_with_its_own_scale(tok, monkeypatch):
+    """GPT-2's scale_attn_by_inverse_layer_idx divides layer l's scores by l + 1 as well. The views once used
+    the first layer's scale for every layer (0.24 off at layer 2), while the guard rebuilt each layer with its
+    own: it must measure what the views show, and the views must show each layer's own."""
+    torch.manual_seed(0)
+    config = tf.GPT2Config(n_layer=3, n_head=4, n_embd=32, vocab_size=V, scale_attn_by_inverse_layer_idx=True)
+    config._attn_implementation = "eager"
+    reference = tf.GPT2LMHeadModel(config).eval()
+    with torch.no_grad():
+        for block in reference.transformer.h:
+            block.attn.c_attn.weight.mul_(8)  # sharper heads, so that a wrong scale shows
+    loaded = from_model(copy.deepcopy(reference), tok, name="gpt2-inverse-scale")
+    att = loaded.attend(TEXT)
+    assert att.self_attn.layer_scales is not None and len(set(att.self_attn.layer_scales)) == 3
+    for layer, own in enumerate(own_attentions(reference, att)):
+        assert np.abs(att.weights[layer] - own).max() <= GUARD_GAP
+        assert loaded.check.layer_gaps[layer] <= GUARD_GAP
+    # a saved result keeps each layer's scale: written as q, k and v (as a long input is), read back equal
+    from attention.models.recorded.imported import export_npz, load_npz
+
+    monkeypatch.setattr("attention.models.recorded.export.NPZ_MAX_WEIGHTS", 10)
+    again = load_npz(export_npz(att))
+    assert again.self_attn.captured and again.self_attn.layer_scales == att.self_attn.layer_scales
+    np.testing.assert_array_equal(again.weights, att.weights)
+
+
+def test_an_encoder_decoders_three_stacks_are_each_checked_and_said_so(tok):
+    """BART's encoder, decoder and cross attention: all six layers checked, each named by its stack, and the
+    summary counts all six (its output is the model's own fused kernel's: ours runs one stack only)."""
+    from benchmarks.families import build
+
+    check = build("bart", tok)[0].check
+    assert check.checked == 6 and len(check.layer_gaps) == 2 and check.gap <= GUARD_GAP
+    assert check.kernel_layers == 0 and "at every one of its 6 attention layers" in check.summary
+    assert "each layer's output is the model's own kernel's" in check.summary
+    assert check.worst.split(" layer ")[0] in ("layer", "decoder", "cross") or check.gap == 0

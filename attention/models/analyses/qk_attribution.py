@@ -198,7 +198,7 @@ def qk_attribution(loaded: LoadedModel, att: ModelAttention, layer: int, head: i
     run = _Run(loaded, att, qk, layer)
     names, q_vectors = run.vectors([query], "query", head)  # (P + 1, 1, d), the constant last
     _, k_vectors = run.vectors([key], "key", head)
-    scale = float(s.scale)
+    scale = float(s.scale_of(layer))
     own = scale * float(np.dot(s.q[layer, head, query].astype(np.float64), s.k[layer, s.kv_head(head), key]))
     matrix = scale * q_vectors[:, 0] @ k_vectors[:, 0].T  # (P + 1, P + 1)
     if against is not None:
@@ -222,7 +222,7 @@ def qk_attribution(loaded: LoadedModel, att: ModelAttention, layer: int, head: i
                          "its query or key is not rebuilt exactly here, so the split is not shown")
     return QKAttribution(layer=layer, head=head, query=query, key=key, against=against, query_parts=names,
                          key_parts=names, matrix=matrix[:-1, :-1], rest=rest, total=total, score=own,
-                         softcap=s.softcap if against is None else None, rounding=tol if tol > 1e-3 else 0.0)
+                         softcap=s.softcap_of(layer) if against is None else None, rounding=tol if tol > 1e-3 else 0.0)
 
 
 def _family(loaded: LoadedModel, att: ModelAttention) -> QKFamily:

@@ -100,7 +100,7 @@ def band_window(s, layer: int) -> int | None:
 def supported(s, layer: int, block: int) -> int | None:
     """The layer's band_window when the fused passes can survey it (Triton on the device, q and k captured in
     16 bits, no soft cap, long enough that a grid cell is at least a tile wide), else None."""
-    if s.q is None or s.softcap is not None or s.own_weights is not None or block < TILE:
+    if s.q is None or s.own_weights is not None or s.softcap_of(layer) is not None or block < TILE:
         return None
     if s.n_queries < FUSED_MIN_TOKENS or not available(_device(s.q)):
         return None
@@ -165,7 +165,7 @@ def layer_sums(s, layer: int, block: int, window: int) -> dict[str, torch.Tensor
         first, last = -(n_kb - 1), n_qb - 1
     d_pad = max(16, triton.next_power_of_2(d))
     common = dict(CAUSAL=causal, WINDOW=window, D=d_pad, PAD=d_pad != d)
-    args = (q, k, n, m, d, H // h_kv, float(s.scale), q.stride(0), q.stride(1), k.stride(0), k.stride(1))
+    args = (q, k, n, m, d, H // h_kv, float(s.scale_of(layer)), q.stride(0), q.stride(1), k.stride(0), k.stride(1))
 
     with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():  # Triton launches
         return _launch(kernels, q, k, device, args, common, first, last, n_qb, n_kb, block)  # on the current GPU

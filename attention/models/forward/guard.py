@@ -37,7 +37,9 @@ import torch
 from attention.models.forward.anatomy import model_type
 from attention.models.forward.capture import CapturedCall, EagerBeside
 from attention.models.forward.device_arrays import DeviceArray, part
+from attention.models.forward.memory import NotEnoughMemory
 from attention.models.forward.model import LoadedModel
+from attention.models.forward.recompute import chunk_rows, row_chunks
 from attention.models.forward.registry import ModelUnavailable
 from attention.models.forward.running import attend, attend_image
 from attention.models.forward.stacks import attention_stack, stack_of
@@ -65,7 +67,9 @@ class ModelCheck:
     allowed: float = GUARD_GAP  # the largest gap the guard accepts in that dtype (allowed_gap)
     layer_gaps: tuple[float, ...] = ()  # the weight gap of each self-attention layer, measured on its own inputs
     worst: str = ""  # where `gap` is: "layer 30", or "decoder layer 2" / "cross layer 1" (1-based)
-    our_output: bool = False  # our kernel made the layers' outputs (float32 on the CPU), held by output_gap
+    checked: int = 0  # attention layers checked, every stack's (an encoder-decoder's: encoder, decoder, cross)
+    kernel_layers: int = 0  # of those, the layers whose output our kernel made (float32 on the CPU), held to
+    # the model's own by output_gap; the others' output is the model's own kernel's
 
     @property
     def short(self) -> str:
@@ -94,14 +98,17 @@ class ModelCheck:
         half = "" if self.dtype in ("float32", "float64") else (
             f" (the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.0e}: ours are computed "
             "in float32 from its q and k)")
-        if self.our_output:
-            output = (", and the output our attention kernel makes for each layer equals the model's own "
-                      + (f"to {self.output_gap:.0e} of its largest value" if self.output_gap > 0 else "exactly"))
+        equal = f"to {self.output_gap:.0e} of its largest value" if self.output_gap > 0 else "exactly"
+        if self.kernel_layers == self.checked:
+            output = f", and the output our attention kernel makes for each layer equals the model's own {equal}"
+        elif self.kernel_layers:
+            output = (f", and the output our attention kernel makes for {self.kernel_layers} of them equals the "
+                      f"model's own {equal} (the others' output is the model's own kernel's)")
         else:
             output = ", and each layer's output is the model's own kernel's"
-        return (f"weights rebuilt from q and k equal the model's own {to} at every one of its {len(self.layers)} "
-                f"layers, each layer fed the inputs it has in the pass the pages show{half}{output}: checked on a "
-                f"{self.probe_tokens}-token probe when it loaded")
+        return (f"weights rebuilt from q and k equal the model's own {to} at every one of its {self.checked} "
+                f"attention layers, each fed the inputs it has in the pass the pages show{half}{output}: checked "
+                f"on a {self.probe_tokens}-token probe when it loaded")
 
 
 def allowed_gap(dtype) -> float:
@@ -161,21 +168,25 @@ class Overflow(Exception):
 
 def measure_layer(call: CapturedCall, eager: EagerBeside, stack: str, layer: int) -> LayerGap:
     """How far the weights the views show for one layer (AttentionStack.layer_weights, rebuilt from the call's
-    q and k), and our kernel's output where it made one, are from the model's eager kernel on that layer's
-    own inputs (`eager`, computed beside the pass). Overflow where the model's own q, k, v, eager weights or
-    output are not finite (a float16 model past 65,504)."""
-    own = eager.weights.float()
+    q and k with its scale, soft cap and mask), and our kernel's output where it made one, are from the model's
+    eager kernel on that layer's own inputs (`eager`, computed beside the pass), a chunk of query rows at a
+    time (a 4,096-token probe of 32 heads is 2 GB a layer in float32). Overflow where the model's own q, k,
+    v, eager weights or output are not finite (a float16 model past 65,504)."""
+    own = eager.weights  # (H, n, m) in the model's dtype, where it runs
     if not (all(_finite(a) for a in (call.q, call.k, call.v)) and bool(torch.isfinite(own).all())
             and bool(torch.isfinite(eager.output).all())):
         raise Overflow(stack, layer + 1)
-    rebuilt = attention_stack([call], None, causal=False).layer_weights(0)  # (H, n, m) float32, as a view's
+    one = attention_stack([call], None, causal=False)  # this layer alone, as the result's stack holds it
+    gap = 0.0
+    for rows in row_chunks(one.n_queries, chunk_rows(one.n_heads, one.n_keys)):
+        rebuilt = one.layer_weights(0, rows=rows)  # (H, r, m) float32 on the compute device
+        gap = max(gap, float(rebuilt.sub_(own[:, rows].to(rebuilt.device, torch.float32)).abs_().max()))
     output = None
     if eager.ours:
         reference = eager.output.float()
         scale = max(float(reference.abs().max()), 1e-12)
         output = float((eager.carried.float() - reference).abs().max()) / scale
-    return LayerGap(stack=stack, layer=layer, weights=float((rebuilt - own.to(rebuilt.device)).abs().max()),
-                    output=output)
+    return LayerGap(stack=stack, layer=layer, weights=gap, output=output)
 
 
 def _finite(a) -> bool:
@@ -199,12 +210,18 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
         if not call.bias:  # (a position bias: the model's own weights are kept, nothing is rebuilt)
             measured.append(measure_layer(call, eager, stack, layer))
 
+    overflow = None
     try:
         att = attend_image(loaded, probe_image(), beside=beside) if loaded.spec.inputs == "image" else \
             attend(loaded, probe_text(loaded), beside=beside)
-    except Overflow as where:
-        _refuse_overflow(loaded, dtype_name, where.layer, "" if where.stack == "self" else f"{where.stack} ")
-        raise
+    except Overflow as stopped:  # (refused below, outside this block: the pass's frames are not kept with it)
+        overflow = stopped.stack, stopped.layer
+    except NotEnoughMemory as err:
+        raise ModelUnavailable(f"{loaded.spec.label} loaded, but checking it against its own attention on its "
+                               f"probe text ran out of memory, so it is not shown. {err}") from None
+    if overflow is not None:
+        stack, layer = overflow
+        _refuse_overflow(loaded, dtype_name, layer, "" if stack == "self" else f"{stack} ")
     _refuse_overflow(loaded, dtype_name, _first_overflow(att), "")  # the last layer's output, or an unseen model
     s = att.self_attn
     if not s.captured or s.bias:
@@ -216,14 +233,16 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
     family = model_type(loaded.network)
     worst = max(measured, key=lambda g: g.weights)
     over = [g for g in measured if not g.weights <= allowed]  # NaN is over too
+    allows = f"this app allows in {dtype_name}" if dtype_name in ("float32", "float64") else \
+        f"{dtype_name}'s rounding allows"
     if over:
-        more = f"; {len(over)} of its {len(measured)} layers are off, by up to {worst.weights:.1e}" \
+        more = f"; {len(over)} of its {len(measured)} attention layers are off, by up to {worst.weights:.1e}" \
             if len(over) > 1 else ""
         raise ModelUnavailable(
             f"{loaded.spec.label} is refused rather than shown wrong: at {_where(over[0])} the attention weights "
             f"rebuilt from its q and k differ from its own by {over[0].weights:.1e}, fed the same inputs, above the "
-            f"{allowed:.1e} that {dtype_name}'s rounding allows{more}. Its family ({family}) computes its attention "
-            "scores in a way this app does not rebuild.")
+            f"{allowed:.1e} {allows}{more}. Its family ({family}) computes its attention scores in a way this app "
+            "does not rebuild.")
     made = [g for g in measured if g.output is not None]
     output = max(made, key=lambda g: g.output, default=None)
     off = [g for g in made if not g.output <= allowed]
@@ -231,13 +250,13 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
         raise ModelUnavailable(
             f"{loaded.spec.label} is refused rather than shown wrong: at {_where(off[0])} the output this app's "
             f"attention kernel makes differs from the model's own by {off[0].output:.1e} of its largest value, fed "
-            f"the same q, k and v, above the {allowed:.1e} allowed in {dtype_name}. Its family ({family}) makes "
+            f"the same q, k and v, above the {allowed:.1e} {allows}. Its family ({family}) makes "
             "attention's output in a way this app's kernel does not.")
     self_gaps = tuple(g.weights for g in measured if g.stack == "self")
     check = ModelCheck(captured=True, gap=worst.weights, output_gap=0.0 if output is None else output.output,
                        layers=tuple(range(len(self_gaps))), probe_tokens=len(att.tokens), own_weights=False,
                        dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst),
-                       our_output=bool(made))
+                       checked=len(measured), kernel_layers=len(made))
     return replace(loaded, check=check)
 
 

@@ -66,20 +66,33 @@ class AttentionStack:
     # layers given the same mask share one array
     exactly_causal: tuple[bool, ...]  # per layer: the mask is exactly causal (query i sees keys 0..i)
     causal: bool  # no layer lets a query see a later key (causal, sliding windows): later keys can be skipped
-    scale: float  # the model's score scaling (1/sqrt(d) for most; 1.0 for T5; Gemma's query_pre_attn_scalar)
+    scale: float  # the model's score scaling (1/sqrt(d) for most; 1.0 for T5; Gemma's query_pre_attn_scalar): the
+    # first layer's, and every layer's unless layer_scales says otherwise (read a layer's with scale_of)
     bias: bool  # the model adds a position bias to the scores (T5): weights cannot come from q and k alone
     modules: tuple[str, ...]  # the attention modules' names, layer by layer
     w_o: tuple[np.ndarray, ...] | None  # per layer (H * d, D): the output projection in x @ W_O form, a
     # read-only view of the model's own parameters (no copy); None when it was not found
     own_weights: np.ndarray | None = None  # (L, H, n, m) the model's output_attentions, kept when `bias` or
     # when q is None
-    softcap: float | None = None  # scores -> softcap * tanh(scores / softcap) before the mask (Gemma-2)
+    softcap: float | None = None  # scores -> softcap * tanh(scores / softcap) before the mask (Gemma-2): the
+    # first layer's, and every layer's unless layer_softcaps says otherwise (read a layer's with softcap_of)
+    layer_scales: tuple[float, ...] | None = None  # per layer, where layers scale their scores differently
+    # (GPT-2's scale_attn_by_inverse_layer_idx divides layer l's by l + 1); None: every layer uses `scale`
+    layer_softcaps: tuple[float | None, ...] | None = None  # per layer, where layers cap differently
     derived: Derived = field(default_factory=Derived, repr=False, compare=False)  # computed once, kept with it
 
     def __post_init__(self):
         _read_only(self)
         if len(self.masks) != len(self.modules) or len(self.exactly_causal) != len(self.modules):
             raise ValueError("one mask and one causal flag per layer")
+
+    def scale_of(self, layer: int) -> float:
+        """The score scaling of one layer."""
+        return self.scale if self.layer_scales is None else self.layer_scales[layer]
+
+    def softcap_of(self, layer: int) -> float | None:
+        """The soft cap of one layer's scores (None: none)."""
+        return self.softcap if self.layer_softcaps is None else self.layer_softcaps[layer]
 
     @property
     def captured(self) -> bool:
@@ -119,9 +132,9 @@ class AttentionStack:
         if self.own_weights is not None:
             w = self.own_weights[layer] if heads is None else self.own_weights[layer][list(heads)]
             return torch.from_numpy(np.ascontiguousarray(w[:, rows, :keys]))
-        return layer_weights(part(self.q, layer), part(self.k, layer), scale=self.scale, mask=self.masks[layer],
-                             causal=self.exactly_causal[layer], rows=rows, keys=keys, heads=heads,
-                             softcap=self.softcap)
+        return layer_weights(part(self.q, layer), part(self.k, layer), scale=self.scale_of(layer),
+                             mask=self.masks[layer], causal=self.exactly_causal[layer], rows=rows, keys=keys,
+                             heads=heads, softcap=self.softcap_of(layer))
 
     def layer_scores(self, layer: int, *, rows: slice = slice(None), keys: int | None = None, heads=None,
                      out: torch.Tensor | None = None):
@@ -131,9 +144,9 @@ class AttentionStack:
         if self.own_weights is not None:
             w = self.layer_weights(layer, rows=rows, keys=keys, heads=heads).float()
             return torch.log(w).clamp(min=torch.finfo(torch.float32).min)
-        return layer_scores(part(self.q, layer), part(self.k, layer), scale=self.scale, mask=self.masks[layer],
-                            causal=self.exactly_causal[layer], rows=rows, keys=keys, heads=heads,
-                            softcap=self.softcap, out=out)
+        return layer_scores(part(self.q, layer), part(self.k, layer), scale=self.scale_of(layer),
+                            mask=self.masks[layer], causal=self.exactly_causal[layer], rows=rows, keys=keys,
+                            heads=heads, softcap=self.softcap_of(layer), out=out)
 
     def keys_seen(self, rows: slice) -> int:
         """How many leading keys a chunk of query rows can see: all, or for a causal mask up to its last row."""
@@ -318,7 +331,7 @@ class ModelAttention:
         kv = s.kv_head(head)
         mask = None if s.masks[layer] is None else s.masks[layer][rows]
         return scaled_dot_product_attention(s.q[layer, head, rows], s.k[layer, kv], s.v[layer, kv], mask=mask,
-                                            scale=s.scale, softcap=s.softcap)
+                                            scale=s.scale_of(layer), softcap=s.softcap_of(layer))
 
 
 def _device_bytes(record) -> int:

@@ -68,13 +68,15 @@ def attention_stack(calls: list[CapturedCall], w_o, own_weights=None, *, causal:
             for key, c in distinct.items()}
     masks = tuple(None if full[id(c.mask)] else c.mask for c in calls)
     causal_of = {id(c.mask): c.causal for c in calls}
+    scales, softcaps = tuple(c.scale for c in calls), tuple(c.softcap for c in calls)
     return AttentionStack(
         q=q, k=k, v=v, masks=masks, exactly_causal=tuple(c.causal for c in calls),
         causal=all(m is not None and (causal_of[id(m)] or _no_later_keys(m))
                    for m in {id(m): m for m in masks}.values()),
         scale=first.scale, bias=any(c.bias for c in calls), modules=modules_of,
         w_o=w_o if w_o is not None and len(w_o) == len(calls) else None, own_weights=own,
-        softcap=first.softcap,
+        softcap=first.softcap, layer_scales=None if len(set(scales)) == 1 else scales,
+        layer_softcaps=None if len(set(softcaps)) == 1 else softcaps,
     )
 
 

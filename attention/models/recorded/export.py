@@ -75,7 +75,8 @@ def sentence_npz(att: ModelAttention) -> bytes:
             distinct = {id(m): m for m in s.masks if m is not None}
             index = {key: i for i, key in enumerate(distinct)}
             arrays.update({f"{stack}_q": s.q, f"{stack}_k": s.k, f"{stack}_v": s.v,
-                           f"{stack}_scale": np.array(s.scale), f"{stack}_softcap": np.array(s.softcap or 0.0),
+                           f"{stack}_scale": np.array([s.scale_of(layer) for layer in range(s.n_layers)]),
+                           f"{stack}_softcap": np.array([s.softcap_of(layer) or 0.0 for layer in range(s.n_layers)]),
                            f"{stack}_mask_of_layer": np.array([-1 if m is None else index[id(m)] for m in s.masks])})
             if distinct:
                 arrays[f"{stack}_masks"] = np.stack(list(distinct.values()))

@@ -267,7 +267,18 @@ def _captured_stack(a: dict, stack: str) -> AttentionStack:
     masks = tuple(None if i < 0 else distinct[i] for i in index)
     exactly = tuple(m_ is not None and np.array_equal(m_, np.tri(n, m, dtype=bool)) for m_ in masks)
     causal = all(m_ is not None and not np.triu(m_, 1).any() for m_ in masks)
-    softcap = float(a.get(f"{stack}_softcap", 0.0)) or None
+    scales = tuple(_per_layer(a[f"{stack}_scale"], L, f"{stack}: the scale"))
+    softcaps = tuple(x or None for x in _per_layer(a.get(f"{stack}_softcap", 0.0), L, f"{stack}: the soft cap"))
     return AttentionStack(q=q, k=k, v=v, masks=masks, exactly_causal=exactly, causal=causal,
-                          scale=float(a[f"{stack}_scale"]), bias=False,
-                          modules=tuple(f"layer {i + 1}" for i in range(L)), w_o=None, softcap=softcap)
+                          scale=scales[0], bias=False, modules=tuple(f"layer {i + 1}" for i in range(L)), w_o=None,
+                          softcap=softcaps[0], layer_scales=None if len(set(scales)) == 1 else scales,
+                          layer_softcaps=None if len(set(softcaps)) == 1 else softcaps)
+
+
+def _per_layer(value, n_layers: int, what: str) -> list[float]:
+    """One finite number per layer, from one for every layer (files written before per-layer scales) or one
+    per layer."""
+    a = np.asarray(value, dtype=np.float64)
+    if a.shape not in ((), (n_layers,)) or not np.isfinite(a).all():
+        raise ValueError(f"{what} must be one finite number, or one per layer ({n_layers}), not {a.shape} values")
+    return [float(x) for x in np.broadcast_to(a, (n_layers,))]

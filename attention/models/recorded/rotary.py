@@ -66,9 +66,9 @@ def rotary_view(att: ModelAttention, base: float, layer: int, head: int, query: 
     k_proj = rope(k_rot[None], np.array([-key]), base=base)[0]
     distances = np.arange(max(max_distance, abs(query - key)) + 1)
     q_at = rope(np.repeat(q_proj[None], len(distances), 0), distances, base=base)  # key fixed at position 0
-    scores = q_at @ k_proj * stack.scale
+    scores = q_at @ k_proj * stack.scale_of(layer)
     return RotaryView(
-        layer=layer, head=head, query=query, key=key, base=base, scale=stack.scale,
+        layer=layer, head=head, query=query, key=key, base=base, scale=stack.scale_of(layer),
         frequencies=rope_frequencies(len(q_rot), base=base),
         q_projected=q_proj, k_projected=k_proj, q_rotated=q_rot, k_rotated=k_rot,
         pair_terms_projected=rope_pair_terms(q_proj, k_proj), pair_terms_rotated=rope_pair_terms(q_rot, k_rot),
