@@ -38,6 +38,7 @@ from attention.models import (
     LoadedModel,
     ModelAttention,
     ModelChoice,
+    ModelRefused,
     ModelUnavailable,
     Progress,
     corpus_survey,
@@ -257,12 +258,24 @@ def model_or_stop(source: Source) -> LoadedModel:
                 "run a model.")
         st.stop()
     first = BUNDLED[source.name].first_load if source.name in BUNDLED else None
+    refused = _refusals()  # the guard's verdicts, the same at every load: a model is not loaded again to hear one
     try:
-        with st.spinner(f"Loading {model_label(source)}" + (f" ({first})" if first else "") + "…"):
-            return cached_model(source)
+        if source not in refused:
+            with st.spinner(f"Loading {model_label(source)}" + (f" ({first})" if first else "") + "…"):
+                return cached_model(source)
+    except ModelRefused as err:
+        refused[source] = str(err)
     except ModelUnavailable as err:
         st.error(f"**Model unavailable.** {md(err)}")
         st.stop()
+    st.error(f"**Model unavailable.** {md(refused[source])}")
+    st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def _refusals() -> dict[ModelChoice, str]:
+    """The guard's refusals so far in this process, by model and precision (ModelRefused's messages)."""
+    return {}
 
 
 def attention_or_stop(source: Source, text: str, decoder_text: str | None = None, *,
@@ -280,6 +293,8 @@ def attention_or_stop(source: Source, text: str, decoder_text: str | None = None
                    help=f"The {md(loaded.check.summary)}. It reads up to {loaded.spec.token_limit(loaded.device):,} "
                         "tokens here: the limit its memory check sets. Every number "
                         "shown for it is computed from what it computes.")
+        if loaded.check.note:
+            st.info(md(loaded.check.note))
     if att.truncated:
         st.warning(f"The text has {att.n_input_tokens:,} tokens; {md(model_label(source))} reads at most "
                    f"{len(att.tokens):,} here, so only the beginning is shown.")

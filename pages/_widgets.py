@@ -45,7 +45,8 @@ PRECISION_HELP = (
     f"The dtype the model runs in. auto: float32 for a model whose float32 weights take at most "
     f"{SMALL_MODEL_BYTES / 1e9:g} GB on the CPU, else the checkpoint's own (bfloat16 when it names none). Half "
     "precision halves the weights' memory. Our weights are computed in float32 from the model's own q and k in any "
-    "precision, and the check under the page holds them to the model's own attention in that precision.")
+    "precision: when the model loads, each layer's are checked against its own attention, and the line under the "
+    "pickers says how close they are in that precision.")
 DEFAULT_TEXT = "I sat on the river bank and watched the water."
 
 

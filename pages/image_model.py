@@ -83,6 +83,8 @@ if loaded.check is not None:
     st.caption(f"{md(model_label(name))} · {loaded.check.short}",
                help=f"The {md(loaded.check.summary)}. Every number on this page is computed from what the model "
                     "computes.")
+    if loaded.check.note:
+        st.info(md(loaded.check.note))
 said = grid.predicted
 if said is not None:
     label, p = said

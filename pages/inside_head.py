@@ -136,7 +136,8 @@ live_sliders([slider("temperature T", temperatures, temperature, "inside.tempera
              [Panel(f"What “{word}” attends to at temperature T", "bars", (word,), keys,
                     temperature_frames(t.scaled[0, shown], temperatures))], key="inside")
 at_t = temperature_sweep(t.scaled[0, shown], [temperature])[0]
-st.caption(f"T = 1 is the model's own softmax. Drag T: below 1 the largest score takes over, above 1 the weights "
+st.caption(f"T = 1 is the softmax of the model's own scores. Drag T: below 1 the largest score takes over, above 1 "
+           f"the weights "
            f"even out (precomputed at every step). At T = {temperature:.1f} the largest weight is {at_t.max():.3f}.")
 
 st.header("4 · weighted values and the output")
@@ -203,7 +204,8 @@ else:
     if found.rounding:
         st.caption(f"This model runs in {md(loaded.check.dtype if loaded.check else 'half precision')}: its own q and "
                    f"k are rounded to it, while the parts are added in float64, so the sum equals the model's score "
-                   f"to that rounding (within {found.rounding:.0%} of it here), not to the last digit.")
+                   f"to that rounding, not to the last digit: here {found.apart:.2%} apart (its rounding allows up to "
+                   f"{found.rounding:.0%}).")
     if found.softcap:
         st.caption(f"This model soft-caps its scores after the sum: softmax reads {found.softcap:g} · "
                    f"tanh(score / {found.softcap:g}).")

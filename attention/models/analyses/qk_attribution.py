@@ -103,6 +103,11 @@ class QKAttribution:
     # q and k being rounded to its dtype (_Run.tolerance); 0 in float32, where the two agree to 1e-3
 
     @property
+    def apart(self) -> float:
+        """How far apart total and score are, relative to the score (what `rounding` bounds in half precision)."""
+        return abs(self.total - self.score) / max(abs(self.score), 1e-12)
+
+    @property
     def biases(self) -> float:
         """The bias terms together (the sum of `rest`)."""
         return float(sum(self.rest.values()))

@@ -75,6 +75,8 @@ class EagerBeside:
     output: torch.Tensor  # the eager kernel's output
     carried: torch.Tensor  # the output the pass went on with: ours, the fused kernel's, or the eager one
     ours: bool  # our kernel (the recording's OwnKernel) made `carried`
+    exact: torch.Tensor | None = None  # (H, n, m) float32: the same eager kernel on the same q, k, v and mask
+    # taken to float32, for a model in 16 bits (None in float32): its own arithmetic without its rounding
 
 
 Beside = Callable[[CapturedCall, EagerBeside], None]
@@ -155,7 +157,13 @@ def _capture_attention(module, query, key, value, attention_mask, scaling=None, 
     if side is not None and name in active.eager_for:
         call = replace(call, weights=_np(side[1][0]))
     if side is not None and active.beside is not None:
-        active.beside(call, EagerBeside(weights=side[1][0], output=side[0][0], carried=out[0], ours=own is not None))
+        exact = None
+        if query.dtype in (torch.float16, torch.bfloat16):  # its own kernel, without its 16-bit rounding
+            exact = eager(module, query.float(), key.float(), value.float(),
+                          None if attention_mask is None else attention_mask.float(), scaling=scaling,
+                          dropout=dropout, **kwargs)[1][0]
+        active.beside(call, EagerBeside(weights=side[1][0], output=side[0][0], carried=out[0], ours=own is not None,
+                                        exact=exact))
     active.calls.append(call)
     if active.on_call is not None:
         active.on_call(len(active.calls))

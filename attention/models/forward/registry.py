@@ -50,6 +50,12 @@ class ModelUnavailable(RuntimeError):
     """A model cannot be loaded; the message says why and what to do, in words for the user."""
 
 
+class ModelRefused(ModelUnavailable):
+    """The guard's verdict on a model it loaded (attention.models.forward.guard): its numbers overflow its
+    precision, or cannot be rebuilt exactly. The same each time it loads in that precision, so an app may
+    remember it instead of loading the model again."""
+
+
 ARCHITECTURES = ("encoder-only", "decoder-only", "encoder-decoder")  # "decoder" alone names an attention stack
 INPUTS = ("text", "image")
 
