@@ -210,8 +210,7 @@ def test_words_are_read_from_the_offsets_where_the_tokenizer_calls_the_text_one_
 
 
 # --- the page ---------------------------------------------------------------------------------------------
-@pytest.mark.numeric
-@pytest.mark.slow
+@pytest.mark.slow  # (its float32 comparisons use tests/numerics.py; What heads do's page test reruns as numeric)
 def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file(smollm2, smollm2_bf16):
     import json
 
