@@ -69,7 +69,8 @@ class ModelCheck:
     probe_tokens: int  # the probe text's length
     own_weights: bool  # the weights shown are the model's own (output_attentions: bias, or not captured)
     dtype: str = "float32"  # the network's parameters' dtype
-    allowed: float = GUARD_GAP  # the largest gap the guard accepts in that dtype (allowed_gap)
+    allowed: float = GUARD_GAP  # the largest gap shown without a note (allowed_gap): in float32 the refusal line
+    # too; in 16 bits what its rounding of ordinary scores explains
     layer_gaps: tuple[float, ...] = ()  # the weight gap of each self-attention layer, measured on its own inputs
     worst: str = ""  # where `gap` is: "layer 30", or "decoder layer 2" / "cross layer 1" (1-based)
     checked: int = 0  # attention layers checked, every stack's (an encoder-decoder's: encoder, decoder, cross)
@@ -94,7 +95,7 @@ class ModelCheck:
                 f"{self.top_score:.0f}): its own kernel rounds them so that its weights move by up to "
                 f"{self.gap:.1e} ({self.worst}), more than the {self.allowed:.1e} {self.dtype} usually explains. "
                 f"The weights shown are the exact ones for its q and k (they equal its own kernel run without "
-                f"the rounding to {self.exact_gap:.0e}); choose float32 to make its own match them too.")
+                f"the rounding {_to(self.exact_gap)}); choose float32 to make its own match them too.")
 
     @property
     def short(self) -> str:
@@ -128,8 +129,8 @@ class ModelCheck:
         half = "" if self.dtype in ("float32", "float64") else (
             f" (the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.1e}"
             + (", here exceeded: its scores reach " + f"{self.top_score:.0f}" if self.coarse else "")
-            + f"; ours are computed in float32 from its q and k, and equal its own kernel run on them in float32 "
-            f"to {self.exact_gap:.0e})")
+            + "; ours are computed in float32 from its q and k, and equal its own kernel run on them in float32 "
+            f"{_to(self.exact_gap)})")
         equal = f"to {self.output_gap:.0e} of its largest value" if self.output_gap > 0 else "exactly"
         if self.kernel_layers == self.checked:
             output = f", and the output our attention kernel makes for each layer equals the model's own {equal}"
@@ -141,6 +142,11 @@ class ModelCheck:
         return (f"weights rebuilt from q and k equal the model's own {to} at every one of its {self.checked} "
                 f"attention layers, each fed the inputs it has in the pass the pages show{half}{output}: checked "
                 f"on a {self.probe_tokens}-token probe when it loaded")
+
+
+def _to(gap: float) -> str:
+    """"to 7e-06", or "exactly" for 0."""
+    return f"to {gap:.0e}" if gap > 0 else "exactly"
 
 
 def allowed_gap(dtype) -> float:
