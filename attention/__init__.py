@@ -7,6 +7,7 @@
 This package never imports Streamlit: pages call into it, and so can a notebook.
 """
 
+from attention.naming import head_name, head_words
 from attention.toy.core import (
     attention_from_embeddings,
     attention_from_scores,
@@ -24,7 +25,8 @@ from attention.toy.trace import AttentionTrace, MultiHeadTrace
 
 __all__ = [
     "AttentionTrace", "MultiHeadTrace", "METHODS", "attention_from_embeddings", "attention_from_scores",
-    "causal_mask", "combine_masks", "entropy", "hard_lookup", "multi_head_attention", "padding_mask",
+    "causal_mask", "combine_masks", "entropy", "hard_lookup", "head_name", "head_words", "multi_head_attention",
+    "padding_mask",
     "permutation_check", "project", "scaled_dot_product_attention", "scored_attention",
     "sinusoidal_positions", "soft_lookup", "softmax",
 ]

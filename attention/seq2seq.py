@@ -142,10 +142,12 @@ class Translation:
 
     @property
     def correct(self) -> bool:
+        """Every digit reversed right."""
         return self.output == self.expected
 
     @property
     def digits_correct(self) -> int:
+        """How many digits are in their right place."""
         return sum(a == b for a, b in zip(self.output, self.expected, strict=True))
 
     @property

@@ -7,11 +7,14 @@ the picture this package draws from them. (BertViz's `head_view` and `model_view
     toy.py      the toy side's charts: weights_bar, reveal_bars, line_chart, vector_plane, sense_plane, trace_steps
     canvas.py   heatmaps as canvas payloads from binary arrays: grid_canvas, view_canvas, matrix_canvas,
                 layer_head_canvas
-    models.py   a real model's result, one call each (below)
+    models.py   a real model's builders, from arrays and views: view_heatmap, head_grid, attention_lines,
+                layer_head_heatmap, lens_heatmap, and the figures of analyses (effects, comparison, pair)
+    results.py  one call per view from a result (below): grid, head, token, lines, statistic, distance
+    bertviz.py  BertViz's head_view and model_view, with its argument names
     corpus.py   a corpus survey's four: corpus_map, example_rows, qk_scatter, corpus_statistic
     images.py   an image model's three, over its picture: picture, heads_over_image, norms_chart
 
-From a result (`load_model(...).attend(text)`, `from_attentions(...)` on any model's output_attentions, or
+From a result (`attend(load_model(...), text)`, `from_attentions(...)` on any model's output_attentions, or
 `load_npz(...)`):
 
     grid(att)                         every layer x head, one tile each (the Model heads page)
@@ -26,8 +29,9 @@ From a result (`load_model(...).attend(text)`, `from_attentions(...)` on any mod
     pair(head_pair(...))              one head of A beside B's, and B − A, in three panels
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
 
-The toy side's names, base.py's and canvas.py's load with this front (numpy and Plotly: a toy page starts
-without torch); the others load their module, and with it torch, when first used.
+The toy side's names, base.py's, canvas.py's and models.py's builders load with this front (numpy and Plotly: a
+toy page starts without torch); the others (results, bertviz, corpus, images) load their module, and with it
+torch, when first used.
 """
 
 from __future__ import annotations
@@ -50,14 +54,29 @@ from attention.figures.base import (
 )
 from attention.figures.canvas import CanvasHeatmap, grid_canvas, layer_head_canvas, matrix_canvas, view_canvas
 from attention.figures.canvas import source as canvas_source
+from attention.figures.models import (
+    HEAD_COLOURS,
+    attention_lines,
+    comparison,
+    effects,
+    focus_meta,
+    head_grid,
+    layer_head_heatmap,
+    lens_heatmap,
+    named,
+    pair,
+    qk_attribution_heatmap,
+    row_distance,
+    view_heatmap,
+    window_edge,
+)
 from attention.figures.toy import line_chart, reveal_bars, sense_plane, trace_steps, vector_plane, weights_bar
+from attention.naming import head_name, head_words
 
-_LATER = {  # name -> the module that holds it, imported on first use (it imports torch)
-    **dict.fromkeys(("attention_lines", "comparison", "distance", "effects", "focus_meta", "grid", "head",
-                     "head_grid", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view", "named",
-                     "pair", "qk_attribution_heatmap", "row_distance", "statistic", "token", "view_heatmap",
-                     "window_edge", "ViewHTML", "HEAD_COLOURS"), "attention.figures.models"),
-    **dict.fromkeys(("corpus_map", "corpus_statistic", "example_rows", "head_name", "head_types", "qk_scatter"),
+_LATER = {  # name -> the module that holds it, imported on first use (it imports torch: attention.models)
+    **dict.fromkeys(("distance", "grid", "head", "lines", "statistic", "token"), "attention.figures.results"),
+    **dict.fromkeys(("head_view", "model_view", "ViewHTML"), "attention.figures.bertviz"),
+    **dict.fromkeys(("corpus_map", "corpus_statistic", "example_rows", "head_types", "qk_scatter"),
                     "attention.figures.corpus"),
     **dict.fromkeys(("heads_over_image", "image_uri", "norms_chart", "picture"), "attention.figures.images"),
 }
@@ -66,6 +85,9 @@ __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED",
            "Ticks",
            "esc", "heatmap", "image_config", "CanvasHeatmap", "canvas_source", "grid_canvas", "layer_head_canvas",
            "matrix_canvas", "view_canvas",
+           "head_name", "head_words",
+           "HEAD_COLOURS", "attention_lines", "comparison", "effects", "focus_meta", "head_grid", "layer_head_heatmap",
+           "lens_heatmap", "named", "pair", "qk_attribution_heatmap", "row_distance", "view_heatmap", "window_edge",
            "line_chart", "reveal_bars", "sense_plane", "trace_steps", "vector_plane", "weights_bar", *_LATER]
 
 

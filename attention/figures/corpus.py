@@ -16,16 +16,12 @@ import plotly.graph_objects as go
 
 from attention.figures.base import esc
 from attention.models import METRICS, TYPE_THRESHOLD, CorpusSurvey, qk_projection
+from attention.naming import head_name
 
 LAYER_SCALE = "Viridis"
 TYPES = {  # a head's type over the corpus -> colour: a median share over TYPE_THRESHOLD
     "previous-token": "#d62728", "sink": "#7f7f7f", "other": "#1f77b4",
 }
-
-
-def head_name(layer: int, head: int) -> str:
-    """"L3H7" for layer 2, head 6 (from 0): how pages name a head."""
-    return f"L{layer + 1}H{head + 1}"
 
 
 def head_types(found: CorpusSurvey) -> np.ndarray:

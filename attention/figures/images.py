@@ -1,4 +1,4 @@
-"""Figures of an image model's attention, drawn over the picture the model saw (attention.models.image_reads
+"""Figures of an image model's attention, drawn over the picture the model saw (attention.models.recorded.image_reads
 computes every number; these only lay them out). The page "Attention in an image model" and notebooks draw the
 same ones, through attention.figures.
 

@@ -1,16 +1,16 @@
 """Figures of a real model's attention, the ones the model pages draw, for notebooks too (the catalogue is in
 attention.figures, this module's front). The builders (view_heatmap, head_grid, attention_lines,
-layer_head_heatmap, lens_heatmap) take arrays and views. Figures are Plotly's: in JupyterLab and VS Code they
+layer_head_heatmap, lens_heatmap) take arrays and views; results.py makes one from a result in one call,
+bertviz.py answers BertViz's calls. Figures are Plotly's: in JupyterLab and VS Code they
 render offline (plotly.js ships with the plotly package, no CDN); `html_action="return"` gives
-self-contained HTML. Labels are escaped as in attention.figures.base. This module reads results, so it
-imports torch (attention.models)."""
+self-contained HTML. Labels are escaped as in attention.figures.base. This module takes arrays and the views'
+fields only (numpy and Plotly): it loads without torch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from attention.figures.base import (
     AUTO_TICKS,
@@ -24,12 +24,10 @@ from attention.figures.base import (
     layer_names,
     tiled,
 )
-from attention.figures.toy import line_chart
-from attention.models import AS_IS, METRICS, Reading, from_attentions, line_view, survey, token_focus, zoom
+from attention.naming import head_name
 
-__all__ = ["attention_lines", "comparison", "pair", "row_distance", "distance", "effects", "grid", "head",
-           "focus_meta", "head_grid", "head_view", "layer_head_heatmap", "lens_heatmap", "lines", "model_view",
-           "named", "statistic", "token", "view_heatmap", "window_edge", "ViewHTML", "HEAD_COLOURS",
+__all__ = ["attention_lines", "comparison", "pair", "row_distance", "effects", "focus_meta", "head_grid",
+           "layer_head_heatmap", "lens_heatmap", "named", "view_heatmap", "window_edge", "HEAD_COLOURS",
            "qk_attribution_heatmap"]
 
 
@@ -136,7 +134,7 @@ HEAD_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"
 
 def attention_lines(view, *, title: str = "") -> go.Figure:
     """BertViz's head view in Plotly: queries on the left, keys on the right, a line per (query, key) whose
-    opacity is the weight, one colour per head (attention.models.recorded.aggregations.LineView). Lines are drawn
+    opacity is the weight, one colour per head (attention.models.recorded.views.LineView). Lines are drawn
     in five opacity bands per head (one trace each, not one per line); hovering a line's middle names it.
     Shapes: view.lines per head (k, 3) rows (query, key, weight)."""
     labels = [esc(t) for t in view.labels]
@@ -261,8 +259,6 @@ def comparison(cmp, *, clickable: bool = False, open_head: tuple[int, int] | Non
 def pair(p) -> go.Figure:
     """A HeadPair (attention.models.head_pair) as one figure of three panels on the same query rows: A's head,
     B's, and B − A (blue: more weight in B, red: less). Hover names the query and key and the value."""
-    from plotly.subplots import make_subplots
-
     d = p.difference
     n, m = d.matrix.shape
     top = max(float(np.nanmax(np.abs(d.matrix))) if d.matrix.size else 0.0, 1e-9)
@@ -281,7 +277,7 @@ def pair(p) -> go.Figure:
             hovertemplate=("%{customdata}" if names is not None else "query %{y} → key %{x}")
                           + f"<br>{esc(view.value_name)}: %{{z:.4f}}<extra></extra>"), row=1, col=col)
     fig.update_layout(
-        title=dict(text=f"L{p.layer + 1}H{p.head + 1} of A beside L{p.b_layer + 1}H{p.b_head + 1} of B"),
+        title=dict(text=f"{head_name(p.layer, p.head)} of A beside {head_name(p.b_layer, p.b_head)} of B"),
         height=min(900, max(360, 170 + 20 * n)), margin=dict(l=10, r=10, t=70, b=10), plot_bgcolor="#d9d9d9",
         coloraxis=dict(colorscale="Blues", cmin=0.0, cmax=1.0,  # two colour bars stacked on the right
                        colorbar=dict(title=dict(text="weight"), x=1.01, y=1.0, yanchor="top", len=0.46, thickness=10)),
@@ -313,56 +309,6 @@ def row_distance(p) -> go.Figure:
     return fig
 
 
-# --- One call per view, from a result --------------------------------------------------------------------------
-
-def grid(att, *, title: str = "") -> go.Figure:
-    """Every layer x head as one small tile (block maxima for long inputs); hover names each head's sink mass."""
-    found = survey(att)
-    return head_grid(found.tiles, title=title, hover_extra=found.sink_mass, hover_label="sink mass")
-
-
-def head(att, layer: int, head: int = 0, *, how: str = "head", reading: Reading = AS_IS,
-         hide_special: bool = False) -> go.Figure:
-    """One head (0-based), or an aggregation of the layer (how: "mean", "max", "rollout", "norm")."""
-    return view_heatmap(zoom(att, how, layer=layer, head=head, reading=reading, hide_special=hide_special))
-
-
-def token(att, token: int, *, reading: Reading = AS_IS) -> go.Figure:
-    """Where one token (a word, when reading words) looks in every layer and head."""
-    view = token_focus(att, token, reading=reading)
-    L, H = att.n_layers, att.n_heads
-    return view_heatmap(view, x_title="key", y_title="layer · head", height=min(1400, max(320, 120 + 12 * L * H)),
-                        ticks=Ticks(x=96, row_groups=H if L * H > 96 else None))
-
-
-def lines(att, layer: int, heads=None, *, query: int | None = None, reading: Reading = AS_IS) -> go.Figure:
-    """BertViz's head view: queries left, keys right, a line per pair whose opacity is the weight."""
-    heads = range(att.n_heads) if heads is None else heads
-    return attention_lines(line_view(att, layer, heads, query=query, reading=reading),
-                           title=f"Layer {layer + 1}: line opacity = weight")
-
-
-def statistic(att, metric: str = "entropy") -> go.Figure:
-    """One Head atlas statistic per head (attention.models.forward.head_survey.METRICS)."""
-    if metric not in METRICS:
-        raise ValueError(f"unknown statistic {metric!r}; choose one of {', '.join(METRICS)}")
-    found = survey(att)
-    label = METRICS[metric][0]
-    return layer_head_heatmap(getattr(found, metric), title=label, value_name=label, signed=False,
-                              zmax=found.upper_bound(metric))
-
-
-def distance(att, layer: int, head: int | None = None) -> go.Figure:
-    """Attention by distance (query − key), one head and the mean of its layer."""
-    profile = survey(att).distance_profile()
-    curves = {f"layer {layer + 1}, mean of its heads": profile.of(layer)}
-    if head is not None:
-        curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head), **curves}
-    return line_chart(profile.labels, curves, title="Mean weight of a (query, key) pair by distance",
-                      x_title="query − key (tokens)", y_title="mean weight (log scale)", log_y=True, categorical_x=True,
-                      x_hover=profile.spans)
-
-
 def qk_attribution_heatmap(found, tokens=None, *, parts: int = 10, height: int | None = None) -> go.Figure:
     """Why this key (attention.models.qk_attribution): query parts (rows) x key parts (columns), the `parts`
     largest of each side, the rest summed into "other parts"; hover gives both parts and the value. `tokens`
@@ -373,7 +319,7 @@ def qk_attribution_heatmap(found, tokens=None, *, parts: int = 10, height: int |
     shown = found.top_parts(parts)
     versus = {None: "", "mean": ", minus the mean over the keys it sees"}.get(
         found.against, f", minus key {named(found.against) if isinstance(found.against, int) else ''}")
-    lines = (f"L{found.layer + 1}H{found.head + 1}: query {named(found.query)} × key {named(found.key)}{versus}",
+    lines = (f"{head_name(found.layer, found.head)}: query {named(found.query)} × key {named(found.key)}{versus}",
              f"sum of the parts {found.total:+.3f}, the model's score {found.score:+.3f}")
     # Each cell is a part of the score (its units), not a share; as tall as its rows need (in layer 1 only
     # the embeddings have written: one cell was drawn 560 px tall).
@@ -389,65 +335,3 @@ def effects(result, *, title: str | None = None) -> go.Figure:
     values = getattr(result, "effect", None)
     values = getattr(result, "heads", None) if values is None else values
     return layer_head_heatmap(values, title=title or getattr(result, "metric", "effect per head"), value_name="effect")
-
-
-# --- BertViz's names ----------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ViewHTML:
-    """What html_action="return" gives, as BertViz's does: `.data` is the page (self-contained: plotly.js
-    inline, no script from the network); a notebook shows it."""
-
-    data: str
-
-    def _repr_html_(self) -> str:
-        return self.data
-
-
-def _given(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
-           decoder_tokens, prettify_tokens: bool):
-    if attention is not None:
-        if tokens is None:
-            raise ValueError("tokens are needed with attention")
-        return from_attentions(tokens, attention, prettify=prettify_tokens)
-    if encoder_attention is None or encoder_tokens is None:
-        raise ValueError("give attention and tokens, or encoder_attention and encoder_tokens")
-    return from_attentions(encoder_tokens, encoder_attention, decoder_tokens=decoder_tokens,
-                           decoder_attentions=decoder_attention, cross_attentions=cross_attention,
-                           prettify=prettify_tokens)
-
-
-def _shown(fig: go.Figure, html_action: str):
-    if html_action == "return":
-        return ViewHTML(fig.to_html(include_plotlyjs=True, full_html=True))
-    if html_action != "view":
-        raise ValueError(f"html_action must be 'view' or 'return', not {html_action!r}")
-    return fig
-
-
-def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, layer=None, heads=None,
-              encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
-              decoder_tokens=None, include_layers=None, html_action="view"):
-    """BertViz's head_view, same arguments: the lines of one layer's heads (default: the first layer in
-    include_layers, and every head). Returns the figure (a notebook shows it), or with html_action="return"
-    a ViewHTML. sentence_b_start is accepted and does not change the picture: every token is drawn."""
-    att = _given(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
-                 decoder_tokens, prettify_tokens)
-    layer = (include_layers or [0])[0] if layer is None else layer
-    return _shown(lines(att, layer, heads), html_action)
-
-
-def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_tokens=True, display_mode="dark",
-               encoder_attention=None, decoder_attention=None, cross_attention=None, encoder_tokens=None,
-               decoder_tokens=None, include_layers=None, include_heads=None, html_action="view"):
-    """BertViz's model_view, same arguments: every layer x head as one tile of one figure (include_layers and
-    include_heads pick some, numbered from 1 within the pick). Returns the figure, or with
-    html_action="return" a ViewHTML. display_mode is accepted; the figure keeps the app's colours."""
-    att = _given(attention, tokens, encoder_attention, decoder_attention, cross_attention, encoder_tokens,
-                 decoder_tokens, prettify_tokens)
-    found = survey(att)
-    layers = list(include_layers) if include_layers is not None else list(range(att.n_layers))
-    heads = list(include_heads) if include_heads is not None else list(range(att.n_heads))
-    tiles = found.tiles[np.ix_(layers, heads)]
-    return _shown(head_grid(tiles, hover_extra=found.sink_mass[np.ix_(layers, heads)], hover_label="sink mass"),
-                  html_action)

@@ -32,7 +32,7 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
 
 
 def reveal_bars(reveal) -> go.Figure:
-    """A question's answer as horizontal bars: the figures that decide it (attention.toy.lessons.Reveal's
+    """A question's answer as horizontal bars: the figures that decide it (attention.toy.questions.Reveal's
     `bars`), each labelled with its value, under the title of what they measure. Labels are wrapped, not cut."""
     labels = [esc(label) for label, _ in reveal.bars]
     values = np.asarray([v for _, v in reveal.bars], dtype=float)

@@ -1,4 +1,5 @@
-"""The toy side: attention on small hand-made vectors, every step kept (numpy and Plotly only, never torch).
+"""The toy side: attention on small hand-made vectors, every step kept (numpy only, never torch; its charts are
+attention.figures.toy's).
 
 Modules (each is public: the toy pages and notebooks import them by name; `import attention` re-exports
 the math):
@@ -13,6 +14,5 @@ the math):
     ambiguity      the toy "bank" and "it": context pulling a word's vector
     live           the frames a live slider looks up (the browser does no attention math)
     examples       the hand-built vectors from the seeds, and how they were chosen
-    lessons        predict-then-see questions of the toy pages, answered from the state they reveal
-    plotting       the heatmaps and bar charts every page draws, and esc() for text shown in them
+    questions      predict-then-see questions of the toy pages, answered from the state they reveal
 """

@@ -53,6 +53,8 @@ class BankResult:
 
 
 def bank_attention(sentence: str, pull: float = 4.0) -> BankResult:
+    """The toy model's one head on a sentence with "bank": what "bank" attends to. `pull` scales its queries
+    (sharper with more). ValueError without "bank" or with a word the toy vocabulary lacks."""
     tokens = toy_tokens(sentence, ex.BANK_VOCAB)
     if "bank" not in tokens:
         raise ValueError("the sentence must contain the word 'bank'")
@@ -82,6 +84,8 @@ class ItResult:
 
 
 def it_attention(sentence: str, pull: float = 4.0) -> ItResult:
+    """The toy model's two layers on a sentence with "it": the second reads what the first wrote into the
+    stream. ValueError without "it" or with a word the toy vocabulary lacks."""
     tokens = toy_tokens(sentence, ex.IT_VOCAB)
     if "it" not in tokens:
         raise ValueError("the sentence must contain the word 'it'")

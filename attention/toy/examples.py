@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention.toy.positions import sinusoidal_positions
+
 # --- Seed 002: hard lookup vs soft lookup ------------------------------------------------------------
 FRUIT_HARD = {"apple": 9, "banana": 6, "chair": 3}  # the scalar key -> value store of Figure 1
 
@@ -59,6 +61,7 @@ class ThinkingMachines:
 
 
 def thinking_machines(d_model: int = 512, d_k: int = 64) -> ThinkingMachines:
+    """The Illustrated Transformer's "Thinking Machines": seeded vectors whose scores are its 112 and 96."""
     rng = np.random.default_rng(2017)
     q = rng.normal(0.0, 1.0, (2, d_k))
     k = rng.normal(0.0, 1.0, (2, d_k))
@@ -109,8 +112,6 @@ def hang_sentence(d_model: int = 8, seed: int = 3) -> MultiHeadExample:
     """"Hang them not let them go" with seeded random embeddings and weights (d_model = 8): the heads
     differ only because each looks through its own slice of W_Q, W_K, W_V. The two "them" share one
     embedding, plus sinusoidal positions so that order matters."""
-    from attention.toy.positions import sinusoidal_positions
-
     rng = np.random.default_rng(seed)
     tokens = ("Hang", "them", "not", "let", "them", "go")
     vocab = {t: rng.normal(0, 1, d_model) for t in dict.fromkeys(tokens)}

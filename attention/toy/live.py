@@ -24,8 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention.toy.ambiguity import bank_attention, it_attention
 from attention.toy.core import attention_from_embeddings, scaled_dot_product_attention, softmax
 from attention.toy.lookup import soft_lookup
+from attention.toy.multihead import toy_translation
+from attention.toy.scaling import scaling_sample
 
 STEPS = np.round(np.linspace(0.0, 1.0, 101), 2)  # the sliders' positions: 0.00, 0.01, ... 1.00
 
@@ -257,8 +260,6 @@ DIM_VALUES = np.unique(np.rint(np.geomspace(1, 1024, 120)).astype(int))  # Why s
 
 def cross_attention_frames(values) -> np.ndarray:
     """The Multi-head page's toy translation at each sharpness. Shapes: -> (1, S, 7 target, 6 source)."""
-    from attention.toy.multihead import toy_translation
-
     return frames_of(values, lambda s: toy_translation(s).heads[0].weights)
 
 
@@ -266,8 +267,6 @@ def scaling_frames(d: int, temperature: float, n_keys: int, dims, temperatures) 
     """Why scale by √d_k: one random q and its keys' weights, without and with ÷√d, swept along d
     (`dims`, T held) and along T (`temperatures`, d held). Shapes: -> each (2, S, 1, n_keys) with
     S = the longer slider; the shorter one's frames fill its first steps."""
-    from attention.toy.scaling import scaling_sample
-
     steps = max(len(dims), len(temperatures))
     out = {"unscaled": np.zeros((2, steps, 1, n_keys)), "scaled": np.zeros((2, steps, 1, n_keys))}
     for s, value in enumerate(dims):
@@ -283,8 +282,6 @@ def pull_frames(sentence: str, word: str, values) -> tuple[tuple[str, ...], np.n
     """Ambiguity in a toy model: what `word` ("bank" or "it", layer 2) attends to at each pull.
     Shapes: -> (the sentence's n tokens, frames (1, S, 1, n)). ValueError for a sentence the toy
     vocabulary cannot read."""
-    from attention.toy.ambiguity import bank_attention, it_attention
-
     tokens = (bank_attention if word == "bank" else it_attention)(sentence).tokens
 
     def row(pull: float) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention.toy import examples as ex
 from attention.toy.core import project, scaled_dot_product_attention
 from attention.toy.trace import MultiHeadTrace, as_float_array
 
@@ -62,8 +63,6 @@ def toy_translation(sharpness: float) -> MultiHeadTrace:
 
     Shapes: -> MultiHeadTrace with heads[0].weights (7 target words, 6 source words).
     """
-    from attention.toy import examples as ex
-
     x_source, x_target = ex.translation_embeddings()
     eye = np.eye(x_source.shape[1])
     return multi_head_attention(x_target, x_source, sharpness * eye, sharpness * eye, eye, eye, 1)

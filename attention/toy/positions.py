@@ -37,6 +37,7 @@ class PermutationCheck:
 
     @property
     def equivariant(self) -> bool:
+        """Shuffling the inputs only shuffled the outputs (to 1e-9)."""
         return self.max_abs_diff < 1e-9
 
 
@@ -173,10 +174,12 @@ class RotaryToy:
 
     @property
     def unrotated_score(self) -> float:
+        """q . k before either is rotated."""
         return float(self.q @ self.k)
 
     @property
     def distance(self) -> int:
+        """Query position minus key position: all a rotated score depends on."""
         return self.query_position - self.key_position
 
 

@@ -1,4 +1,5 @@
-"""What heads do: analyses that run the network again (edited, on a probe, step by step) or read its weights.
+"""What heads do: analyses that run the network again (edited, on a probe, step by step), read its weights, or
+survey a corpus.
 
     >>> from attention.models.analyses import contrast, direct_logit_attribution
     >>> pair = contrast(att, m.tokenizer, " Mary", " John")        # m = logit(target) - logit(foil)
@@ -11,15 +12,16 @@ Modules:
     readout         the residual stream through the unembedding: direct logit attribution, the logit lens
     patching        activation patching of a clean run into a corrupted one
     roles           previous-token, induction, duplicate-token and first-token scores on a probe
-    two_models      one measure of heads in two models, each head beside its counterpart (head_change)
     composition_scores Q-, K- and V-composition of heads, from their weights
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
                     to one .safetensors file
     corpus_job      the survey as a batch job over a file: parts merged and saved as it goes, resumable
     corpus_ray      the same job on Ray (an extra): one model replica per worker
+    corpus_projection  one head's sampled queries and keys over a corpus in one 2-D projection (qk_projection)
     qk_attribution  why this key: one head's score split into (query part, key part) pairs
-    qk_projection   one head's sampled queries and keys in one 2-D projection (AttentionViz's normalisation)
+    qk_families     which families' scores are split, and where each block keeps what q and k read
+    qk_stream       the residual stream at a layer as a sum of the parts that wrote it (StreamParts)
     predictions     the next token and step-by-step generation (the Predictions page)
 
 Each takes a LoadedModel (attention.models.forward) and, where it reads a text, its ModelAttention.
@@ -36,6 +38,7 @@ from attention.models.analyses.corpus import (
     read_corpus,
 )
 from attention.models.analyses.corpus_job import merge_surveys, survey_file
+from attention.models.analyses.corpus_projection import QKProjection, qk_projection
 from attention.models.analyses.corpus_ray import survey_file_on_ray
 from attention.models.analyses.corpus_survey import (
     CorpusSurvey,
@@ -56,14 +59,19 @@ from attention.models.analyses.head_effects import (
 from attention.models.analyses.patching import SITES, Patching, activation_patching, swap_words
 from attention.models.analyses.predictions import MAX_NEW_TOKENS, Generation, NextTokens, generate, next_tokens
 from attention.models.analyses.qk_attribution import (
-    QK_FAMILIES,
     QKAttribution,
     key_choices,
     part_in_words,
     qk_attribution,
 )
-from attention.models.analyses.qk_projection import QKProjection, qk_projection
-from attention.models.analyses.readout import LogitAttribution, LogitLens, direct_logit_attribution, logit_lens
+from attention.models.analyses.qk_families import QK_FAMILIES
+from attention.models.analyses.readout import (
+    LENS_MAX_POSITIONS,
+    LogitAttribution,
+    LogitLens,
+    direct_logit_attribution,
+    logit_lens,
+)
 from attention.models.analyses.roles import (
     PROBE_REPEAT,
     ROLE_THRESHOLD,
@@ -75,10 +83,10 @@ from attention.models.analyses.roles import (
     roles_of,
 )
 from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast, spaced_alternative
-from attention.models.analyses.two_models import HEAD_MEASURES, HeadChange, head_change
 
 __all__ = [
-    "ABLATIONS", "CORPUS_FORMATS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "QK_FAMILIES", "ROLES",
+    "ABLATIONS", "CORPUS_FORMATS", "LENS_MAX_POSITIONS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "QK_FAMILIES",
+    "ROLES",
     "ROLE_THRESHOLD", "SITES", "Composition", "Contrast", "Corpus", "CorpusSurvey", "Generation", "HeadEffects",
     "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKAttribution", "QKProjection",
     "ScanAgreement", "TokenChoice", "TopExample", "activation_patching", "agreement", "attribution_patching",
@@ -86,6 +94,6 @@ __all__ = [
     "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices", "listed_corpora",
     "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed", "part_in_words",
     "probe_attention", "probe_ids", "qk_attribution", "qk_projection", "read_corpus", "roles_of",
-    "spaced_alternative", "survey_bytes", "HEAD_MEASURES", "HeadChange", "head_change",
+    "spaced_alternative", "survey_bytes",
     "survey_file", "survey_file_on_ray", "swap_words",
 ]

@@ -35,10 +35,11 @@ import numpy as np
 import torch
 
 from attention.models.analyses.corpus import MAX_TOKENS
-from attention.models.forward.head_survey import survey
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.running import attend
+from attention.models.forward.survey_pass import survey
 from attention.models.forward.tokens import display_tokens
+from attention.naming import head_words
 
 TOP_K = 20  # top examples kept per head
 SAMPLE_POINTS = 1_500  # token positions whose queries and keys are kept for the projection
@@ -93,7 +94,7 @@ class CorpusSurvey:
     def top_examples(self, layer: int, head: int, k: int | None = None) -> list[TopExample]:
         """The head's k largest weights over the corpus, largest first (0-based layer and head)."""
         if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
-            raise ValueError(f"layer {layer + 1}, head {head + 1} is outside {self.n_layers} x {self.n_heads}")
+            raise ValueError(f"{head_words(layer, head)} is outside {self.n_layers} x {self.n_heads}")
         found = [TopExample(int(t), int(q), int(j), float(w)) for t, q, j, w in
                  zip(self.top_text[layer, head], self.top_query[layer, head], self.top_key[layer, head],
                      self.top_weight[layer, head], strict=True) if t >= 0]

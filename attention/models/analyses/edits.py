@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from attention.models.analyses.target_foil import Contrast, logit_difference
-from attention.models.forward.anatomy import Anatomy, MissingAnatomy, parameter
-from attention.models.forward.model import LoadedModel, cap_logits, has_lm_head
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy, has_lm_head, parameter
+from attention.models.forward.model import LoadedModel, cap_logits
 from attention.models.forward.model_attention import ModelAttention
 
 BATCH_SECONDS = 0.5  # the lock is released between batches: another user's sentence waits at most about this
@@ -98,6 +98,7 @@ def restart_of(parts: Anatomy) -> tuple[torch.nn.Module, str, torch.nn.ModuleLis
 
 
 def lm_kwargs(loaded: LoadedModel) -> dict:
+    """What every rerun passes the network: a causal LM computes its logits at the last position only."""
     return {"logits_to_keep": 1} if has_lm_head(loaded.network) else {}
 
 

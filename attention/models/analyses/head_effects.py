@@ -28,9 +28,9 @@ import torch
 
 from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, linear_metric, run_from, scan, z_of
 from attention.models.analyses.target_foil import Contrast
+from attention.models.forward.device import LONG_WORK_TOKENS, work_threads
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
-from attention.models.forward.recompute import LONG_WORK_TOKENS, work_threads
 from attention.models.forward.tokens import find_word
 
 ABLATIONS = {"zero": "set to zero", "mean": "set to its mean over the text's positions"}  # how a head is removed

@@ -38,9 +38,9 @@ from attention.models.analyses.edits import (
     z_of,
 )
 from attention.models.analyses.target_foil import Contrast
+from attention.models.forward.device import LONG_WORK_TOKENS, work_threads
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
-from attention.models.forward.recompute import LONG_WORK_TOKENS, work_threads
 
 SITES = {"residual": "the residual stream at one layer and position", "heads": "one head's output, every position"}
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attention.models.forward.anatomy import has_lm_head
 from attention.models.forward.capture import recording
-from attention.models.forward.model import LoadedModel, has_lm_head
-from attention.models.forward.recompute import layer_weights, work_threads
+from attention.models.forward.device import work_threads
+from attention.models.forward.model import LoadedModel
+from attention.models.forward.recompute import layer_weights
 from attention.models.forward.tokens import display_tokens
 from attention.toy.core import entropy, softmax
 

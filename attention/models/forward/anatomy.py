@@ -130,6 +130,7 @@ class MissingAnatomy(ValueError):
 
 
 def model_type(network) -> str:
+    """The family's name as transformers' config says it ("llama", "bert"), or "unknown"."""
     return str(getattr(getattr(network, "config", None), "model_type", "") or "unknown")
 
 
@@ -161,3 +162,41 @@ def anatomy(network) -> Anatomy:
     return Anatomy(model_type=kind, family=family, base=base, blocks=blocks, outputs=outputs,
                    final_norm=part(base, family.final_norm, "final norm"),
                    rotary=part(base, family.rotary, "rotary embedding"), unembed=unembed)
+
+
+def has_lm_head(network) -> bool:
+    """A causal language model (SmolLM2, GPT-2): it predicts the next token. Encoders (MiniLM) do not."""
+    get = getattr(network, "get_output_embeddings", None)
+    return get is not None and get() is not None and not getattr(network.config, "is_encoder_decoder", False)
+
+
+def layer_windows(config, n_layers: int) -> tuple[int | None, ...]:
+    """Each layer's sliding window in tokens (a query sees itself and the window - 1 keys before it), None for
+    a global layer: from `layer_types` where the config lists kinds of layer (Gemma 2 and 3, Qwen2: only its
+    "sliding_attention" layers have one), else a `sliding_window` that every layer shares (Mistral). What a
+    page labels and draws; the masks themselves are the model's own (the capture records them)."""
+    window = getattr(config, "sliding_window", None)
+    window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+    kinds = getattr(config, "layer_types", None)
+    if window is None:
+        return (None,) * n_layers
+    if kinds is not None and len(kinds) == n_layers:
+        return tuple(window if kind in ("sliding_attention", "chunked_attention") else None for kind in kinds)
+    if getattr(config, "use_sliding_window", True) is False:
+        return (None,) * n_layers
+    return (window,) * n_layers
+
+
+WINDOW_FIELDS = ("sliding_window", "local_attention", "attention_window")  # config fields that bound attention
+
+
+def attention_window(config) -> int | None:
+    """The longest attention window any field of the configuration declares (a sliding window, ModernBERT's
+    local attention, Longformer's attention_window), or None: what the guard's probe must be longer than.
+    layer_windows says which layers have one, for the pages."""
+    sizes = []
+    for name in WINDOW_FIELDS:
+        value = getattr(config, name, None)
+        values = value if isinstance(value, list | tuple) else [value]
+        sizes += [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    return max(sizes) if sizes else None

@@ -18,6 +18,8 @@ import contextvars
 import numpy as np
 import torch
 
+from attention.models.forward.device import compute_device
+
 
 class DeviceArray(np.lib.mixins.NDArrayOperatorsMixin):
     """A read-only array held as a torch tensor (on a GPU, in the model's dtype), read as numpy.
@@ -125,8 +127,6 @@ def resident_device() -> torch.device | None:
     """Where a pass's arrays stay: the compute device when it is a GPU, else None (numpy, in memory)."""
     if _resident.get() is not None:
         return _resident.get()
-    from attention.models.forward.recompute import compute_device  # which imports this module
-
     device = compute_device()
     return device if device.type == "cuda" else None
 

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from attention.models.forward.device_arrays import DeviceArray
-from attention.models.forward.survey_sums import _diagonal_sums
+from attention.models.forward.survey_sums import diagonal_sums
 
 TILE = 64  # B: query rows and keys of one tile of the sums' pass (a band's tiles must be square)
 WARPS = 2  # warps per program of the sums' pass (Triton's num_warps): measured on an H100 at 32,768 tokens
@@ -189,7 +189,7 @@ def _launch(kernels, q, k, device, args, common, first, last, n_qb, n_kb, block)
     kernels.sums_kernel[(H, n_bands)](*args, lse, order, first, tiles, ws, column_mass, column_majority, bands,
                                       block, n_tr, n_tc, n_qb, n_kb, **common, BM=B, BN=B, num_warps=WARPS)
 
-    _, diagonals = _diagonal_sums(bands.view(H * n_bands, B, B), 0, False)  # (H * bands, 2B - 1): r - c from -(B - 1)
+    _, diagonals = diagonal_sums(bands.view(H * n_bands, B, B), 0, False)  # (H * bands, 2B - 1): r - c from -(B - 1)
     at = (torch.arange(first, last + 1, device=device)[:, None] * B
           + torch.arange(-(B - 1), B, device=device)[None, :] + m - 1)  # (bands, 2B - 1) into offset_mass
     inside = (at >= 0) & (at < n + m - 1)  # tiles' padding rows and keys hold no weight

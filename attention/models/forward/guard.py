@@ -38,136 +38,19 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import model_type
+from attention.models.forward.anatomy import attention_window, model_type
 from attention.models.forward.capture import CapturedCall, EagerBeside
+from attention.models.forward.check import GUARD_GAP, OWN_WEIGHTS_MAX_TOKENS, ModelCheck, ModelRefused, allowed_gap
 from attention.models.forward.device_arrays import DeviceArray, part
 from attention.models.forward.memory import NotEnoughMemory
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import chunk_rows, row_chunks
-from attention.models.forward.registry import ModelRefused, ModelUnavailable
+from attention.models.forward.registry import ModelUnavailable
 from attention.models.forward.running import attend, attend_image
 from attention.models.forward.stacks import attention_stack, stack_of
 
-GUARD_GAP = 1e-4  # largest |rebuilt - own| weight difference a float32 model may show
-ROUNDING_UNITS = 16  # a half-precision model may differ by this many unit roundoffs of its dtype more
 PROBE_MIN_TOKENS = 32
-OWN_WEIGHTS_MAX_TOKENS = 512  # token limit of a family whose weights are stored whole (L x H x n x n floats)
 PROBE_SENTENCE = "The otter dove into the cold river and came back up with a silver fish. "
-WINDOW_FIELDS = ("sliding_window", "local_attention", "attention_window")  # config fields that bound attention
-
-
-@dataclass(frozen=True)
-class ModelCheck:
-    """What the guard measured when the model was loaded."""
-
-    captured: bool  # weights are rebuilt from q and k captured inside the model (False: its own weights)
-    gap: float  # largest |rebuilt - the model's own eager weight| over every layer of every stack (0 when own):
-    # in 16 bits, our error and the model's own rounding together
-    output_gap: float  # largest |our kernel's output - the eager kernel's| / its largest |value| over the
-    # layers our kernel made (0 when it made none: own weights, or half precision, where the model's own runs)
-    layers: tuple[int, ...]  # the self-attention layers compared, 0-based: every one
-    probe_tokens: int  # the probe text's length
-    own_weights: bool  # the weights shown are the model's own (output_attentions: bias, or not captured)
-    dtype: str = "float32"  # the network's parameters' dtype
-    allowed: float = GUARD_GAP  # the largest gap shown without a note (allowed_gap): in float32 the refusal line
-    # too; in 16 bits what its rounding of ordinary scores explains
-    layer_gaps: tuple[float, ...] = ()  # the weight gap of each self-attention layer, measured on its own inputs
-    worst: str = ""  # where `gap` is: "layer 30", or "decoder layer 2" / "cross layer 1" (1-based)
-    checked: int = 0  # attention layers checked, every stack's (an encoder-decoder's: encoder, decoder, cross)
-    kernel_layers: int = 0  # of those, the layers whose output our kernel made (float32 on the CPU), held to
-    # the model's own by output_gap; the others' output is the model's own kernel's
-    exact_gap: float = 0.0  # largest |rebuilt - the model's own eager kernel run on the same q, k and mask in
-    # float32|: our error alone, held to GUARD_GAP (in float32, the same as gap)
-    top_score: float = 0.0  # largest |score| the probe met (16 bits: the rounding of a score grows with it)
-
-    @property
-    def coarse(self) -> bool:
-        """The model's own 16-bit kernel rounds its weights by more than the allowance (sharp heads, large
-        scores): ours stay exact for its q and k, and the pages say how far its own are from them."""
-        return self.gap > self.allowed
-
-    @property
-    def note(self) -> str:
-        """What the pages say beside the model when its own rounding is coarse ("" otherwise)."""
-        if not self.coarse:
-            return ""
-        return (f"This model runs in {self.dtype}, and its sharpest heads' scores are large (up to "
-                f"{self.top_score:.0f}): its own kernel rounds them so that its weights move by up to "
-                f"{self.gap:.1e} ({self.worst}), more than the {self.allowed:.1e} {self.dtype} usually explains. "
-                f"The weights shown are the exact ones for its q and k (they equal its own kernel run without "
-                f"the rounding {_to(self.exact_gap)}); choose float32 to make its own match them too.")
-
-    @property
-    def short(self) -> str:
-        """A few words for under a model's name; `summary` says how it was measured."""
-        if self.own_weights:
-            return "Exact: the model's own attention weights"
-        if self.coarse:
-            return (f"Exact for its q and k; its own {self.dtype} rounding moves its weights by up to "
-                    f"{self.gap:.1e}")
-        if self.dtype not in ("float32", "float64"):
-            return (f"Equals the model's own {self.dtype} attention to {self.gap:.1e} "
-                    f"(its rounding allows {self.allowed:.1e})")
-        return "Exact: equals the model's own attention " + (f"(to {self.gap:.0e})" if self.gap > 0 else "exactly")
-
-    def stated(self, gap: float) -> str:
-        """A gap measured against the model's own weights, as the pages say it: "2.5e-03", and in half
-        precision what its rounding allows beside it."""
-        if self.dtype in ("float32", "float64"):
-            return f"{gap:.1e}"
-        past = "; its sharpest heads' large scores take it past that: ours are exact for its q and k" \
-            if gap > self.allowed else ""
-        return f"{gap:.1e} ({self.dtype}'s rounding usually allows up to {self.allowed:.1e}{past})"
-
-    @property
-    def summary(self) -> str:
-        """One sentence for the pages."""
-        if self.own_weights:
-            return ("weights are the model's own (output_attentions): its scores cannot be rebuilt from q and k, "
-                    f"so texts are kept to {OWN_WEIGHTS_MAX_TOKENS} tokens")
-        to = f"to {self.gap:.1e} (largest at {self.worst})" if self.gap > 0 else "exactly"
-        half = "" if self.dtype in ("float32", "float64") else (
-            f" (the model runs in {self.dtype}, whose rounding allows up to {self.allowed:.1e}"
-            + (", here exceeded: its scores reach " + f"{self.top_score:.0f}" if self.coarse else "")
-            + "; ours are computed in float32 from its q and k, and equal its own kernel run on them in float32 "
-            f"{_to(self.exact_gap)})")
-        equal = f"to {self.output_gap:.0e} of its largest value" if self.output_gap > 0 else "exactly"
-        if self.kernel_layers == self.checked:
-            output = f", and the output our attention kernel makes for each layer equals the model's own {equal}"
-        elif self.kernel_layers:
-            output = (f", and the output our attention kernel makes for {self.kernel_layers} of them equals the "
-                      f"model's own {equal} (the others' output is the model's own kernel's)")
-        else:
-            output = ", and each layer's output is the model's own kernel's"
-        return (f"weights rebuilt from q and k equal the model's own {to} at every one of its {self.checked} "
-                f"attention layers, each fed the inputs it has in the pass the pages show{half}{output}: checked "
-                f"on a {self.probe_tokens}-token probe when it loaded")
-
-
-def _to(gap: float) -> str:
-    """"to 7e-06", or "exactly" for 0."""
-    return f"to {gap:.0e}" if gap > 0 else "exactly"
-
-
-def allowed_gap(dtype) -> float:
-    """The largest |rebuilt - own| weight difference a model whose parameters are in `dtype` shows without a
-    note (module docstring): GUARD_GAP in float32 (and float64), where it is also the refusal line; more by
-    ROUNDING_UNITS unit roundoffs in half precision, what its own rounding of ordinary scores explains."""
-    if dtype in (torch.float32, torch.float64):
-        return GUARD_GAP
-    return GUARD_GAP + ROUNDING_UNITS * float(torch.finfo(dtype).eps) / 2
-
-
-def attention_window(config) -> int | None:
-    """The longest attention window the configuration declares (sliding or local), or None."""
-    sizes = []
-    for name in WINDOW_FIELDS:
-        value = getattr(config, name, None)
-        values = value if isinstance(value, list | tuple) else [value]
-        sizes += [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    return max(sizes) if sizes else None
-
-
 def probe_text(loaded: LoadedModel) -> str:
     """A text of at least PROBE_MIN_TOKENS tokens, and longer than the model's attention window when its
     token limit allows."""
@@ -244,10 +127,36 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
     """`loaded` with its ModelCheck (and, for a model whose own weights are kept, its token limit lowered);
     ModelUnavailable, saying why in the user's words, when its numbers overflow its dtype, when rebuilt
     weights differ from the model's own, or when our kernel's output does."""
-    encoder_decoder = loaded.spec.architecture == "encoder-decoder"
     dtype = next(loaded.network.parameters()).dtype
     dtype_name = str(dtype).removeprefix("torch.")
     allowed = allowed_gap(dtype)
+    att, measured = _probe_pass(loaded, dtype_name)
+    s = att.self_attn
+    if not s.captured or s.bias:
+        check = ModelCheck(captured=s.captured, gap=0.0, output_gap=0.0, layers=(), probe_tokens=len(att.tokens),
+                           own_weights=True, dtype=dtype_name, allowed=allowed)
+        spec = replace(loaded.spec, max_tokens=min(loaded.spec.max_tokens, OWN_WEIGHTS_MAX_TOKENS),
+                       max_tokens_gpu=None)
+        return replace(loaded, spec=spec, check=check)
+    _refuse_scores_not_rebuilt(loaded, measured, dtype_name)
+    made = [g for g in measured if g.output is not None]
+    _refuse_kernel_output(loaded, made, allowed)
+    worst = max(measured, key=lambda g: g.weights)
+    output = max(made, key=lambda g: g.output, default=None)
+    self_gaps = tuple(g.weights for g in measured if g.stack == "self")
+    check = ModelCheck(captured=True, gap=worst.weights, output_gap=0.0 if output is None else output.output,
+                       layers=tuple(range(len(self_gaps))), probe_tokens=len(att.tokens), own_weights=False,
+                       dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst),
+                       checked=len(measured), kernel_layers=len(made),
+                       exact_gap=max(g.exact for g in measured), top_score=max(g.top_score for g in measured))
+    return replace(loaded, check=check)
+
+
+def _probe_pass(loaded: LoadedModel, dtype_name: str):
+    """(the probe's result, a LayerGap for every attention layer of every stack): one pass over the probe with
+    the model's own eager kernel beside each layer; refused (ModelUnavailable) where its numbers overflow its
+    dtype or the check runs out of memory."""
+    encoder_decoder = loaded.spec.architecture == "encoder-decoder"
     measured: list[LayerGap] = []
     seen: dict[str, int] = {}  # calls seen per stack: the layer a call is (ALBERT calls one module every layer)
 
@@ -270,45 +179,38 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
         stack, layer = overflow
         _refuse_overflow(loaded, dtype_name, layer, "" if stack == "self" else f"{stack} ")
     _refuse_overflow(loaded, dtype_name, _first_overflow(att), "")  # the last layer's output, or an unseen model
-    s = att.self_attn
-    if not s.captured or s.bias:
-        check = ModelCheck(captured=s.captured, gap=0.0, output_gap=0.0, layers=(), probe_tokens=len(att.tokens),
-                           own_weights=True, dtype=dtype_name, allowed=allowed)
-        spec = replace(loaded.spec, max_tokens=min(loaded.spec.max_tokens, OWN_WEIGHTS_MAX_TOKENS),
-                       max_tokens_gpu=None)
-        return replace(loaded, spec=spec, check=check)
-    family = model_type(loaded.network)
-    worst = max(measured, key=lambda g: g.weights)
-    # Our error is held to GUARD_GAP in any dtype: against the model's own kernel on the same inputs, in 16 bits
-    # run in float32 (its rounding taken out). What its own 16-bit rounding adds is stated, not refused.
+    return att, measured
+
+
+def _refuse_scores_not_rebuilt(loaded: LoadedModel, measured: list[LayerGap], dtype_name: str) -> None:
+    """ModelRefused where our weights differ from the model's own kernel's on the same inputs by more than
+    GUARD_GAP, in any dtype (in 16 bits its kernel run in float32: its rounding taken out). What its own
+    16-bit rounding adds is stated (ModelCheck.gap), not refused."""
     over = [g for g in measured if not g.exact <= GUARD_GAP]  # NaN is over too
-    if over:
-        largest = max(g.exact for g in over)
-        more = f"; {len(over)} of its {len(measured)} attention layers are off, by up to {largest:.1e}" \
-            if len(over) > 1 else ""
-        own = "from its own" if dtype_name in ("float32", "float64") else \
-            f"from its own kernel's, run on the same q, k and mask in float32 (its {dtype_name} rounding taken out),"
-        raise ModelRefused(
-            f"{loaded.spec.label} is refused rather than shown wrong: at {_where(over[0])} the attention weights "
-            f"rebuilt from its q and k differ {own} by {over[0].exact:.1e}, fed the same inputs, above the "
-            f"{GUARD_GAP:.1e} this app allows{more}. Its family ({family}) computes its attention scores in a way "
-            "this app does not rebuild.")
-    made = [g for g in measured if g.output is not None]
-    output = max(made, key=lambda g: g.output, default=None)
+    if not over:
+        return
+    largest = max(g.exact for g in over)
+    more = f"; {len(over)} of its {len(measured)} attention layers are off, by up to {largest:.1e}" \
+        if len(over) > 1 else ""
+    own = "from its own" if dtype_name in ("float32", "float64") else \
+        f"from its own kernel's, run on the same q, k and mask in float32 (its {dtype_name} rounding taken out),"
+    raise ModelRefused(
+        f"{loaded.spec.label} is refused rather than shown wrong: at {_where(over[0])} the attention weights "
+        f"rebuilt from its q and k differ {own} by {over[0].exact:.1e}, fed the same inputs, above the "
+        f"{GUARD_GAP:.1e} this app allows{more}. Its family ({model_type(loaded.network)}) computes its attention "
+        "scores in a way this app does not rebuild.")
+
+
+def _refuse_kernel_output(loaded: LoadedModel, made: list[LayerGap], allowed: float) -> None:
+    """ModelRefused where the output our kernel made for a layer differs from the model's own by more than
+    `allowed` of its largest value."""
     off = [g for g in made if not g.output <= allowed]
     if off:
         raise ModelRefused(
             f"{loaded.spec.label} is refused rather than shown wrong: at {_where(off[0])} the output this app's "
             f"attention kernel makes differs from the model's own by {off[0].output:.1e} of its largest value, fed "
-            f"the same q, k and v, above the {allowed:.1e} this app allows. Its family ({family}) makes "
-            "attention's output in a way this app's kernel does not.")
-    self_gaps = tuple(g.weights for g in measured if g.stack == "self")
-    check = ModelCheck(captured=True, gap=worst.weights, output_gap=0.0 if output is None else output.output,
-                       layers=tuple(range(len(self_gaps))), probe_tokens=len(att.tokens), own_weights=False,
-                       dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst),
-                       checked=len(measured), kernel_layers=len(made),
-                       exact_gap=max(g.exact for g in measured), top_score=max(g.top_score for g in measured))
-    return replace(loaded, check=check)
+            f"the same q, k and v, above the {allowed:.1e} this app allows. Its family ({model_type(loaded.network)}) "
+            "makes attention's output in a way this app's kernel does not.")
 
 
 def _where(g: LayerGap) -> str:

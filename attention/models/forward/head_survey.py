@@ -2,14 +2,12 @@
 Head atlas statistics and types, attention by distance, and where attention piles up (sinks, by the rule
 of attention.models.forward.sinks).
 
-The pass takes each layer's weights a chunk of query rows at a time, so memory stays bounded at
-thousands of tokens, and accumulates everything the all-heads views need; after it, each such view is a
-lookup. It runs inside the model's forward pass: attend() runs the model with SurveyKernel (attention.
-models.forward.kernel), our attention kernel, which makes each layer's output from the same weights it sums
-(the scores are computed once, not once by the fused kernel and again for the survey). A result made
-otherwise (the model's own weights, a saved file) is surveyed by a pass of its own that recomputes the
-weights (attention.models.forward.recompute), summed by the same SurveySums (attention.models.forward.
-survey_sums).
+This module is the record, HeadSurvey, and what it reads off its sums. The pass that makes it
+(attention.models.forward.survey_pass) takes each layer's weights a chunk of query rows at a time, so memory
+stays bounded at thousands of tokens, and accumulates everything the all-heads views need; after it, each
+such view is a lookup. It runs inside the model's forward pass: attend() runs the model with SurveyKernel
+(attention.models.forward.kernel), our attention kernel, which makes each layer's output from the same
+weights it sums (the scores are computed once, not once by the fused kernel and again for the survey).
 Offsets are query position minus key position: +1 is the previous token, 0 the token itself, -1 the
 next one.
 
@@ -27,18 +25,12 @@ Shapes: L layers, H heads, n tokens, c tile size, B offset ranges.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cached_property
 
 import numpy as np
 
-from attention.models.forward import fused_survey
-from attention.models.forward.model_attention import ModelAttention
-from attention.models.forward.recompute import row_chunks, work_threads
-from attention.models.forward.sinks import remember_majority_share, sink_candidates, sink_rule
-from attention.models.forward.survey_sums import SurveySums, band_pairs, visible_pairs
-from attention.models.forward.tokens import is_punctuation
+from attention.models.forward.sinks import sink_rule
 
 TYPE_THRESHOLD = 0.5
 BROAD_FRACTION = 0.9
@@ -105,7 +97,7 @@ class HeadSurvey:
     uniform_entropy: np.ndarray  # (L,) mean over rows of log(number of visible keys): a layer with a sliding
     # window sees fewer keys than a full one
     column_mass: np.ndarray  # (L, H, n) mean over query rows of the weight on key j
-    column_majority: np.ndarray  # (L, H, n) share of query rows in which key j holds over half the weight
+    majority_share: np.ndarray  # (L, H, n) share of query rows in which key j holds over half the weight
     offset_mass: np.ndarray  # (L, H, n + m - 1) summed weight at each offset query - key, from -(m - 1) up
     offset_pairs: np.ndarray  # (L, n + m - 1) visible (query, key) pairs at each offset, per layer (its mask)
     special_mass: np.ndarray  # (L, H) share of attention on special tokens ([CLS], [SEP], BOS), or on token 0
@@ -157,7 +149,7 @@ class HeadSurvey:
     @cached_property
     def sinks(self) -> np.ndarray:
         """(L, H, n) bool, each head's sink tokens by attention.models.forward.sinks's rule."""
-        return sink_rule(self.sink_candidates, self.column_majority)
+        return sink_rule(self.sink_candidates, self.majority_share)
 
     @cached_property
     def sink_mass(self) -> np.ndarray:
@@ -193,59 +185,3 @@ class HeadSurvey:
         if metric == "entropy":
             return max(float(self.uniform_entropy.max()), 1e-9)
         return float(self.n_tokens - 1) if metric == "mean_distance" else 1.0
-
-
-
-def survey(att: ModelAttention, *, progress: Callable[[float, str], None] | None = None) -> HeadSurvey:
-    """Every head's summaries of the self-attention. Made during the forward pass when the model ran our
-    SurveyKernel (attend() keeps them with the result), else by one pass over every head now, layer by
-    layer, a chunk of query rows at a time; kept with the result either way (`AttentionStack.derived.survey`)."""
-    s = att.self_attn
-    if s.derived.survey is None:
-        L, H, n, m = s.n_layers, s.n_heads, s.n_queries, s.n_keys
-        totals = SurveySums(L, H, n, m)
-        with work_threads(n):
-            for layer in range(L):
-                window = fused_survey.supported(s, layer, totals.block)
-                sums = None if window is None else fused_survey.try_layer_sums(s, layer, totals.block, window)
-                if sums is not None:  # on a GPU: the layer's sums in two fused passes, no weights stored
-                    totals.add_layer(layer, sums)
-                else:
-                    for rows in row_chunks(n, totals.rows_per_chunk):
-                        keys = s.keys_seen(rows)  # a causal chunk never sees later keys: their weights are 0
-                        totals.add(layer, rows, s.layer_scores(layer, rows=rows, keys=keys, out=totals.scores),
-                                   s.causal)
-                if progress:
-                    progress((layer + 1) / L, f"Surveying every head: layer {layer + 1} of {L}")
-        s.derived.survey = finish_survey(att, totals)
-    return s.derived.survey
-
-
-def finish_survey(att: ModelAttention, totals: SurveySums) -> HeadSurvey:
-    """The HeadSurvey from the pass's sums, with what the tokens add: special tokens, punctuation, sinks."""
-    s = att.self_attn
-    L, n = s.n_layers, s.n_queries
-    totals.flush()
-    by_mask = {}  # id of each distinct mask -> (visible pairs per offset, uniform entropy): layers share masks
-    for layer in range(L):
-        mask = s.mask_of(layer)
-        if id(mask) not in by_mask:
-            window = fused_survey.band_window(s, layer)  # a causal, windowed or open mask: counted
-            by_mask[id(mask)] = (visible_pairs(s, mask, totals.rows_per_chunk) if window is None
-                                 else band_pairs(n, s.n_keys, s.causal, window))
-    special = att.special.copy()
-    if not special.any():  # decoders without BOS: the first token plays the special token's role
-        special[0] = True
-    punct = np.array([is_punctuation(t) and not sp for t, sp in zip(att.tokens, att.special, strict=True)])
-    column_mass, column_majority = totals.column_mass / n, totals.column_majority / n
-    for layer in range(L):  # the sink rule's counts, made in this pass: no view counts them again
-        remember_majority_share(s, layer, column_majority[layer])
-    per_layer = [by_mask[id(s.mask_of(layer))] for layer in range(L)]
-    return HeadSurvey(
-        tiles=totals.tiles, block=totals.block, entropy=totals.entropy / n,
-        uniform_entropy=np.array([uniform for _, uniform in per_layer]),
-        column_mass=column_mass, column_majority=column_majority, offset_mass=totals.offset_mass,
-        offset_pairs=np.stack([pairs for pairs, _ in per_layer]), special_mass=column_mass[..., special].sum(-1),
-        punctuation=column_mass[..., punct].sum(-1), sink_candidates=sink_candidates(att.special),
-    )
-

@@ -8,9 +8,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attention.models.forward.head_survey import HeadSurvey, finish_survey
+from attention.models.forward.device import compute_device
+from attention.models.forward.head_survey import HeadSurvey
 from attention.models.forward.model_attention import ModelAttention
-from attention.models.forward.recompute import compute_device, layer_scores, row_chunks
+from attention.models.forward.recompute import layer_scores, row_chunks
+from attention.models.forward.survey_pass import finish_survey
 from attention.models.forward.survey_sums import SurveySums
 
 

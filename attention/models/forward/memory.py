@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from attention.models.forward.model import layer_windows
+from attention.models.forward.anatomy import layer_windows
 from attention.models.forward.survey_sums import GPU_CHUNK_FLOATS
 
 GB = 1_000_000_000  # decimal, as model cards count ("8B parameters in bfloat16: 16 GB")
@@ -72,6 +72,7 @@ class MemoryPlan:
         return host, self.weights + self.device_per_token * n + self.device_per_pair * n * n + survey
 
     def fits(self, n: int) -> bool:
+        """Whether a text of n tokens fits: in the process's budget, and on a GPU in its own."""
         host, gpu = self.needs(n)
         return host <= self.budget and (self.device != "cuda" or gpu <= self.device_budget)
 
@@ -144,6 +145,7 @@ class Shape:
 
     @classmethod
     def of(cls, config) -> Shape:
+        """The shape a transformers config declares, whatever each family calls its fields."""
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
         D = int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
         H = int(_first(text, "num_attention_heads", "n_head", "num_heads", "n_heads"))

@@ -2,8 +2,9 @@
 
 `LoadedModel` is what attention.models.forward.loading builds and every analysis takes. Its `lock`
 serialises forward passes between the sessions that share one model, short requests first (ModelLock).
-The model's constants read here: its anatomy (where the family keeps its parts), its device, whether it
-predicts a next token (has_lm_head) and the base of its rotary positions (rotary_base).
+The model's constants read here: its anatomy (where the family keeps its parts), its device and the base
+of its rotary positions (rotary_base). Running it is attention.models.forward.running's attend(loaded, text):
+this record imports nothing that runs it.
 """
 
 from __future__ import annotations
@@ -15,17 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy, anatomy
+from attention.models.forward.check import ModelCheck
 from attention.models.forward.registry import ModelSpec
-
-if TYPE_CHECKING:  # the guard imports this module: its ModelCheck is named for readers and type checkers
-    from attention.models.forward.guard import ModelCheck
-    from attention.models.forward.model_attention import ModelAttention
 
 SHORT_GRACE_SECONDS = 1.0  # long work waits this long after another user's short request: its page draws
 LONG_WORK_PATIENCE_SECONDS = 2.0  # long work that has waited this long goes next, short requests or not
@@ -67,6 +64,9 @@ class ModelLock:
         self._holder_short = False
 
     def acquire(self, *, short: bool = True) -> None:
+        """Wait for the model: a short request (a page's pass) goes before long work, unless that work has
+        waited LONG_WORK_PATIENCE_SECONDS; long work also leaves SHORT_GRACE_SECONDS after another user's short
+        request, so that its page draws first."""
         with self._turn:
             me, since = object(), self._clock()
             self._short_waiting += short
@@ -106,6 +106,7 @@ class ModelLock:
         return max((end + self._grace - now for t, end in self._short_ended.items() if t != me), default=0.0)
 
     def release(self) -> None:
+        """Give the model to the next in line (and note when a short request ended: the grace period)."""
         with self._turn:
             if self._holder_short:
                 self._short_ended[_requester()] = self._clock()
@@ -141,16 +142,13 @@ class LoadedModel:
     lock: ModelLock = field(default_factory=ModelLock, repr=False, compare=False)
     processor: object = None  # an image model's transformers image processor (spec.inputs == "image"), else None
 
-    def attend(self, source, *, decoder_text: str | None = None, progress: Progress | None = None,
-               name: str | None = None) -> ModelAttention:
-        """Run the model on `source`: a text (and, for an encoder-decoder model, `decoder_text`), see attend();
-        for an image model an image (a PIL image, an array, a file's bytes or path), named `name`, see
-        attend_image()."""
-        from attention.models.forward.running import attend, attend_image  # running imports this module
-
-        if self.spec.inputs == "image":
-            return attend_image(self, source, progress=progress, name=name)
-        return attend(self, source, decoder_text=decoder_text, progress=progress)
+    def __getattr__(self, name: str):
+        """Only for names that are not here: the pass was a method (`loaded.attend(text)`) until 0.3; say where
+        it went rather than a bare AttributeError."""
+        if name in ("attend", "attend_image"):
+            raise AttributeError(f"LoadedModel has no method {name}: call attention.models.{name}(model, ...) "
+                                 f"(from attention.models import {name}; {name}(model, ...))")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @cached_property
     def output_weights(self) -> tuple[np.ndarray, ...] | None:
@@ -176,7 +174,7 @@ class LoadedModel:
 
     @property
     def device(self) -> torch.device:
-        """Where the network's parameters are (attention.models.forward.recompute.compute_device put them)."""
+        """Where the network's parameters are (attention.models.forward.device.compute_device put them)."""
         first = next(self.network.parameters(), None)
         return torch.device("cpu") if first is None else first.device
 
@@ -207,26 +205,3 @@ def cap_logits(logits, cap: float | None):
     if not cap:
         return logits
     return cap * (logits / cap).tanh() if isinstance(logits, torch.Tensor) else cap * np.tanh(logits / cap)
-
-
-def has_lm_head(network) -> bool:
-    """A causal language model (SmolLM2, GPT-2): it predicts the next token. Encoders (MiniLM) do not."""
-    get = getattr(network, "get_output_embeddings", None)
-    return get is not None and get() is not None and not getattr(network.config, "is_encoder_decoder", False)
-
-
-def layer_windows(config, n_layers: int) -> tuple[int | None, ...]:
-    """Each layer's sliding window in tokens (a query sees itself and the window - 1 keys before it), None for
-    a global layer: from `layer_types` where the config lists kinds of layer (Gemma 2 and 3, Qwen2: only its
-    "sliding_attention" layers have one), else a `sliding_window` that every layer shares (Mistral). What a
-    page labels and draws; the masks themselves are the model's own (the capture records them)."""
-    window = getattr(config, "sliding_window", None)
-    window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
-    kinds = getattr(config, "layer_types", None)
-    if window is None:
-        return (None,) * n_layers
-    if kinds is not None and len(kinds) == n_layers:
-        return tuple(window if kind in ("sliding_attention", "chunked_attention") else None for kind in kinds)
-    if getattr(config, "use_sliding_window", True) is False:
-        return (None,) * n_layers
-    return (window,) * n_layers

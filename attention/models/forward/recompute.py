@@ -11,7 +11,7 @@ where cap(s) = c * tanh(s / c) for models that soft-cap their attention logits (
 model's own output_attentions to ~1e-6 (tests check <= 1e-5). The
 step-by-step trace of one head (ModelAttention.head_trace) is the toy kernel in float64 on the same q, k.
 
-Work runs on compute_device(): ATTENTION_EXPLORER_DEVICE=cpu (default) or cuda when asked and available.
+Work runs on compute_device() (attention.models.forward.device).
 Shapes for one layer: q (H, n, d), k (H_kv, m, d), mask (n, m) bool; weights (H, r, m) for r query rows.
 Query head h reads key head h // (H / H_kv) (grouped-query attention).
 """
@@ -19,8 +19,6 @@ Query head h reads key head h // (H / H_kv) (grouped-query attention).
 from __future__ import annotations
 
 import collections
-import contextlib
-import os
 import threading
 import warnings
 import weakref
@@ -28,46 +26,12 @@ import weakref
 import numpy as np
 import torch
 
+from attention.models.forward.device import compute_device
 from attention.models.forward.device_arrays import DeviceArray
 
 # q, k and masks are read-only numpy arrays shared by every session; torch.from_numpy views them without a
 # copy and warns that they are not writable. Nothing here writes to them.
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-
-
-LONG_WORK_TOKENS = 256  # from this length on, forward passes and surveys use every core
-
-
-@contextlib.contextmanager
-def work_threads(n_tokens: int):
-    """Every core for long work, for its duration. The server runs short work on one torch thread, so that
-    sessions share the cores (serving.configure_process); from a few hundred tokens on, a pass takes
-    long enough that two threads on this 2-core machine nearly halve it (512 tokens: 0.38 s -> 0.19 s)."""
-    if n_tokens < LONG_WORK_TOKENS:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(before, os.cpu_count() or 1))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def compute_device() -> torch.device:
-    """The device models and recomputation run on: $ATTENTION_EXPLORER_DEVICE (cpu, cuda, cuda:1...).
-
-    Asking for cuda where none is available warns and falls back to the CPU.
-    """
-    asked = os.environ.get("ATTENTION_EXPLORER_DEVICE", "cpu").strip().lower() or "cpu"
-    if asked.startswith("cuda") and not torch.cuda.is_available():
-        warnings.warn(f"ATTENTION_EXPLORER_DEVICE={asked} but no CUDA device is available; using the CPU",
-                      stacklevel=2)
-        return torch.device("cpu")
-    device = torch.device(asked)
-    if device.type == "cuda" and device.index is None:  # "cuda" names the current GPU: say which, so that it
-        device = torch.device("cuda", torch.cuda.current_device())  # equals its tensors' device ("cuda:0")
-    return device
 
 
 DEVICE_COPIES = 4  # arrays kept on a GPU between calls: one layer's q, k, v and mask

@@ -50,12 +50,6 @@ class ModelUnavailable(RuntimeError):
     """A model cannot be loaded; the message says why and what to do, in words for the user."""
 
 
-class ModelRefused(ModelUnavailable):
-    """The guard's verdict on a model it loaded (attention.models.forward.guard): its numbers overflow its
-    precision, or cannot be rebuilt exactly. The same each time it loads in that precision, so an app may
-    remember it instead of loading the model again."""
-
-
 ARCHITECTURES = ("encoder-only", "decoder-only", "encoder-decoder")  # "decoder" alone names an attention stack
 INPUTS = ("text", "image")
 
@@ -193,6 +187,8 @@ def _reads_images(folder: Path) -> bool:
 
 
 def hub_allowlist() -> tuple[str, ...]:
+    """The hub ids this server may download: $ATTENTION_EXPLORER_HUB_MODELS (comma-separated; empty: none), else
+    DEFAULT_HUB_ALLOWLIST."""
     env = os.environ.get("ATTENTION_EXPLORER_HUB_MODELS")
     if env is None:
         return DEFAULT_HUB_ALLOWLIST

@@ -20,43 +20,23 @@ Shapes: n tokens, t decoder tokens, H heads, m keys, D model size.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from attention.models.forward.anatomy import has_lm_head, layer_windows
 from attention.models.forward.capture import Beside, CapturedCall, recording
+from attention.models.forward.device import work_threads
 from attention.models.forward.device_arrays import resident_device
-from attention.models.forward.images import image_patches, prefix_tokens, read_image, token_names
+from attention.models.forward.images import image_patches, token_names
+from attention.models.forward.inputs import ModelInputs, id_inputs, image_inputs, text_inputs
 from attention.models.forward.kernel import SurveyKernel
 from attention.models.forward.memory import NotEnoughMemory
-from attention.models.forward.model import LoadedModel, Progress, has_lm_head, layer_windows
+from attention.models.forward.model import LoadedModel, Progress
 from attention.models.forward.model_attention import ModelAttention
-from attention.models.forward.recompute import work_threads
 from attention.models.forward.registry import model_label
 from attention.models.forward.stacks import attention_stack, calls_of, hidden_states_of
-from attention.models.forward.tokens import display_tokens, encoding_words
-
-MAX_TEXT_CHARS = 60_000  # longer text is cut before tokenizing (the token limit cuts again, with a notice)
-CHARS_PER_TOKEN = 15  # ...or at this many characters per token of the model's limit, when that is more
-# (60,000 characters hold 4,096 tokens of any text we tried; a 32,768-token limit on a GPU needs more)
-
-
-@dataclass(frozen=True)
-class _Inputs:
-    text: str  # the text as read (cut at MAX_TEXT_CHARS)
-    ids: torch.Tensor  # (1, n) input ids, truncated to the model's limit
-    mask: torch.Tensor | None  # (1, n) the tokenizer's attention mask
-    n_input: int  # tokens before truncation
-    target_ids: torch.Tensor | None  # (1, t) decoder input of an encoder-decoder model
-    word_ids: np.ndarray | None  # (n,) the tokenizer's word of each token (attention.models.recorded.words)
-    offsets: np.ndarray | None  # (n, 2) character spans
-    pixels: torch.Tensor | None = None  # (1, C, h, w) an image model's input (ids is None then)
-
-    @property
-    def length(self) -> int:
-        """How many tokens the model reads (after the token limit)."""
-        return self.n_input if self.ids is None else self.ids.shape[1]
+from attention.models.forward.tokens import display_tokens
 
 
 def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, progress: Progress | None = None,
@@ -72,8 +52,8 @@ def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, p
     if loaded.spec.inputs == "image":
         raise ValueError(f"{loaded.spec.label} reads images, not text: give it an image (attend_image), or open it "
                          "on the page Attention in an image model.")
-    return _freeing_gpu(lambda: _attend(loaded, lambda: _inputs(loaded, text, decoder_text) if ids is None else
-                                        _given_ids(loaded, text, ids), progress, decoder_text, beside))
+    return _freeing_gpu(lambda: _attend(loaded, lambda: text_inputs(loaded, text, decoder_text) if ids is None else
+                                        id_inputs(loaded, text, ids), progress, decoder_text, beside))
 
 
 def attend_image(loaded: LoadedModel, image, *, progress: Progress | None = None,
@@ -85,7 +65,7 @@ def attend_image(loaded: LoadedModel, image, *, progress: Progress | None = None
     the pixels the model saw. `name` labels it (its `text`); `beside` as for attend()."""
     if loaded.spec.inputs != "image":
         raise ValueError(f"{loaded.spec.label} reads text, not images.")
-    return _freeing_gpu(lambda: _attend(loaded, lambda: _image_inputs(loaded, image, name), progress, None, beside))
+    return _freeing_gpu(lambda: _attend(loaded, lambda: image_inputs(loaded, image, name), progress, None, beside))
 
 
 def _freeing_gpu(run):
@@ -111,7 +91,6 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
             beside: Beside | None = None) -> ModelAttention:
     """The forward pass with capture on, over the inputs `make_inputs()` gives (made under the model's lock)."""
     spec, network, tok = loaded.spec, loaded.network, loaded.tokenizer
-    names = {id(m): name for name, m in network.named_modules()}
     expected = _attention_calls(network)
     say = progress or (lambda fraction, message: None)
 
@@ -122,20 +101,7 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
 
     encoder_decoder = spec.architecture == "encoder-decoder"
     kernel = _pass_kernel(encoder_decoder, expected)
-    with loaded.lock, torch.inference_mode():
-        inputs = make_inputs()
-        with work_threads(inputs.length), recording(names, kernel=kernel, on_call=on_call, beside=beside) as calls:
-            out = _forward(network, inputs, output_attentions=False)
-        own = None
-        if not calls_of(calls, "self", encoder_decoder):  # attention outside the interface: the model's own
-            calls = []
-            own = out = _forward(network, inputs, output_attentions=True)
-            if not own.attentions:
-                raise ValueError(f"{spec.name} returned no attention weights, neither through transformers' "
-                                 "attention interface nor as output_attentions.")
-        elif any(c.bias for c in calls):  # scores carry a learned bias: keep the model's own weights
-            with recording(names, kernel="eager") as calls:
-                own = _forward(network, inputs, output_attentions=True)
+    inputs, out, calls, own = _captured_pass(loaded, make_inputs, kernel, on_call, beside)
     states = list(out.encoder_hidden_states if encoder_decoder else out.hidden_states)
     next_logits = _logits(out.logits[0, -1]) if inputs.target_ids is None and has_lm_head(network) else None
     class_logits = _logits(out.logits[0]) if inputs.pixels is not None and getattr(out, "logits", None) is not None \
@@ -153,18 +119,7 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
         truncated=inputs.n_input > self_attn.n_queries, n_input_tokens=inputs.n_input,
         next_logits=next_logits, word_ids=inputs.word_ids, offsets=inputs.offsets,
     )
-    if inputs.pixels is None:
-        tokens, special = display_tokens(tok, inputs.ids[0])
-        result.update(tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special)
-    else:
-        config = network.config
-        labels = [str(label) for _, label in sorted((getattr(config, "id2label", None) or {}).items())]
-        image = image_patches(getattr(config, "vision_config", config), loaded.processor,
-                              inputs.pixels[0].float().cpu(), self_attn.n_queries,
-                              labels=labels if class_logits is not None else (), class_logits=class_logits)
-        n = self_attn.n_queries
-        result.update(tokens=token_names(image.prefix, image.rows, image.cols), token_ids=np.full(n, -1),
-                      special=np.arange(n) < image.first_patch, image=image)
+    result.update(_token_fields(loaded, inputs, self_attn.n_queries, class_logits))
     if not encoder_decoder:
         config = network.config.get_text_config() if hasattr(network.config, "get_text_config") else network.config
         result["windows"] = layer_windows(config, result["self_attn"].n_layers)
@@ -179,6 +134,43 @@ def _attend(loaded: LoadedModel, make_inputs, progress: Progress | None, decoder
     if found is not None:
         att.self_attn.derived.survey = found
     return att
+
+
+def _captured_pass(loaded: LoadedModel, make_inputs, kernel, on_call, beside: Beside | None):
+    """(inputs, the network's output, the captured calls, the model's own output_attentions or None): one pass
+    under the model's lock with capture on; a second, eager one where the family's attention is outside
+    transformers' interface (no calls captured) or its scores carry a learned bias."""
+    network, encoder_decoder = loaded.network, loaded.spec.architecture == "encoder-decoder"
+    names = {id(m): name for name, m in network.named_modules()}
+    with loaded.lock, torch.inference_mode():
+        inputs = make_inputs()
+        with work_threads(inputs.length), recording(names, kernel=kernel, on_call=on_call, beside=beside) as calls:
+            out = _forward(network, inputs, output_attentions=False)
+        own = None
+        if not calls_of(calls, "self", encoder_decoder):  # attention outside the interface: the model's own
+            calls = []
+            own = out = _forward(network, inputs, output_attentions=True)
+            if not own.attentions:
+                raise ValueError(f"{loaded.spec.name} returned no attention weights, neither through transformers' "
+                                 "attention interface nor as output_attentions.")
+        elif any(c.bias for c in calls):  # scores carry a learned bias: keep the model's own weights
+            with recording(names, kernel="eager") as calls:
+                own = _forward(network, inputs, output_attentions=True)
+    return inputs, out, calls, own
+
+
+def _token_fields(loaded: LoadedModel, inputs: ModelInputs, n: int, class_logits: np.ndarray | None) -> dict:
+    """The result's tokens, their ids and special flags: a text's as the tokenizer names them, an image's as
+    "[CLS]", its registers and "patch (row, col)", with the patches' places (`image`)."""
+    if inputs.pixels is None:
+        tokens, special = display_tokens(loaded.tokenizer, inputs.ids[0])
+        return dict(tokens=tokens, token_ids=inputs.ids[0].cpu().numpy(), special=special)
+    config = loaded.network.config
+    labels = [str(label) for _, label in sorted((getattr(config, "id2label", None) or {}).items())]
+    image = image_patches(getattr(config, "vision_config", config), loaded.processor, inputs.pixels[0].float().cpu(),
+                          n, labels=labels if class_logits is not None else (), class_logits=class_logits)
+    return dict(tokens=token_names(image.prefix, image.rows, image.cols), token_ids=np.full(n, -1),
+                special=np.arange(n) < image.first_patch, image=image)
 
 
 def _pass_kernel(encoder_decoder: bool, n_calls: int):
@@ -241,56 +233,19 @@ def _repeated_pass(loaded: LoadedModel, att: ModelAttention, *, eager_for: set[s
     return calls
 
 
-def _same_inputs(loaded: LoadedModel, att: ModelAttention) -> _Inputs:
+def _same_inputs(loaded: LoadedModel, att: ModelAttention) -> ModelInputs:
     """The inputs `att` was made from: its own token ids (a probe of ids has no text to read), or for an
     encoder-decoder model its text and decoder text again."""
     if att.architecture == "encoder-decoder":
-        return _inputs(loaded, att.text, att.decoder_text)
+        return text_inputs(loaded, att.text, att.decoder_text)
     if att.image is not None:
         pixels = torch.from_numpy(np.array(att.image.pixel_values))[None].to(loaded.device)
-        return _Inputs(text=att.text, ids=None, mask=None, n_input=len(att.tokens), target_ids=None, word_ids=None,
+        return ModelInputs(text=att.text, ids=None, mask=None, n_input=len(att.tokens), target_ids=None, word_ids=None,
                        offsets=None, pixels=pixels)
-    return _given_ids(loaded, att.text, att.token_ids)
+    return id_inputs(loaded, att.text, att.token_ids)
 
 
-def _inputs(loaded: LoadedModel, text: str, decoder_text: str | None) -> _Inputs:
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("Type a sentence first: the text is empty.")
-    spec, tok = loaded.spec, loaded.tokenizer
-    limit = spec.token_limit(loaded.device)
-    text = text[:max(MAX_TEXT_CHARS, CHARS_PER_TOKEN * limit)]
-    # Lists, a batch of one, made into tensors here: transformers' own conversion walks the offsets pair by
-    # pair (0.25 s at 32,768 tokens). The whole text first: it fits (one pass), or it says by how much it is
-    # cut, and then a second pass cuts it as the tokenizer does (its special tokens kept).
-    offsets = bool(getattr(tok, "is_fast", False))
-    enc = tok([text], truncation=False, return_offsets_mapping=offsets)
-    n_input = len(enc["input_ids"][0])
-    if n_input > limit:
-        enc = tok([text], truncation=True, max_length=limit, return_offsets_mapping=offsets)
-    ids = torch.tensor(enc["input_ids"], dtype=torch.long)
-    if ids.shape[1] == 0:
-        raise ValueError("The tokenizer produced no tokens for this text.")
-    mask = None if enc.get("attention_mask") is None else torch.tensor(enc["attention_mask"], dtype=torch.long)
-    target_ids = _target_ids(loaded.network, tok, ids, mask, decoder_text) if spec.architecture == "encoder-decoder" \
-        else None
-    device = loaded.device
-    word_ids, offsets = encoding_words(enc, ids.shape[1], text)
-    return _Inputs(text=text, ids=ids.to(device), mask=None if mask is None else mask.to(device), n_input=n_input,
-                   target_ids=None if target_ids is None else target_ids.to(device), word_ids=word_ids,
-                   offsets=offsets)
-
-
-def _given_ids(loaded: LoadedModel, text: str, ids: np.ndarray) -> _Inputs:
-    """Inputs from token ids as given (no word ids: they come from tokenizing a text)."""
-    ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]
-    limit = loaded.spec.token_limit(loaded.device)
-    if not 0 < ids.shape[1] <= limit:
-        raise ValueError(f"between 1 and {limit} token ids, not {ids.shape[1]}")
-    return _Inputs(text=text, ids=ids.to(loaded.device), mask=None, n_input=ids.shape[1], target_ids=None,
-                   word_ids=None, offsets=None)
-
-
-def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states: bool = True):
+def _forward(network, inputs: ModelInputs, *, output_attentions: bool, hidden_states: bool = True):
     kwargs = dict(output_attentions=output_attentions, output_hidden_states=hidden_states, return_dict=True)
     if inputs.pixels is not None:
         return network(pixel_values=inputs.pixels, **kwargs)
@@ -299,26 +254,6 @@ def _forward(network, inputs: _Inputs, *, output_attentions: bool, hidden_states
     elif has_lm_head(network):
         kwargs["logits_to_keep"] = 1  # the next token's logits only: (1, 1, V), not (1, n, V) (0.8 GB at 4,096)
     return network(input_ids=inputs.ids, attention_mask=inputs.mask, **kwargs)
-
-
-
-def _image_inputs(loaded: LoadedModel, image, name: str | None) -> _Inputs:
-    """An image read safely (read_image) and made into the model's pixel values by its own processor."""
-    picture = read_image(image)
-    if loaded.processor is None:
-        raise ValueError(f"{loaded.spec.label} has no image processor, so it cannot say how to read an image.")
-    pixels = loaded.processor(images=picture, return_tensors="pt")["pixel_values"]
-    label = name or f"an image of {picture.width} x {picture.height} pixels"
-    n = _image_tokens(loaded.network.config, pixels)
-    return _Inputs(text=label, ids=None, mask=None, n_input=n, target_ids=None, word_ids=None, offsets=None,
-                   pixels=pixels.to(loaded.device))
-
-
-def _image_tokens(config, pixels: torch.Tensor) -> int:
-    """How many tokens the model reads for these pixel values: its prefix and one per patch."""
-    config = getattr(config, "vision_config", config)
-    p = int(getattr(config, "patch_size", 1) or 1)
-    return len(prefix_tokens(config)) + (pixels.shape[-2] // p) * (pixels.shape[-1] // p)
 
 
 def _attention_calls(network) -> int:
@@ -330,21 +265,6 @@ def _attention_calls(network) -> int:
     if getattr(config, "is_encoder_decoder", False):
         n += 2 * (getattr(config, "num_decoder_layers", None) or getattr(config, "decoder_layers", None) or n)
     return max(1, int(n))
-
-
-def _target_ids(network, tok, ids: torch.Tensor, mask: torch.Tensor | None, decoder_text: str | None) -> torch.Tensor:
-    """Decoder input: the given decoder text, else the model's own greedy output (a translation)."""
-    start_id = next((x for x in (getattr(network.config, "decoder_start_token_id", None),
-                                 getattr(network.generation_config, "decoder_start_token_id", None),
-                                 getattr(network.config, "pad_token_id", None)) if x is not None), 0)
-    start = torch.tensor([[start_id]])
-    if decoder_text:
-        t = tok(text_target=decoder_text, return_tensors="pt", truncation=True, max_length=128)["input_ids"]
-        return torch.cat([start, t], dim=1)
-    # Only ids and mask: a tokenizer's token_type_ids would make generate() refuse the call.
-    return network.generate(input_ids=ids, attention_mask=mask, max_new_tokens=64,
-                            do_sample=False, num_beams=1)
-
 
 
 def _logits(t: torch.Tensor) -> np.ndarray:

@@ -14,9 +14,9 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from attention.models.forward.attention_stack import AttentionStack
 from attention.models.forward.capture import CapturedCall
 from attention.models.forward.device_arrays import DeviceArray, resident_device
-from attention.models.forward.model_attention import AttentionStack
 
 
 def stack_of(module_name: str, encoder_decoder: bool) -> str:
@@ -116,5 +116,6 @@ def hidden_states_of(states: list) -> np.ndarray | DeviceArray:
 
 
 def as_numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor of the pass as a float32 numpy array in memory (whatever its dtype and device)."""
     return t.detach().to(torch.float32).cpu().numpy()
 

@@ -1,6 +1,6 @@
 """The sums a survey adds up, a chunk of query rows at a time, from each chunk's weights (SurveySums).
 
-Both the survey's own pass (attention.models.forward.head_survey) and our attention kernel inside the forward pass
+Both the survey's own pass (attention.models.forward.survey_pass) and our attention kernel inside the forward pass
 (attention.models.forward.kernel) feed each chunk's scores to SurveySums.add, which takes the softmax into its
 own buffer and adds: each row's entropy, the block maxima of the all-heads grid, each key's column mass and
 majority count (sinks), and the summed weight at every offset query - key (attention by distance).
@@ -16,7 +16,8 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from attention.models.forward.recompute import block_max, chunk_rows, compute_device, on_device, row_chunks
+from attention.models.forward.device import compute_device
+from attention.models.forward.recompute import block_max, chunk_rows, on_device, row_chunks
 
 GRID_CELLS = 120_000  # values in the all-heads grid: bounds its payload (~0.5 MB) whatever the length
 GPU_CHUNK_FLOATS = 256_000_000  # on a GPU: 1 GB a buffer, so that a layer takes a few chunks, not hundreds
@@ -63,14 +64,17 @@ class SurveySums:
     # The chunks' buffers, made when the first chunk comes (a survey made by the fused passes needs none).
     @cached_property
     def scores(self) -> torch.Tensor:
+        """A chunk's scores, written in place (one buffer for the whole survey)."""
         return torch.empty(self._buffer_floats[0], device=self._device)
 
     @cached_property
     def weights(self) -> torch.Tensor:
+        """A chunk's weights, written in place."""
         return torch.empty(self._buffer_floats[0], device=self._device)
 
     @cached_property
     def skew(self) -> torch.Tensor:
+        """The chunk's weights by offset (query - key), for attention by distance."""
         return torch.empty(self._buffer_floats[1], device=self._device)
 
     def flush(self) -> None:
@@ -121,7 +125,7 @@ class SurveySums:
         sums["column_majority"][:, :keys] += _majority_counts(w, top)
         _pool_into(sums["tiles"], w, rows.start, self.block)
         sums["column_mass"][:, :keys] += w.sum(1)
-        lowest, diagonals = _diagonal_sums(w, rows.start, causal, self.skew)
+        lowest, diagonals = diagonal_sums(w, rows.start, causal, self.skew)
         at = lowest + self.m - 1
         sums["offset_mass"][:, at:at + diagonals.shape[1]] += diagonals
         return w
@@ -183,14 +187,14 @@ def visible_pairs(s, mask: np.ndarray | None, rows_per_chunk: int) -> tuple[np.n
     out = torch.zeros(n + m - 1, dtype=torch.float64, device=device)
     for rows in row_chunks(n, rows_per_chunk):
         chunk = visible[rows, :s.keys_seen(rows)].to(torch.float32).contiguous()
-        lowest, pairs = _diagonal_sums(chunk[None], rows.start, s.causal)
+        lowest, pairs = diagonal_sums(chunk[None], rows.start, s.causal)
         at = lowest + m - 1
         out[at:at + pairs.shape[1]] += pairs[0]
     seen = visible.sum(-1).cpu().numpy()  # (n,) visible keys per row: the log and mean in numpy, as before
     return out.cpu().numpy(), float(np.mean(np.log(np.maximum(seen, 1))))
 
 
-def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
+def diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
                    buffer: torch.Tensor | None = None) -> tuple[int, torch.Tensor]:
     """Sums of a chunk of rows along its diagonals (constant offset query - key), without a loop.
 
@@ -219,7 +223,7 @@ def _diagonal_sums(w: torch.Tensor, first_row: int, causal: bool,
 
 
 def _causal_diagonal_sums(w: torch.Tensor, first_row: int) -> torch.Tensor:
-    """_diagonal_sums of a causal chunk whose keys stop at its last row (K = first_row + R), read in place.
+    """diagonal_sums of a causal chunk whose keys stop at its last row (K = first_row + R), read in place.
 
     Row t's key j sits at t * K + j of each head's block: stepping K + 1 along it keeps j - t, so a view
     with strides (K + 1, 1) over rows t >= 1 and u = j - t from -(R - 1) to first_row holds, in column u,

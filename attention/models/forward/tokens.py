@@ -61,6 +61,7 @@ def _bytes_of(piece: str) -> str | None:
 
 
 def is_punctuation(token: str) -> bool:
+    """A token made of punctuation alone ("." or "),"), as Unicode classes it."""
     return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
 
 

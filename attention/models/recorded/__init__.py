@@ -13,7 +13,8 @@ Modules:
     rotary          one head's q and k through its rotary positions (the Positions page)
     ambiguous_words one word in two sentences (the Ambiguous words page)
     comparison      two results of one text compared head by head: compare_heads -> HeadComparison, head_pair,
-                    saved with both results in one file (comparison_npz, load_comparison)
+                    saved with both results in one file (comparison_npz, load_comparison); any measure of
+                    heads in A beside its counterpart in B (head_change)
     questions       the model pages' predict-then-see questions, answered from the result
     image_reads     an image model's result over its picture: where a patch looks, every head, rollout, high norms
 
@@ -24,12 +25,15 @@ does), so every read works on a result opened from a file.
 from attention.models.recorded.aggregations import AGGREGATIONS, ROLLOUT_RESIDUAL, aggregate, attention_row, rollout
 from attention.models.recorded.ambiguous_words import WordComparison, compare_word, difference_by_token
 from attention.models.recorded.comparison import (
+    HEAD_MEASURES,
+    HeadChange,
     HeadComparison,
     HeadPair,
     SavedComparison,
     compare_heads,
     compare_results,
     comparison_npz,
+    head_change,
     head_pair,
     js_divergence,
     load_comparison,
@@ -46,7 +50,7 @@ from attention.models.recorded.image_reads import (
     token_norms,
 )
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, from_attentions, load_npz
-from attention.models.recorded.questions import ModelQuestion, questions_for
+from attention.models.recorded.questions import ModelQuestion, model_questions_for
 from attention.models.recorded.rotary import RotaryView, rotary_view
 from attention.models.recorded.views import (
     AS_IS,
@@ -63,11 +67,12 @@ from attention.models.recorded.views import (
 from attention.models.recorded.words import WordAttention, WordGroups, word_groups, word_level
 
 __all__ = [
+    "HEAD_MEASURES", "HeadChange", "head_change",
     "AGGREGATIONS", "AS_IS", "LINE_VIEW_MAX_UNITS", "LINE_VIEW_TOKENS", "NPZ_MAX_BYTES", "HeadComparison", "LineView",
     "MatrixView", "ModelQuestion", "Reading", "RotaryView", "WordAttention", "WordComparison", "WordGroups",
     "aggregate", "attention_row", "compare_heads", "compare_word", "difference_by_token", "export_npz", "file_stem",
     "from_attentions", "js_divergence", "line_view", "load_npz", "HeadPair", "SavedComparison", "compare_results",
-    "comparison_npz", "head_pair", "load_comparison", "same_layout", "matrix_csv", "query_row", "questions_for",
+    "comparison_npz", "head_pair", "load_comparison", "same_layout", "matrix_csv", "query_row", "model_questions_for",
     "rotary_view", "sentence_npz", "token_focus", "word_groups", "word_level", "zoom",
     "HIGH_NORM_FACTOR", "ROLLOUT_RESIDUAL", "PatchLooks", "attention_rollout", "heads_looking", "high_norm_tokens",
     "patch_looks", "rollout", "token_norms",

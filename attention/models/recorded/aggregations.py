@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.model_attention import NOT_CAPTURED, STACKS, AttentionStack, ModelAttention
+from attention.models.forward.attention_stack import NOT_CAPTURED, AttentionStack
+from attention.models.forward.model_attention import STACKS, ModelAttention
 from attention.models.forward.recompute import block_max, chunk_rows, row_chunks
 
 ROLLOUT_RESIDUAL = 0.5  # the share of the skip connection in attention rollout (Abnar & Zuidema 2020)

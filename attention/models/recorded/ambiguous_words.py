@@ -65,6 +65,8 @@ class WordComparison:
 
 
 def compare_word(a: ModelAttention, b: ModelAttention, word: str) -> WordComparison:
+    """One word in two sentences: how far its attention moved (layer by layer) and how alike its hidden states
+    stay (cosine per layer)."""
     ia, ib = find_word(a.tokens, word), find_word(b.tokens, word)
     shift = token_distribution_shift(a.tokens, a.self_attn.query_rows(ia), b.tokens, b.self_attn.query_rows(ib))
     cosine = cosine_per_layer(a.hidden[:, ia], b.hidden[:, ib])

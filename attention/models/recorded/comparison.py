@@ -12,6 +12,9 @@ nearest head of B.
     >>> cmp.largest(5)        # [(layer, head, distance)], 0-based, largest first
     >>> pair = head_pair(att_float32, att_bfloat16, cmp, 3, 5)   # the two heads and B − A, side by side
 
+`head_change` sets any other measure of heads (role scores, direct shares, effects of removing a head) of A
+beside its counterpart's in B: the same head, or for two tokenizers the head of B nearest to it (`match`).
+
 `compare_results` picks the reading (tokens when both read the same tokens with the same heads, else
 words); `comparison_npz` saves a comparison with both results in one file that `load_comparison` reopens
 without either model.
@@ -32,6 +35,7 @@ from attention.models.forward.model_attention import ModelAttention
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, load_npz
 from attention.models.recorded.views import MAX_SHOWN, MatrixView, block_labels, drop_tokens, pool_mask, pool_max
 from attention.models.recorded.words import word_groups, word_level
+from attention.naming import head_words
 
 ROWS_AT_ONCE = 256  # query rows of one layer compared at a time (tokens): (H, 256, m) float64 in memory
 
@@ -144,6 +148,7 @@ class HeadPair:
 
     @property
     def distance(self) -> float:
+        """The mean of row_distance over the query rows (bits)."""
         return float(self.row_distance.mean())
 
 
@@ -164,7 +169,7 @@ def head_pair(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComp
         wa, wb = (att.head_weights(layer, head).astype(np.float64) for att in (att_a, att_b))
         mask = att_a.self_attn.mask_of(layer)
     row_distance = js_divergence(wa, wb)
-    b_label = f"layer {b_layer + 1}, head {b_head + 1}"
+    b_label = f"{head_words(b_layer, b_head)}"
     shown_a, block = pool_max(wa, max_shown)
     shown_b, _ = pool_max(wb, max_shown)
     shown_mask = None if mask is None else pool_mask(mask, max_shown)
@@ -178,7 +183,7 @@ def head_pair(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComp
 
     return HeadPair(
         layer, head, b_layer, b_head,
-        a=view(shown_a, f"A: layer {layer + 1}, head {head + 1}"),
+        a=view(shown_a, f"A: {head_words(layer, head)}"),
         b=view(shown_b, f"B: {b_label}" + (" (nearest on words)" if comparison.words else "")),
         difference=view(_pool_signed(wb - wa, max_shown), f"B − A, on {unit}", "change in weight", None),
         row_distance=row_distance, labels=labels)
@@ -273,3 +278,51 @@ def load_comparison(data: bytes, *, max_bytes: int = 2 * NPZ_MAX_BYTES) -> Saved
     comparison = HeadComparison(tuple(str(t) for t in arrays["labels"]), distance, words, match, match_distance)
     return SavedComparison(a, b, comparison, str(arrays.get("label_a", a.model_name)),
                            str(arrays.get("label_b", b.model_name)))
+
+
+# --- Any measure of heads, A beside B ---------------------------------------------------------------------
+
+HEAD_MEASURES = {  # what Compare two models measures in both: key -> (label, what it is)
+    "roles": ("Head roles", "Role scores on the induction probe (the Head atlas's), 0 to 1."),
+    "direct": ("Direct share of the logit difference", "What each head writes straight into logit(target) − "
+               "logit(foil) at the last position, through the final norm and the unembedding (What heads do)."),
+    "ablation": ("Effect of removing the head", "How much logit(target) − logit(foil) changes when the head's "
+                 "output is zeroed, the rest of the model run again (Predictions and head effects)."),
+}
+
+
+@dataclass(frozen=True)
+class HeadChange:
+    """One measure of each head of A beside its counterpart's in B. Shapes: (L, H) of A's heads."""
+
+    a: np.ndarray  # (L, H) A's values
+    b: np.ndarray  # (L, H) the value of each A head's counterpart in B
+    counterpart: np.ndarray  # (L, H, 2) int: B's (layer, head) for each head of A
+
+    @property
+    def change(self) -> np.ndarray:
+        """(L, H) B's value minus A's."""
+        return self.b - self.a
+
+    def largest(self, k: int = 10) -> list[tuple[int, int, float]]:
+        """The k heads whose value changed most (either way): [(layer, head, B − A)], 0-based."""
+        change = self.change
+        flat = np.argsort(-np.abs(change), axis=None, kind="stable")[:k]
+        return [(int(i), int(j), float(change[i, j]))
+                for i, j in zip(*np.unravel_index(flat, change.shape), strict=True)]
+
+
+def head_change(values_a, values_b, match: np.ndarray | None = None) -> HeadChange:
+    """Each head of A's value beside its counterpart's in B: the same head (`match` None: both (L, H) alike),
+    else B's head match[layer, head]. ValueError when neither says which head of B to read."""
+    a, b = np.asarray(values_a, dtype=np.float64), np.asarray(values_b, dtype=np.float64)
+    if match is None:
+        if a.shape != b.shape:
+            raise ValueError(f"A has {a.shape[0]} × {a.shape[1]} heads and B {b.shape[0]} × {b.shape[1]}: give each "
+                             "head of A its counterpart in B (match)")
+        layers, heads = np.indices(a.shape)
+        match = np.stack([layers, heads], axis=-1)
+    match = np.asarray(match, dtype=np.int64)
+    if match.shape != (*a.shape, 2):
+        raise ValueError(f"match must be (L, H, 2) for A's {a.shape[0]} × {a.shape[1]} heads, not {match.shape}")
+    return HeadChange(a, b[match[..., 0], match[..., 1]], match)

@@ -21,9 +21,11 @@ import zipfile
 import zlib
 
 import numpy as np
+from numpy.lib import format as npy
 
+from attention.models.forward.attention_stack import AttentionStack
 from attention.models.forward.images import ImagePatches, token_names
-from attention.models.forward.model_attention import AttentionStack, ModelAttention
+from attention.models.forward.model_attention import ModelAttention
 from attention.models.recorded.export import sentence_npz
 
 NPZ_MAX_BYTES = 200_000_000  # a file larger than this is refused before it is read
@@ -177,8 +179,6 @@ def load_npz(data: bytes, *, max_bytes: int = NPZ_MAX_BYTES) -> ModelAttention:
 
 def _size_of(npz, name: str) -> int:
     """How many values one member holds, read from its header without loading it."""
-    from numpy.lib import format as npy
-
     with npz.zip.open(f"{name}.npy") as f:
         version = npy.read_magic(f)
         readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}

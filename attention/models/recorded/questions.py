@@ -2,7 +2,7 @@
 
 Committing an answer sets the visit's focus to the question's own example (attention.focus.Focus fields ->
 values; `about` says it in words, before the commit); the page runs the model as it always does and hands
-its results to `solve`. See attention.toy.lessons for the toy pages' questions and the Reveal they give.
+its results to `solve`. See attention.toy.questions for the toy pages' questions and the Reveal they give.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from attention.focus import ModelChoice, TokenAt, WordPair, with_visible_spaces
 from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, model_label
 from attention.models.recorded.views import Reading, query_row
 from attention.toy import examples as ex
-from attention.toy.lessons import Reveal
+from attention.toy.questions import Reveal
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class ModelQuestion:
     about: str = ""  # its example in words: "Committing shows {about} on this page"
 
     def reveal(self, results: dict) -> Reveal:
+        """The answer, solved from the page's own results at the question's focus."""
         return self.solve(results)
 
 
@@ -109,5 +110,7 @@ QUESTIONS = (
 )
 
 
-def questions_for(page: str) -> tuple[ModelQuestion, ...]:
+def model_questions_for(page: str) -> tuple[ModelQuestion, ...]:
+    """The questions a model page asks, in order ("model_heads"); the toy pages' are
+    attention.toy.questions.questions_for."""
     return tuple(q for q in QUESTIONS if q.page == page)

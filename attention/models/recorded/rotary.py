@@ -48,6 +48,7 @@ class RotaryView:
 
     @property
     def distance(self) -> int:
+        """Query position minus key position."""
         return self.query - self.key
 
 

@@ -20,9 +20,9 @@ import torch
 from attention.models.forward.device_arrays import DeviceArray
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.recompute import block_max
-from attention.models.forward.sinks import head_sinks, layer_sinks
 from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row, pooled
 from attention.models.recorded.words import WordGroups, word_groups
+from attention.naming import head_name
 
 MAX_SHOWN = 256  # larger matrices are shown as block maxima: at 512 tokens a cell would be ~2 px wide, too small
 # to see or hover, and the 512 x 512 zoom alone made a 512-token sentence take 0.9-1.0 s to appear instead of ~0.7 s
@@ -153,7 +153,7 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
         n = len(rows)
         keep = ~att.special if hide_special and (~att.special).any() else np.ones(n, bool)
         if reading.without_sinks:
-            gone = head_sinks(att, layer, head if how == "head" else None) & keep
+            gone = att.head_sinks(layer, head if how == "head" else None) & keep
             matrix = without_keys(matrix, gone) if agg.rows_sum_to_one else np.where(gone[None, :], 0.0, matrix)
             mask = (np.ones((n, n), bool) if mask is None else mask) & ~gone[None, :]
             title += ", without its sinks" if how == "head" else ", without the layer's sinks"
@@ -196,7 +196,7 @@ def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None =
     word = None if grouping is None else grouping.word_of(token)
     pieces = [token] if word is None else list(grouping.pieces[word])
     rows = np.stack([attention_row(att, i, layer=layer, head=head) for i in pieces]).astype(np.float64)  # (p, n)
-    gone = head_sinks(att, layer, head) if reading.without_sinks else None
+    gone = att.head_sinks(layer, head) if reading.without_sinks else None
     if gone is not None:
         rows = without_keys(rows, gone)
     row = rows.mean(0)
@@ -227,7 +227,7 @@ def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading
         raise ValueError(f"token {token} is outside the {len(queries)} {'tokens' if grouping is None else 'words'}")
     gone = None
     if reading.without_sinks and stack == "self":  # (L * H, n): each head's own sinks
-        gone = np.concatenate([layer_sinks(att, layer) for layer in range(s.n_layers)])
+        gone = np.concatenate([att.layer_sinks(layer) for layer in range(s.n_layers)])
     pieces = [token] if grouping is None else grouping.pieces[token]
     rows = np.mean([_removed(s.query_rows(i).reshape(s.n_layers * s.n_heads, -1), gone) for i in pieces], axis=0)
     if grouping is not None:
@@ -235,7 +235,7 @@ def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading
     b = -(-rows.shape[-1] // max_shown)
     if b > 1:  # block maxima along the keys only
         rows = torch.nn.functional.max_pool1d(torch.from_numpy(rows)[:, None], b, b, ceil_mode=True)[:, 0].numpy()
-    labels = tuple(f"L{layer + 1} H{head + 1}" for layer in range(s.n_layers) for head in range(s.n_heads))
+    labels = tuple(head_name(layer, head, spaced=True) for layer in range(s.n_layers) for head in range(s.n_heads))
     keys = att.key_tokens(stack) if grouping is None else grouping.words
     mask = None
     if b == 1 and (any(m is not None for m in s.masks) or (gone is not None and grouping is None)):
@@ -295,7 +295,7 @@ def line_view(att: ModelAttention, layer: int, heads, *, query: int | None = Non
         att.check_head(layer, head)
         w = att.head_weights(layer, head).astype(np.float64)  # (n_tokens, n_tokens)
         if reading.without_sinks:
-            w = without_keys(w, head_sinks(att, layer, head))
+            w = without_keys(w, att.head_sinks(layer, head))
         if grouping is not None:
             w = grouping.merge(w)
         if query is not None:
@@ -305,5 +305,6 @@ def line_view(att: ModelAttention, layer: int, heads, *, query: int | None = Non
             w = np.where(w >= cut, w, 0.0)
         i, j = np.nonzero(w >= LINE_VIEW_MIN)
         lines.append(np.stack([i, j, w[i, j]], axis=1))
-    return LineView(labels=tuple(labels), heads=tuple(f"L{layer + 1} H{h + 1}" for h in heads), lines=tuple(lines),
+    return LineView(labels=tuple(labels), heads=tuple(head_name(layer, h, spaced=True) for h in heads),
+                    lines=tuple(lines),
                     query=query, top=top, reading=Reading(grouping is not None, reading.without_sinks, reading.log))

@@ -53,6 +53,7 @@ class Question:
     solve: Callable[[dict], Reveal]  # the answer from the state, computed
 
     def reveal(self) -> Reveal:
+        """The answer, solved at the question's own state."""
         return self.solve(dict(self.state))
 
 
