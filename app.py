@@ -9,7 +9,7 @@ is pages/_site.py.
 import streamlit as st
 
 import serving
-from pages._lessons import seen
+from pages._learner import seen
 from pages._prefetch import prefetch_charts
 from pages._site import HOME, SECTIONS
 

@@ -26,7 +26,7 @@ from attention.toy import examples as ex
 from pages._focus import on_change, on_page, put, show
 from pages._jobs import Source, attention_or_stop, model_or_stop
 from pages._labels import label_of
-from pages._lessons import arrived_by_path
+from pages._path import arrived_by_path
 from pages._text import md
 from pages._widgets import fit, sentence_and_model
 

@@ -21,6 +21,8 @@ APP = Path(__file__).resolve().parent.parent / "app.py"  # beside pages/, in the
 
 
 def ensure_app_frame() -> None:
+    """Every page's first call: run the page inside app.py's frame (module docstring), or return at once when
+    app.py is already running it."""
     if _run_by_app():
         return
     PagesManager.uses_pages_directory = False  # what st.navigation itself sets on its first call

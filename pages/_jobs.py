@@ -7,11 +7,11 @@ the same Job, which computes in its own thread and reports progress that each pa
 that failed is not kept (`validate`), so the next rerun tries again. A page asks for any analysis of
 attention.models the same way, naming the function it calls:
 
-    effects = result_of(head_ablation, (name, text, *contrast.typed, "zero"), "Ablating every head…",
-                        loaded, att, contrast, ablation="zero")
+    effects = result_of(head_ablation, "Ablating every head…", loaded, att, contrast, ablation="zero")
 
-A model is named by a ModelChoice (its name and precision, attention.focus), and every cache below is
-keyed by it, so results of two precisions are never mixed; a result opened from a file by a SavedResult.
+and the work is known by its arguments themselves (cache_key): a model by its name and precision, a result
+by its serial, so results of two precisions are never mixed. The models and results are cached by their
+ModelChoice (its name and precision, attention.focus); a result opened from a file by a SavedResult.
 
 Results are read-only numpy arrays shared by every session. Memory: a result stores q, k, v and the
 hidden states (they grow as n, not n²); long texts get a cache of their own with room for one entry,
@@ -19,12 +19,13 @@ so a 4,096-token SmolLM2 result (~0.8 GB) never sits beside three others.
 """
 
 import contextvars
+import dataclasses
 import gc
 import hashlib
 import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import streamlit as st
@@ -41,6 +42,7 @@ from attention.models import (
     ModelRefused,
     ModelUnavailable,
     Progress,
+    attend,
     corpus_survey,
     load_model,
     load_npz,
@@ -154,7 +156,7 @@ def _attention_job(text: str, decoder_text: str | None, loaded: LoadedModel) -> 
         # more is allocated (a full collection costs ~0.3 s with both models loaded: not worth it below).
         if len(text) > HUGE_TEXT_CHARS:
             gc.collect()
-        return loaded.attend(text, decoder_text=decoder_text, progress=progress)
+        return attend(loaded, text, decoder_text=decoder_text, progress=progress)
     return Job(work, f"Running {model_label(loaded.spec.name)}…")
 
 
@@ -173,29 +175,53 @@ def _analysis(analysis: str, key: tuple, message: str, _work: Callable[[Progress
     return Job(_work, message)
 
 
-def shared(analysis: Callable, key: tuple, message: str, *args, **kwargs) -> Job:
-    """`analysis(*args, **kwargs)` as a Job that every session asking with the same `key` shares: `key` holds
-    the values its arguments are made from (the ModelChoice, text, options), since the model and
-    results themselves are not hashed. `progress` is passed when `analysis` takes it."""
+def cache_key(value) -> Hashable:
+    """How the shared caches know one argument of an analysis, made from the argument itself (a hand-copied
+    tuple could disagree with the call): a model by its name and precision, a result by its serial (each result
+    is numbered when made: one text read in two precisions gives two), any other record (a contrast, a token
+    choice) by its fields, an array, an image or bytes by a digest of their contents, plain values as they are.
+    TypeError for anything else: say here how to know it."""
+    if isinstance(value, LoadedModel):
+        return "model", value.spec.name, value.check.dtype if value.check is not None else str(value.device)
+    if isinstance(value, ModelAttention):
+        return "result", value.serial
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a contrast, a token choice: by fields
+        return type(value).__name__, *(cache_key(getattr(value, f.name)) for f in dataclasses.fields(value))
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, tuple | list):
+        return tuple(cache_key(v) for v in value)
+    if isinstance(value, bytes | bytearray):
+        return "bytes", hashlib.sha256(value).hexdigest()
+    if hasattr(value, "tobytes"):  # a numpy array or scalar, a PIL image
+        shape = getattr(value, "shape", None) or getattr(value, "size", None)
+        return type(value).__name__, str(shape), hashlib.sha256(value.tobytes()).hexdigest()
+    raise TypeError(f"no cache key for a {type(value).__name__}: say in pages/_jobs.cache_key how to know one")
+
+
+def shared(analysis: Callable, message: str, *args, **kwargs) -> Job:
+    """`analysis(*args, **kwargs)` as a Job that every session asking with the same arguments shares (each
+    known by cache_key). `progress` is passed when `analysis` takes it."""
     reports = "progress" in inspect.signature(analysis).parameters
+    key = (tuple(cache_key(a) for a in args), tuple(sorted((k, cache_key(v)) for k, v in kwargs.items())))
 
     def work(progress: Progress):
         return analysis(*args, **kwargs, **({"progress": progress} if reports else {}))
     return _analysis(f"{analysis.__module__}.{analysis.__qualname__}", key, message, work)
 
 
-def result_of(analysis: Callable, key: tuple, message: str, *args, **kwargs):
-    """What `analysis(*args, **kwargs)` returns, computed once for every session asking with the same `key`
-    (shared()), with a progress bar while it runs; a ValueError (the input cannot be read) ends the page
-    with its message."""
-    return follow_or_stop(shared(analysis, key, message, *args, **kwargs))
+def result_of(analysis: Callable, message: str, *args, **kwargs):
+    """What `analysis(*args, **kwargs)` returns, computed once for every session asking with the same
+    arguments (shared()), with a progress bar while it runs; a ValueError (the input cannot be read) ends the
+    page with its message."""
+    return follow_or_stop(shared(analysis, message, *args, **kwargs))
 
 
-def result_or_none(analysis: Callable, key: tuple, message: str, *args, **kwargs):
+def result_or_none(analysis: Callable, message: str, *args, **kwargs):
     """As result_of, but where the analysis is not defined for this model or input (a ValueError saying why)
     a warning and None, and the page goes on: beside a second model's result, or the rest of the page. Any
     other failure ends the page as follow_or_stop says."""
-    job = shared(analysis, key, message, *args, **kwargs)
+    job = shared(analysis, message, *args, **kwargs)
     try:
         return follow(job)
     except ValueError as err:
@@ -206,7 +232,8 @@ def result_or_none(analysis: Callable, key: tuple, message: str, *args, **kwargs
 
 
 @st.cache_resource(max_entries=2, show_spinner=False, validate=Job.usable)
-def corpus_job(choice: ModelChoice, corpus_key: str, include_sinks: bool, _loaded: LoadedModel, _corpus: Corpus) -> Job:
+def corpus_survey_job(choice: ModelChoice, corpus_key: str, include_sinks: bool, _loaded: LoadedModel,
+                      _corpus: Corpus) -> Job:
     """A corpus survey, one per (model, corpus, setting), shared by the sessions asking for it. Two are kept:
     each holds a sample of queries and keys (about 15 MB for MiniLM, 70 MB for SmolLM2)."""
     return Job(lambda progress: corpus_survey(_loaded, _corpus, include_sinks=include_sinks, progress=progress),
@@ -215,6 +242,8 @@ def corpus_job(choice: ModelChoice, corpus_key: str, include_sinks: bool, _loade
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_own_attention(choice: ModelChoice, text: str, layer: int, _loaded: LoadedModel, _att: ModelAttention):
+    """The model's own attention weights of one layer on the result's inputs (own_attention), kept for the
+    pages that check a head against them. Shapes: -> (H, n, m)."""
     return own_attention(_loaded, _att, layer)
 
 

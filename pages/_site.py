@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PageEntry:
+    """One page as the navigation, Home and the path show it."""
+
     path: str  # relative to the repository root, as st.Page and st.page_link take it
     title: str
     icon: str  # a Material icon, ":material/name:"
@@ -49,7 +51,7 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/predictions.py", "Predictions and head effects", ":material/target:",
                   "“The capital of France is” → ?: generate step by step, then remove each head to see which "
                   "matter.", minutes=10),
-        PageEntry("pages/circuits.py", "What heads do", ":material/hub:",
+        PageEntry("pages/what_heads_do.py", "What heads do", ":material/hub:",
                   "Which heads write “ Mary” directly, the logit lens layer by layer, patching a corrupted prompt, "
                   "and the previous-token head an induction head reads.", minutes=12),
         PageEntry("pages/compare.py", "Compare two models", ":material/difference:",
@@ -68,7 +70,7 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
 PATH = (  # the order Home proposes to a learner
     "pages/lookup.py", "pages/self_attention.py", "pages/scaling.py", "pages/multihead.py", "pages/positions.py",
     "pages/bottleneck.py", "pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py",
-    "pages/predictions.py", "pages/circuits.py",
+    "pages/predictions.py", "pages/what_heads_do.py",
 )
 
 

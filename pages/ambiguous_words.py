@@ -9,14 +9,22 @@ import streamlit as st
 
 from attention import figures
 from attention.figures import WEIGHTS, named
-from attention.models import ModelChoice, TokenAt, compare_word, difference_by_token, query_row
-from attention.models import questions_for as model_questions
+from attention.models import (
+    ModelChoice,
+    TokenAt,
+    compare_word,
+    difference_by_token,
+    head_name,
+    model_questions_for,
+    query_row,
+)
 from pages._examples import pair_boxes, pair_example
 from pages._export import chart_config, export_row
 from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop
-from pages._lessons import intro, path_links, predict_then_see
+from pages._lessons import predict_then_see
+from pages._path import intro, path_links
 from pages._text import md
 from pages._widgets import fit, head_or_mean, layer_input, model_picker, reading_switches
 
@@ -43,7 +51,7 @@ except ValueError as err:
     st.stop()
 focus = fit(n_layers=a.n_layers, n_heads=a.n_heads)  # not its tokens: the token followed is in the visit's text
 L, H = a.n_layers, a.n_heads
-predict_then_see(model_questions("ambiguous_words"), {"a": a, "b": b})
+predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b})
 reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
 st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
@@ -54,7 +62,7 @@ head_choice = "mean-of-heads" if head is None else f"head-{head + 1}"  # in file
 cols = st.columns(2)
 for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
     row = query_row(att, i, layer=layer, head=head, reading=reading)
-    shown = f"L{layer + 1}" + (" mean of heads" if head is None else f"H{head + 1}")  # short: two charts at 800 px
+    shown = f"L{layer + 1} mean of heads" if head is None else head_name(layer, head)  # short: two charts at 800 px
     col.plotly_chart(named(figures.weights_bar(row.col_labels, row.matrix[0],
                                                 title=f"{tag}, {shown}: “{row.row_labels[0]}”"),
                            layer=layer, head=head, token=row.row_labels[0]), width="stretch", key=f"amb.bar{tag}",

@@ -5,10 +5,12 @@ import streamlit as st
 
 from attention import figures
 from attention.seq2seq import MAX_LENGTH, TRAIN_LENGTHS, load_translators, translate
-from attention.toy.lessons import questions_for
+from attention.toy.questions import questions_for
 from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
-from pages._lessons import for_developers, intro, path_links, questions_first
+from pages._lessons import questions_first
+from pages._path import intro, path_links
+from pages._prose import for_developers
 from pages._text import md
 
 ensure_app_frame()
@@ -20,6 +22,7 @@ SHORT = {"bottleneck": "one vector", "attentive": "attention"}
 
 @st.cache_resource(show_spinner="Loading the two small models…")
 def models():
+    """The two trained translators (one context vector, additive attention), loaded once per process."""
     return load_translators()
 
 
@@ -118,5 +121,5 @@ else:
 for_developers("The two models are attention.seq2seq (load_translators, translate), trained by "
                "attention.seq2seq_training into attention/seq2seq_weights.npz; the additive score is "
                "attention.toy.scoring's “additive”; the quotation is from seed 004; the questions "
-               "attention.toy.lessons.")
+               "attention.toy.questions.")
 path_links(PAGE)

@@ -16,21 +16,23 @@ from attention.models import (
     direct_logit_attribution,
     head_ablation,
     head_change,
+    head_name,
     head_pair,
     head_roles,
     load_comparison,
     model_label,
     next_tokens,
 )
+from pages._clicks import head_opener, picked_head
 from pages._examples import token_setter
 from pages._export import chart_config, comparison_button
 from pages._focus import changing, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, model_or_stop, result_of, result_or_none
 from pages._labels import label_of
-from pages._lessons import intro, path_links
+from pages._path import intro, path_links
 from pages._text import md
-from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker, picked_head
+from pages._widgets import DEFAULT_TEXT, fit, layer_and_head, model_picker
 
 OPENED = "cmp.opened"  # session key: a comparison opened from its file (a SavedComparison), shown instead
 
@@ -45,6 +47,7 @@ intro("pages/compare.py", "Fine-tuning, quantization, a new checkpoint or anothe
 
 
 def close_file() -> None:
+    """on_click of the opened comparison's Close: the page goes back to running the two models."""
     st.session_state.pop(OPENED, None)
 
 
@@ -90,7 +93,7 @@ else:
     if a == b:
         st.info("A and B are the same model in the same precision: every distance below is 0. Pick another model "
                 "or precision for B, or one of the pairs above.")
-    cmp = result_of(compare_results, (a, b, text), "Comparing every head…", att_a, att_b)
+    cmp = result_of(compare_results, "Comparing every head…", att_a, att_b)
 
 focus = fit(att_a)
 L, H = att_a.n_layers, att_a.n_heads
@@ -111,8 +114,8 @@ st.plotly_chart(figures.comparison(cmp, clickable=True, open_head=(focus.layer, 
 st.caption("Each cell: a head of A, coloured by its distance from " + ("its nearest head of B on words" if cmp.words
            else "the same head of B") + " (Jensen–Shannon divergence, bits). Click a head to open it below beside "
            "its counterpart; the open head is outlined in red.")
-table = [{"head of A": f"L{layer + 1}H{head + 1}", "JSD (bits)": value,
-          **({"nearest in B": "L{}H{}".format(*(cmp.match[layer, head] + 1))} if cmp.words else {})}
+table = [{"head of A": head_name(layer, head), "JSD (bits)": value,
+          **({"nearest in B": head_name(*cmp.match[layer, head])} if cmp.words else {})}
          for layer, head, value in ranked]
 st.dataframe(table, key=table_key, hide_index=True, on_select="rerun", selection_mode="single-row",
              column_config={"JSD (bits)": st.column_config.NumberColumn(format="%.3g")})
@@ -123,11 +126,11 @@ c1, c2 = st.columns(2)
 layer, head = layer_and_head(c1, c2, focus, L, H, slot="cmp", kinds=att_a.layer_kind)
 top_layer, top_head, _ = ranked[0]
 if (layer, head) != (top_layer, top_head):
-    st.button(f"Open L{top_layer + 1}H{top_head + 1}, the head that moved most", key="cmp.top",
+    st.button(f"Open {head_name(top_layer, top_head)}, the head that moved most", key="cmp.top",
               on_click=changing(layer=top_layer, head=top_head, aggregation="head"))
 pair = head_pair(att_a, att_b, cmp, layer, head)
-counterpart = f"L{pair.b_layer + 1}H{pair.b_head + 1}, its nearest head on words" if cmp.words else "the same head"
-st.markdown(f"**L{layer + 1}H{head + 1}** of A against {counterpart} of B: **{pair.distance:.3g} bits** on average "
+counterpart = f"{head_name(pair.b_layer, pair.b_head)}, its nearest head on words" if cmp.words else "the same head"
+st.markdown(f"**{head_name(layer, head)}** of A against {counterpart} of B: **{pair.distance:.3g} bits** on average "
             f"over its {len(pair.labels):,} query rows.")
 st.plotly_chart(figures.named(figures.pair(pair), layer=layer, head=head), width="stretch", key="cmp.pair",
                 config=chart_config("compare", f"layer-{layer + 1}", f"head-{head + 1}"))
@@ -154,8 +157,8 @@ else:
         st.caption(HEAD_MEASURES[measure][1])
         loaded_a, loaded_b = model_or_stop(a), model_or_stop(b)
         if measure == "roles":
-            roles_a = result_or_none(head_roles, (a,), f"Running the induction probe on {label_a}…", loaded_a)
-            roles_b = result_or_none(head_roles, (b,), f"Running the induction probe on {label_b}…", loaded_b)
+            roles_a = result_or_none(head_roles, f"Running the induction probe on {label_a}…", loaded_a)
+            roles_b = result_or_none(head_roles, f"Running the induction probe on {label_b}…", loaded_b)
             role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
                                         key="cmp.role") or "induction"
             if roles_a is not None and roles_b is not None:
@@ -188,15 +191,14 @@ else:
                 st.caption(f"logit(“{md(with_visible_spaces(ca.target.token))}”) − "
                            f"logit(“{md(with_visible_spaces(ca.foil.token))}”) after the text: "
                            f"{ca.baseline:.3f} in A, {cb.baseline:.3f} in B.")
-                both = ((a, label_a, loaded_a, att_a, ca), (b, label_b, loaded_b, att_b, cb))
+                both = ((label_a, loaded_a, att_a, ca), (label_b, loaded_b, att_b, cb))
                 if measure == "direct":
-                    found = [result_or_none(direct_logit_attribution, (m, text, *c.typed),
-                                            f"Reading {lab}'s direct shares…", loaded, att, c)
-                             for m, lab, loaded, att, c in both]
+                    found = [result_or_none(direct_logit_attribution, f"Reading {lab}'s direct shares…", loaded, att, c)
+                             for lab, loaded, att, c in both]
                     what = "direct share"
                 else:
-                    found = [result_or_none(head_ablation, (m, text, *c.typed, "zero"), f"Removing each head of {lab}…",
-                                            loaded, att, c, ablation="zero") for m, lab, loaded, att, c in both]
+                    found = [result_or_none(head_ablation, f"Removing each head of {lab}…",
+                                            loaded, att, c, ablation="zero") for lab, loaded, att, c in both]
                     what = "effect of removing it"
                 if all(f is not None for f in found):
                     values_a, values_b = (f.heads if measure == "direct" else f.effect for f in found)
@@ -209,8 +211,8 @@ if values_a is not None:
     st.caption(f"Each cell: a head of A, its counterpart's {what} in B minus its own ("
                + ("the counterpart: its nearest head on the text's words" if cmp.words else "the same head")
                + "). Blue: more in B, red: less. The open head is outlined; click a head to open it above.")
-    st.dataframe([{"model": "A", "head": f"L{layer + 1}H{head + 1}", what: change.a[layer, head]},
-                  {"model": "B", "head": f"L{pair.b_layer + 1}H{pair.b_head + 1}", what: change.b[layer, head]},
+    st.dataframe([{"model": "A", "head": head_name(layer, head), what: change.a[layer, head]},
+                  {"model": "B", "head": head_name(pair.b_layer, pair.b_head), what: change.b[layer, head]},
                   {"model": "B − A", "head": "", what: change.change[layer, head]}], hide_index=True,
                  column_config={what: st.column_config.NumberColumn(format="%.3g")})
 

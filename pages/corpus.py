@@ -15,14 +15,16 @@ from attention.models import (
     survey,
     survey_bytes,
 )
+from pages._clicks import head_opener
 from pages._corpora import corpus_or_stop, saved_survey_or_stop
 from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, corpus_job, follow_or_stop, model_or_stop, result_of
+from pages._jobs import attention_or_stop, corpus_survey_job, follow_or_stop, model_or_stop, result_of
 from pages._labels import label_of
-from pages._lessons import for_developers, path_links
+from pages._path import path_links
+from pages._prose import for_developers
 from pages._text import md
-from pages._widgets import DEFAULT_TEXT, fit, head_opener, layer_and_head, model_picker
+from pages._widgets import DEFAULT_TEXT, fit, layer_and_head, model_picker
 
 ensure_app_frame()
 SOURCES = {"default": "the default corpus", "file": "a file of yours", "listed": "the server's corpora",
@@ -52,7 +54,7 @@ else:
                         help="By default keys that are special tokens or the first token are skipped: most heads park "
                              "weight there, and the top examples would all be [CLS] or the first word.")
     loaded = model_or_stop(name)
-    found = follow_or_stop(corpus_job(name, corpus_key, include, loaded, corpus))
+    found = follow_or_stop(corpus_survey_job(name, corpus_key, include, loaded, corpus))
     st.caption(f"{md(model_label(name))} read {len(found.texts):,} texts of {md(corpus.name)}, each up to "
                f"{found.max_tokens} tokens: {found.truncated:,} were cut there"
                + (f", {corpus.cut:,} were cut to their first characters when read" if corpus.cut else "") + ".")
@@ -63,7 +65,7 @@ else:
                             "tokens, model) in its metadata. Open it here without the model, or in a notebook (For "
                             "developers, at the end of the page).")
     text = focus.text if focus.text is not None else DEFAULT_TEXT
-    yours = result_of(survey, (name, text), "Surveying every head…", attention_or_stop(name, text, say_check=False))
+    yours = result_of(survey, "Surveying every head…", attention_or_stop(name, text, say_check=False))
     st.caption(f"Heads are named L3H7, counting from 1. “Your sentence” below is the sentence of the model pages: "
                f"“{md(text[:80])}”.")
 

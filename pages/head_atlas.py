@@ -13,16 +13,18 @@ from attention.models import (
     TYPE_THRESHOLD,
     file_stem,
     head_roles,
+    head_words,
     survey,
     zoom,
 )
 from pages._canvas import canvas_heatmap
+from pages._clicks import head_opener, open_head_buttons
 from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
 from pages._labels import label_of
-from pages._lessons import intro, path_links
-from pages._widgets import fit, head_opener, layer_and_head, open_head_buttons, sentence_and_model
+from pages._path import intro, path_links
+from pages._widgets import fit, layer_and_head, sentence_and_model
 
 ensure_app_frame()
 
@@ -35,7 +37,7 @@ name, text = sentence_and_model(focus, slot="atlas", default_text="The animal di
                                                                   "too tired. It lay down.")
 att = attention_or_stop(name, text)
 focus = fit(att)
-head_survey = result_of(survey, (name, text), "Surveying every head…", att)
+head_survey = result_of(survey, "Surveying every head…", att)
 L, H = att.n_layers, att.n_heads
 
 metric = st.segmented_control("Statistic", list(METRICS), default="entropy", format_func=label_of(METRICS),
@@ -71,7 +73,7 @@ labels = probe = None
 if is_saved(name):
     st.info("Roles are measured by running the model on a probe: open the model itself to see them.")
 else:
-    roles = result_of(head_roles, (name,), "Running the induction probe…", model_or_stop(name))
+    roles = result_of(head_roles, "Running the induction probe…", model_or_stop(name))
     probe = roles.probe
     c1, c2 = st.columns([3, 1])
     role = c1.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
@@ -102,7 +104,7 @@ role_md = "**not measured**" if labels is None else f"**{labels[layer, head] or 
 if labels is not None:  # a head labelled by its strongest role may pass the threshold in others too: say so
     also = [f"{name} {score:.2f}" for name, score in roles.passed(layer, head, threshold)[1:]]
     role_md += f" (its strongest role; also above {threshold:.2f}: {', '.join(also)})" if also else ""
-c3.markdown(f"Layer {layer + 1}, head {head + 1}: **{head_type}** on your text, {role_md} "
+c3.markdown(f"{head_words(layer, head).capitalize()}: **{head_type}** on your text, {role_md} "
             f"on the probe; entropy {head_survey.entropy[layer, head]:.2f} nats, mean distance "
             f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
 open_head_buttons(layer, head, key="atlas.open")
@@ -120,7 +122,7 @@ st.markdown("How much weight one (query, key) pair gets, on average, by how far 
             "off fast; a head that looks far keeps weight at long range. Ranges widen with distance so long texts "
             "read as a curve.")
 profile = head_survey.distance_profile()
-curves = {f"layer {layer + 1}, head {head + 1}": profile.of(layer, head),
+curves = {head_words(layer, head): profile.of(layer, head),
           f"layer {layer + 1}, mean of its {H} heads": profile.of(layer)}
 st.plotly_chart(figures.line_chart(profile.labels, curves, title="Mean weight of a (query, key) pair by distance",
                                    x_title="query − key (tokens)", y_title="mean weight (log scale)", log_y=True,

@@ -3,9 +3,10 @@
 import streamlit as st
 
 from pages._frame import ensure_app_frame
-from pages._lessons import EXPLAINED, go_on, next_step, progress, was_seen
+from pages._learner import next_step, progress, was_seen
+from pages._path import go_on
+from pages._prose import EXPLAINED, explained, fresh_page
 from pages._site import PATH, SECTIONS, entry
-from pages._text import explained
 
 ensure_app_frame()
 
@@ -17,10 +18,11 @@ st.markdown(
 )
 st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V")
 
-st.session_state[EXPLAINED] = set()  # each term explained on hover where it first appears on this page
+fresh_page()  # each term explained on hover where it first appears on this page
 
 
 def line(text: str) -> None:
+    """A caption of our own prose, its glossary terms explained on hover where they first appear."""
     st.caption(explained(text, st.session_state[EXPLAINED]), unsafe_allow_html=True)
 
 

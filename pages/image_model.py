@@ -24,7 +24,8 @@ from pages._export import chart_config
 from pages._frame import ensure_app_frame
 from pages._jobs import model_or_stop, result_of
 from pages._kept import drawn, keep, keeping, kept
-from pages._lessons import intro, path_links, prose
+from pages._path import intro, path_links
+from pages._prose import prose
 from pages._text import md
 
 PAGE = "pages/image_model.py"
@@ -76,7 +77,7 @@ else:
     picked, image_name, digest = data, upload.name, hashlib.sha256(data).hexdigest()[:16]
 
 loaded = model_or_stop(choice)
-att = result_of(attend_image, ("image", choice, digest), f"Running {model_label(name)}…", loaded, picked,
+att = result_of(attend_image, f"Running {model_label(name)}…", loaded, picked,
                 name=image_name)
 grid = att.image
 if loaded.check is not None:
@@ -167,7 +168,7 @@ with col_cls:
         st.info(f"{md(model_label(name))} has no [CLS] token: it pools its patches instead.")
 with col_roll:
     st.subheader("Attention rollout")
-    rolled = result_of(attention_rollout, ("rollout", choice, digest), "Rolling attention out…", att)[layer]
+    rolled = result_of(attention_rollout, "Rolling attention out…", att)[layer]
     st.plotly_chart(figures.picture(att, grid.on_grid(rolled[query]), value_name="rollout", height=360,
                                     title=f"Rollout of {query_name}\n" + (
                                         "layer 1" if layer == 0 else f"layers 1–{layer + 1}")),

@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention import figures
 from attention.figures import SIGNED, matrix_canvas, named, qk_attribution_heatmap
-from attention.models import file_stem, key_choices, part_in_words, qk_attribution, query_row
+from attention.models import file_stem, head_name, head_words, key_choices, part_in_words, qk_attribution, query_row
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
 from pages._canvas import canvas_heatmap
 from pages._export import chart_config, export_row
@@ -13,8 +13,9 @@ from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop, result_of
 from pages._labels import token_labels
-from pages._lessons import for_developers, intro, path_links
 from pages._live import live_sliders
+from pages._path import intro, path_links
+from pages._prose import for_developers
 from pages._text import md
 from pages._widgets import (
     among,
@@ -44,11 +45,11 @@ reading = reading_switches(focus, att, slot="inside", log_scale=False)
 c1, c2, c3 = st.columns(3)
 layer, head = layer_and_head(c1, c2, focus, L, H, slot="inside", kinds=att.layer_kind)
 if focus.aggregation != "head":
-    st.caption(f"This page follows one head: layer {layer + 1}, head {head + 1} (another page showed the layer's "
+    st.caption(f"This page follows one head: {head_words(layer, head)} (another page showed the layer's "
                "heads together).")
 label = token_labels(att.tokens)
 i = query_picker(c3, focus, att, slot="inside", label="Query token", source=name)
-lh = f"L{layer + 1}H{head + 1}"  # every chart's title names the head and the token it shows
+lh = head_name(layer, head)  # every chart's title names the head and the token it shows
 try:
     t = att.head_trace(layer, head, query=i)  # one query row: q (1, d), weights (1, n)
 except ValueError as err:
@@ -57,24 +58,22 @@ except ValueError as err:
 d = t.d_k
 word = att.tokens[i]
 shown = t.strongest_keys(0, SHOWN_KEYS) if n > 2 * SHOWN_KEYS else range(n)
+about = f"{head_words(layer, head).capitalize()}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the"
 keys = [label(j) if n > 2 * SHOWN_KEYS else att.tokens[j] for j in shown]
 
 own = None
 if is_saved(name):  # no model to check against: the weights are as they were saved
-    st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the saved "
-               "Q, K, V.")
+    st.caption(f"{about} saved Q, K, V.")
 elif n <= AUTO_CHECK_TOKENS or st.button(f"Check layer {layer + 1} against the model's own attention weights (runs "
                                        f"the model once more over {n:,} tokens)", key="inside.check"):
     with st.spinner("Running the model with this layer's own eager attention…"):
         checked = model_or_stop(name)
         own = cached_own_attention(name, text, layer, checked, att)  # (H, n, n)
     gap = att.rebuild_gap(layer, head, own)
-    st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
-               f"Q, K, V; largest difference from the model's own attention weights over the whole head, fed the "
-               f"same inputs: {checked.check.stated(gap) if checked.check else f'{gap:.1e}'}.")
+    st.caption(f"{about} captured Q, K, V; largest difference from the model's own attention weights over the "
+               f"whole head, fed the same inputs: {checked.check.stated(gap) if checked.check else f'{gap:.1e}'}.")
 else:
-    st.caption(f"Layer {layer + 1}, head {head + 1}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the captured "
-               "Q, K, V.")
+    st.caption(f"{about} captured Q, K, V.")
 if n > 2 * SHOWN_KEYS:
     st.info(f"{n:,} keys: the steps below show the {SHOWN_KEYS} with the largest weights for “{md(word)}”, in "
             "position order (the labels give each one's position).")
@@ -188,7 +187,7 @@ else:
                                key=among(labelled_key("inside.second", att.tokens), visible),
                                index=visible.index(0) if 0 in visible else 0)
     loaded = model_or_stop(name)
-    found = result_of(qk_attribution, (name, text, layer, head, i, key, against), "Splitting the score into parts…",
+    found = result_of(qk_attribution, "Splitting the score into parts…",
                       loaded, att, layer, head, i, key, against=against)
     found = found if per_head else found.by_layer()
     c1, c2, c3 = st.columns(3)

@@ -4,13 +4,15 @@ import pandas as pd
 import streamlit as st
 
 from attention.toy import examples as ex
-from attention.toy.lessons import FRUIT_QUERY_KEYS, questions_for
 from attention.toy.live import lookup_payload
 from attention.toy.lookup import hard_lookup, parse_table, soft_lookup
+from attention.toy.questions import FRUIT_QUERY_KEYS, questions_for
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
-from pages._lessons import for_developers, intro, path_links, prose, questions_first
+from pages._lessons import questions_first
 from pages._live import live_lookup
+from pages._path import intro, path_links
+from pages._prose import for_developers, prose
 from pages._text import md
 
 ensure_app_frame()
@@ -133,5 +135,5 @@ if st.button("See q · k in a real head (pick “apple” as its query there)", 
 for_developers("The table and query are attention.toy.examples (FRUIT_*; seed 002, whose scaled scores for the "
                "default query are 0.44, 0.37 and 0.16: the step-by-step table shows the same); the lookups "
                "attention.toy.lookup (hard_lookup, soft_lookup); the drag's frames attention.toy.live.lookup_payload; "
-               "the questions attention.toy.lessons.")
+               "the questions attention.toy.questions.")
 path_links(PAGE)

@@ -11,32 +11,24 @@ from attention.models import (
     SINKS_NOTE,
     ModelAttention,
     file_stem,
+    head_name,
     line_view,
+    model_questions_for,
     survey,
     token_focus,
     zoom,
 )
-from attention.models import questions_for as model_questions
 from pages._canvas import canvas_heatmap
+from pages._clicks import cell_query, head_opener, row_head_opener
 from pages._export import chart_config, export_row
 from pages._focus import on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, result_of
 from pages._labels import label_of, label_or_every
-from pages._lessons import intro, path_links, predict_then_see
+from pages._lessons import predict_then_see
+from pages._path import intro, path_links
 from pages._text import md
-from pages._widgets import (
-    among,
-    cell_query,
-    fit,
-    head_opener,
-    labelled_key,
-    layer_and_head,
-    query_picker,
-    reading_switches,
-    row_head_opener,
-    sentence_and_model,
-)
+from pages._widgets import among, fit, labelled_key, layer_and_head, query_picker, reading_switches, sentence_and_model
 
 ensure_app_frame()
 
@@ -49,7 +41,7 @@ focus = on_page()
 name, text = sentence_and_model(focus, slot="heads")
 att = attention_or_stop(name, text)
 focus = fit(att)
-predict_then_see(model_questions("model_heads"), {"att": att})
+predict_then_see(model_questions_for("model_heads"), {"att": att})
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 on_gpu = f", {att.device_nbytes / 1e6:.1f} MB of it on the GPU" if att.device_nbytes else ""
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
@@ -60,7 +52,7 @@ if att.windows_note():
 reading = reading_switches(focus, att, slot="heads")
 
 st.subheader("All heads at once")
-head_survey = result_of(survey, (name, text), "Surveying every head…", att)
+head_survey = result_of(survey, "Surveying every head…", att)
 canvas_heatmap(grid_canvas(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
                            layer_kinds=tuple(att.layer_kind(i) for i in range(L)), block=head_survey.block,
                            tokens=att.tokens,
@@ -74,11 +66,25 @@ st.caption("Each tile is one head: rows are queries, columns keys, in token orde
 with st.expander("Attention sinks: why most heads stare at one token"):
     st.markdown(SINKS_NOTE)
 
+
 @st.fragment
 def zoom_and_token(att: ModelAttention, name, text: str, reading) -> None:
     """The zoom, the token followed, the lines and cross-attention: a partial rerun (st.fragment). A change of
     view, layer, head or token, or a click in these charts, runs this part again, not the page above it (the
     grid's payload is not sent again). A click on the grid or a new sentence runs the whole page."""
+    shown = zoom_section(att, name, reading)
+    if shown is None:
+        return
+    focus, layer, head, how, grouping = shown
+    units = token_section(att, focus, name, reading, grouping)
+    lines_section(att, name, layer, head, units, grouping, reading)
+    if att.architecture == "encoder-decoder":
+        cross_section(name, text, layer, head, how, reading)
+
+
+def zoom_section(att: ModelAttention, name, reading):
+    """The zoom: one head or an aggregation of a layer; (focus, layer, head, how, word grouping), or None when
+    the view cannot be drawn (said on the page)."""
     L, H = att.n_layers, att.n_heads
     focus = fit(att)  # the focus as it is now: a partial rerun does not run the page above
     st.subheader("Zoom")
@@ -99,7 +105,7 @@ def zoom_and_token(att: ModelAttention, name, text: str, reading) -> None:
         view = zoom(att, how, layer=layer, head=head, hide_special=hide, reading=reading)
     except ValueError as err:
         st.warning(md(err))
-        return
+        return None
     small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
     grouping = reading.groups(att)
     name_parts = (name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
@@ -122,10 +128,15 @@ def zoom_and_token(att: ModelAttention, name, text: str, reading) -> None:
         st.caption(" ".join(notes))
     export_row(att, view, *name_parts)
     if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
-        st.page_link("pages/inside_head.py", label=f"Why does L{layer + 1}H{head + 1} look there? Inside one head",
+        st.page_link("pages/inside_head.py", label=f"Why does {head_name(layer, head)} look there? Inside one head",
                      icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
                      "the model that wrote its query and its key (section 6).")
+    return focus, layer, head, how, grouping
 
+
+def token_section(att: ModelAttention, focus, name, reading, grouping):
+    """Where the token followed looks in every layer and head; returns the units shown (tokens or words)."""
+    L, H = att.n_layers, att.n_heads
     st.subheader("Where does one token look, in every head?")
     units = att.tokens if grouping is None else grouping.words
     followed = query_picker(st, focus, att, slot="heads", grouping=grouping, source=name)
@@ -141,7 +152,12 @@ def zoom_and_token(att: ModelAttention, name, text: str, reading) -> None:
                                    file_name=file_stem(name, "token", followed),
                                    meta=figures.focus_meta(token=units[followed])),
                        key="heads.focus", on_click=row_head_opener("heads.focus", H))
+    return units
 
+
+def lines_section(att: ModelAttention, name, layer: int, head: int, units, grouping, reading) -> None:
+    """BertViz's line view of one layer's heads, on request (up to LINE_VIEW_MAX_UNITS tokens or words)."""
+    H = att.n_heads
     st.subheader("Lines: one layer's heads, query to key")
     if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",
                  help=f"BertViz's picture: queries left, keys right, a line per pair whose opacity is the weight. "
@@ -166,18 +182,20 @@ def zoom_and_token(att: ModelAttention, name, text: str, reading) -> None:
                 st.caption((f"Over {LINE_VIEW_TOKENS} {unit}: each query keeps its {lines.top} strongest lines. "
                             if lines.top else "") + "Hover a line's middle for its weight.")
 
-    if att.architecture == "encoder-decoder":
-        st.subheader("Cross-attention: each target token reads the source")
-        decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)",
-                                     key="heads.decoder_text", bind="query-params", max_chars=2000)
-        translation = attention_or_stop(name, text, decoder_text.strip() or None, say_check=False)
-        cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
-        if cross_how != how:
-            st.caption(f"{AGGREGATIONS[how].label} is defined for self-attention; cross-attention shows the mean over "
-                       "heads.")
-        cross = zoom(translation, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
-        st.plotly_chart(figures.view_heatmap(cross, x_title="source token (key)", y_title="target token (query)"),
-                        width="stretch", key="heads.cross")
+
+def cross_section(name, text: str, layer: int, head: int, how: str, reading) -> None:
+    """An encoder-decoder model's cross-attention: each target token reading the source."""
+    st.subheader("Cross-attention: each target token reads the source")
+    decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)",
+                                 key="heads.decoder_text", bind="query-params", max_chars=2000)
+    translation = attention_or_stop(name, text, decoder_text.strip() or None, say_check=False)
+    cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
+    if cross_how != how:
+        st.caption(f"{AGGREGATIONS[how].label} is defined for self-attention; cross-attention shows the mean over "
+                   "heads.")
+    cross = zoom(translation, cross_how, layer=layer, head=head, stack="cross", reading=reading)  # (t, n)
+    st.plotly_chart(figures.view_heatmap(cross, x_title="source token (key)", y_title="target token (query)"),
+                    width="stretch", key="heads.cross")
 
 
 zoom_and_token(att, name, text, reading)

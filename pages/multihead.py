@@ -4,12 +4,14 @@ import streamlit as st
 
 from attention import causal_mask, figures, multi_head_attention
 from attention.toy import examples as ex
-from attention.toy.lessons import questions_for
 from attention.toy.live import SHARPNESS_VALUES, Panel, cross_attention_frames, slider, slider_values
 from attention.toy.multihead import toy_translation
+from attention.toy.questions import questions_for
 from pages._frame import ensure_app_frame
-from pages._lessons import for_developers, intro, path_links, questions_first
+from pages._lessons import questions_first
 from pages._live import live_sliders
+from pages._path import intro, path_links
+from pages._prose import for_developers
 
 ensure_app_frame()
 
@@ -80,5 +82,5 @@ st.caption("“le” splits its attention between the two “the”: nothing in 
 
 for_developers("Heads: attention.multi_head_attention on attention.toy.examples.hang_sentence (seeds 003 "
                "and 004); the translation attention.toy.multihead.toy_translation; the drag's frames "
-               "attention.toy.live.cross_attention_frames; the questions attention.toy.lessons.")
+               "attention.toy.live.cross_attention_frames; the questions attention.toy.questions.")
 path_links(PAGE)

@@ -5,7 +5,6 @@ import streamlit as st
 
 from attention import attention_from_embeddings, figures
 from attention.toy import examples as ex
-from attention.toy.lessons import questions_for
 from attention.toy.positions import (
     order_demo,
     position_similarity,
@@ -14,9 +13,12 @@ from attention.toy.positions import (
     sinusoidal_positions,
     with_positions,
 )
+from attention.toy.questions import questions_for
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
-from pages._lessons import for_developers, intro, path_links, questions_first
+from pages._lessons import questions_first
+from pages._path import intro, path_links
+from pages._prose import for_developers
 
 ensure_app_frame()
 
@@ -179,5 +181,5 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
 for_developers("The shuffle is attention.toy.positions.order_demo; sinusoidal positions sinusoidal_positions and "
                "position_similarity; the 2-D rotation rotary_toy; SmolLM2's head attention.models.rotary_view "
                "(seed 004 for the quotation that order is attention's first problem); the questions "
-               "attention.toy.lessons.")
+               "attention.toy.questions.")
 path_links(PAGE)

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attention import figures
-from attention.figures import SIGNED, WEIGHTS, Ticks, named
+from attention.figures import WEIGHTS, Ticks, named
 from attention.focus import with_visible_spaces
 from attention.models import (
     ABLATIONS,
@@ -17,21 +17,25 @@ from attention.models import (
     generate,
     head_ablation,
     head_ablation_cosine,
+    head_name,
+    head_words,
     model_label,
+    model_questions_for,
     next_tokens,
     query_row,
 )
-from attention.models import questions_for as model_questions
 from attention.toy import examples as ex
+from pages._clicks import open_head_buttons
 from pages._examples import prediction_start, target_and_foil
 from pages._export import chart_config, export_row
 from pages._focus import changing, update
 from pages._frame import ensure_app_frame
 from pages._jobs import result_of
 from pages._labels import label_of, token_labels
-from pages._lessons import intro, path_links, predict_then_see
+from pages._lessons import predict_then_see
+from pages._path import intro, path_links
 from pages._text import md, md_token
-from pages._widgets import layer_and_head, open_head_buttons, reading_switches
+from pages._widgets import layer_and_head, reading_switches
 
 ensure_app_frame()
 LAYER_HEADS = "layer · head"
@@ -47,11 +51,9 @@ def vector_example() -> None:
 
 
 def effects_heatmap(effects, title: str, key: str):
-    L, H = effects.effect.shape
-    fig = figures.heatmap(effects.effect, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)],
-                           title=title, x_title="head", y_title="layer", value_name="effect", colours=SIGNED,
-                           show_values=False, height=min(1000, 140 + 22 * L))
-    st.plotly_chart(fig, width="stretch", key=key)
+    """One number per head (an ablation's or an estimate's effect on m), layers down and heads across."""
+    st.plotly_chart(figures.layer_head_heatmap(effects.effect, title=title, value_name="effect"), width="stretch",
+                    key=key)
 
 
 st.title("Predictions and head effects")
@@ -62,7 +64,7 @@ intro("pages/predictions.py", "Attention weights say where a head looks, not whe
       "the model say “ Mary”.")
 focus, name, text, att, loaded, defaults = prediction_start(page="pages/predictions.py", slot="pred",
                                                             model=DEFAULT_DECODER)
-predict_then_see(model_questions("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
+predict_then_see(model_questions_for("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
 reading = reading_switches(focus, att, slot="pred")
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
@@ -81,7 +83,7 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
     word = st.text_input("Word to follow", key="pred.word", max_chars=40)
     st.latex(r"\text{effect}^{(\ell,h)} = 1 - \cos\big(x^{\text{final}}_{w},\ x^{\text{final}}_{w}\,"
              r"\text{without head }(\ell,h)\big)")
-    effects = result_of(head_ablation_cosine, (name, text, word, ablation), "Ablating every head…", loaded, att,
+    effects = result_of(head_ablation_cosine, "Ablating every head…", loaded, att,
                         word, ablation=ablation)
     effects_heatmap(effects, f"How far each head's removal moves “{att.tokens[effects.token]}”", "pred.vector")
     st.caption("Attribution patching is not shown for this metric: 1 − cos is smallest (0) at the unablated "
@@ -114,7 +116,7 @@ with st.form("pred.generate"):
     asked = st.form_submit_button("Generate", icon=":material/play_arrow:")
 if asked or st.session_state.get("pred.generated"):
     st.session_state["pred.generated"] = True
-    gen = result_of(generate, (name, text, n_new, greedy, g_temp, seed), "Generating…", loaded, text,
+    gen = result_of(generate, "Generating…", loaded, text,
                     max_new_tokens=n_new, greedy=greedy, temperature=g_temp, seed=seed)
     if gen.truncated:
         st.warning("The prompt was cut to leave room for the new tokens.")
@@ -135,7 +137,7 @@ if asked or st.session_state.get("pred.generated"):
                     width="stretch", key="pred.choices")
     keys = list(gen.prompt_tokens) + [x.token for x in gen.steps[:step]]
     L, H = s.rows.shape[:2]
-    c2.plotly_chart(figures.heatmap(s.rows.reshape(L * H, -1), keys, [f"L{i + 1} H{h + 1}" for i in range(L)
+    c2.plotly_chart(figures.heatmap(s.rows.reshape(L * H, -1), keys, [head_name(i, h, spaced=True) for i in range(L)
                                      for h in range(H)], title=f"Where it looked: {len(keys)} keys, one more each "
                                      "step (the KV cache)", x_title="key token", y_title=LAYER_HEADS,
                                      colours=WEIGHTS.logged(reading.log), show_values=False,
@@ -150,14 +152,14 @@ st.caption("Positive: the model prefers the target. A head's effect is m with th
 
 # --- 4. Which heads matter --------------------------------------------------------------------------------
 st.header("4 · Which heads matter")
-estimate = result_of(attribution_patching, (name, text, *contrast.typed, ablation), "Estimating every head's effect…",
+estimate = result_of(attribution_patching, "Estimating every head's effect…",
                      loaded, att, contrast, ablation=ablation)
 exact_asked = st.button("Remove every head in turn (the exact scan)", icon=":material/science:", key="pred.scan",
                         help="One forward pass per head, batched; a few seconds for SmolLM2's 270 heads.")
 exact = None
 if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{contrast.typed}.{ablation}"):
     st.session_state[f"pred.scanned.{name}.{text}.{contrast.typed}.{ablation}"] = True
-    exact = result_of(head_ablation, (name, text, *contrast.typed, ablation), "Ablating every head…", loaded, att,
+    exact = result_of(head_ablation, "Ablating every head…", loaded, att,
                       contrast, ablation=ablation)
 c1, c2 = st.columns(2)
 with c1:
@@ -187,7 +189,7 @@ pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=re
 by_word = pattern.reading.words
 last = pattern.row_labels[0] if by_word else token_labels(att.tokens)(len(att.tokens) - 1)
 st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
-                                           title=f"Layer {layer + 1}, head {head + 1}: where the last "
+                                           title=f"{head_words(layer, head).capitalize()}: where the last "
                                            f"{'word' if by_word else 'token'} ({last}) looks"
                                            + (", without sinks" if pattern.reading.without_sinks else "")),
                       layer=layer, head=head), width="stretch", key="pred.pattern",
@@ -195,7 +197,7 @@ st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
 effect = (exact or estimate).effect[layer, head]
 st.caption(f"Removing it changes m by {effect:+.3f} ({'exact' if exact else 'estimated'}). The largest effects are "
-           f"at layer {ranked[0][0] + 1}, head {ranked[0][1] + 1}.")
+           f"at {head_words(ranked[0][0], ranked[0][1])}.")
 open_head_buttons(layer, head, key="pred.open")
 
 path_links("pages/predictions.py")

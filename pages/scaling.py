@@ -4,17 +4,20 @@ import pandas as pd
 import streamlit as st
 
 from attention import figures
-from attention.toy.lessons import questions_for
 from attention.toy.live import DIM_VALUES, TEMPERATURE_VALUES, Panel, scaling_frames, slider, slider_values
+from attention.toy.questions import questions_for
 from attention.toy.scaling import scaling_sample, scaling_study
 from pages._frame import ensure_app_frame
-from pages._lessons import for_developers, intro, path_links, prose, questions_first
+from pages._lessons import questions_first
 from pages._live import live_sliders
+from pages._path import intro, path_links
+from pages._prose import for_developers, prose
 
 ensure_app_frame()
 
 @st.cache_data(max_entries=32)
 def study(temperature: float, n_keys: int):
+    """Why scale's sample over every d, for a temperature and a number of keys (cached: sliders revisit them)."""
     return scaling_study(n_keys=n_keys, temperature=temperature)
 
 
@@ -73,5 +76,5 @@ st.plotly_chart(figures.line_chart(s.dims, {"without scaling": s.max_weight_unsc
                 width="stretch", key="scaling.max")
 
 for_developers("The sample and the study are attention.toy.scaling.scaling_sample and scaling_study; the "
-               "drag's frames attention.toy.live.scaling_frames; the questions attention.toy.lessons.")
+               "drag's frames attention.toy.live.scaling_frames; the questions attention.toy.questions.")
 path_links(PAGE)

@@ -5,10 +5,12 @@ import streamlit as st
 
 from attention import METHODS, attention_from_embeddings, causal_mask, figures, scored_attention
 from attention.toy import examples as ex
-from attention.toy.lessons import questions_for
+from attention.toy.questions import questions_for
 from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
-from pages._lessons import for_developers, intro, path_links, questions_first
+from pages._lessons import questions_first
+from pages._path import intro, path_links
+from pages._prose import for_developers
 
 ensure_app_frame()
 
@@ -56,5 +58,5 @@ with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
 
 for_developers("The five methods are attention.toy.scoring (METHODS, FORMULAS) through "
                "attention.scored_attention; the inputs attention.toy.examples.cat_sentence and scoring_parameters "
-               "(seed 003); the questions attention.toy.lessons.")
+               "(seed 003); the questions attention.toy.questions.")
 path_links(PAGE)

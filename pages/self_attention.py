@@ -4,12 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from attention import attention_from_embeddings, figures
-from attention.toy.lessons import SELF_EXAMPLES, questions_for
 from attention.toy.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
+from attention.toy.questions import SELF_EXAMPLES, questions_for
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
-from pages._lessons import for_developers, intro, path_links, questions_first
+from pages._lessons import questions_first
 from pages._live import live_sliders
+from pages._path import intro, path_links
+from pages._prose import for_developers
 
 ensure_app_frame()
 
@@ -19,6 +21,7 @@ STEPS = ["1 · embeddings", "2 · Q, K, V", "3 · scores", "4 · ÷ √d_k", "5 
 
 @st.cache_data(max_entries=4)
 def load_example(name: str):
+    """One of the page's examples by its label (the questions name theirs by the same label)."""
     return EXAMPLES[name]()
 
 
@@ -124,5 +127,5 @@ if name.startswith("Cat"):
 
 for_developers("The examples are attention.toy.examples.thinking_machines and cat_sentence (from seed 004, "
                "“The Illustrated Transformer”); every step is attention.attention_from_embeddings' trace; the "
-               "drag's frames are attention.toy.live.query_sweeps; the questions are attention.toy.lessons.")
+               "drag's frames are attention.toy.live.query_sweeps; the questions are attention.toy.questions.")
 path_links(PAGE)

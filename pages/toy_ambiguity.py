@@ -5,12 +5,14 @@ import streamlit as st
 from attention import figures
 from attention.focus import WordPair
 from attention.toy.ambiguity import AMBIGUOUS_WORDS, AmbiguousWord
-from attention.toy.lessons import questions_for
 from attention.toy.live import PULL_VALUES, Panel, pull_frames, slider, slider_values
+from attention.toy.questions import questions_for
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
-from pages._lessons import for_developers, intro, path_links, prose, questions_first
+from pages._lessons import questions_first
 from pages._live import live_sliders
+from pages._path import intro, path_links
+from pages._prose import for_developers, prose
 from pages._text import md
 
 ensure_app_frame()
@@ -87,5 +89,5 @@ for col, (word, toy) in zip((c1, c2), AMBIGUOUS_WORDS.items(), strict=True):
 
 for_developers("The toy vectors and weights are attention.toy.examples (BANK_*, IT_*; seeds 000 and 004); "
                "each sentence is read by attention.toy.ambiguity (bank_attention, it_attention); the drag's frames "
-               "attention.toy.live.pull_frames; the questions attention.toy.lessons.")
+               "attention.toy.live.pull_frames; the questions attention.toy.questions.")
 path_links(PAGE)

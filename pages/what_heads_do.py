@@ -16,6 +16,7 @@ from attention.models import (
     direct_logit_attribution,
     head_ablation,
     head_roles,
+    head_words,
     logit_lens,
     model_label,
     swap_words,
@@ -28,42 +29,42 @@ from pages._jobs import (
     result_of,
 )
 from pages._labels import label_of
-from pages._lessons import intro, path_links
+from pages._path import intro, path_links
 from pages._text import md
 from pages._widgets import layer_and_head
 
 ensure_app_frame()
 
 st.title("What heads do")
-intro("pages/circuits.py", "The last step: a prediction, read part by part. Which heads (and the small networks "
+intro("pages/what_heads_do.py", "The last step: a prediction, read part by part. Which heads (and the small networks "
       "between them, the MLPs) **write** it directly into the output; how it **forms** layer by layer (the logit "
       "lens); where the information **enters** (patching a clean run into a corrupted one); and which earlier "
       "heads a head **reads** from, as an induction head does.")
-focus, name, text, att, loaded, defaults = prediction_start(page="pages/circuits.py", slot="circ",
+focus, name, text, att, loaded, defaults = prediction_start(page="pages/what_heads_do.py", slot="circ",
                                                             model=DEFAULT_DECODER)
 if att.next_logits is None:  # an encoder: nothing predicted, nothing to read part by part
     st.info(f"{md(model_label(name))} predicts no next token: this page reads a prediction. Its heads' roles are "
             "on the Head atlas.")
     st.button(f"Switch to {model_label(DEFAULT_DECODER)}", icon=":material/swap_horiz:", key="circ.decoder",
               on_click=changing(model=ModelChoice(DEFAULT_DECODER), query=None))
-    path_links("pages/circuits.py")
+    path_links("pages/what_heads_do.py")
     st.stop()
 contrast = target_and_foil(focus, att, loaded.tokenizer, defaults, slot="circ")
 st.caption("Positive m means the model prefers the target.")
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")
-c1, c2 = st.columns([3, 2])  # two formulas: on one line they ran off an 800 px screen
-c1.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
-c2.latex(r"\sum_p \text{share}(p) = m")
-shares = result_of(direct_logit_attribution, (name, text, *contrast.typed), "Reading each part's share…", loaded, att,
+# Two formulas, one under the other: side by side (in columns too) the first was cut at 800 px.
+st.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
+st.latex(r"\sum_p \text{share}(p) = m")
+shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att,
                    contrast)
 st.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
                 width="stretch", key="circ.direct")
 if st.button("Compare with each head's total effect (remove every head)", icon=":material/science:",
              key="circ.scan") or st.session_state.get(f"circ.scanned.{name}.{text}.{contrast.typed}"):
     st.session_state[f"circ.scanned.{name}.{text}.{contrast.typed}"] = True
-    exact = result_of(head_ablation, (name, text, *contrast.typed, "zero"), "Ablating every head…", loaded, att,
+    exact = result_of(head_ablation, "Ablating every head…", loaded, att,
                       contrast, ablation="zero")
     st.plotly_chart(figures.layer_head_heatmap(exact.effect, title="Total effect of removing each head",
                                                value_name="effect"), width="stretch", key="circ.total")
@@ -81,7 +82,7 @@ st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))
 # --- 2. How it forms ---------------------------------------------------------------------------------------
 st.header("2 · How it forms: the logit lens")
 st.latex(r"\text{lens}_\ell(i) = \operatorname{softmax}\big(W_U\, \mathrm{norm}(x^{(\ell)}_i)\big)")
-lens = result_of(logit_lens, (name, text, *contrast.typed), "Reading every layer…", loaded, att, target=contrast.target)
+lens = result_of(logit_lens, "Reading every layer…", loaded, att, target=contrast.target)
 show_target = st.toggle(f"Colour by the target's probability (“{md(contrast.target.token)}”)", key="circ.lens_target")
 st.plotly_chart(figures.lens_heatmap(lens, target=show_target), width="stretch", key="circ.lens")
 last = lens.target_probability[:, -1]
@@ -109,7 +110,7 @@ elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") 
         st.session_state.get(f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"):
     st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"] = True
     corrupt = attention_or_stop(name, corrupt_text, say_check=False)
-    patched = result_of(activation_patching, (name, text, corrupt_text, *contrast.typed, site), "Patching…", loaded,
+    patched = result_of(activation_patching, "Patching…", loaded,
                         att, corrupt, contrast, site=site)
     if site == "residual":
         rows = ["embeddings"] + [f"after layer {i}" for i in range(1, patched.effect.shape[0])]
@@ -125,10 +126,10 @@ elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") 
 
 # --- 4. Which heads a head reads ---------------------------------------------------------------------------
 st.header("4 · Which heads it reads: composition")
-roles = result_of(head_roles, (name,), "Running the induction probe…", loaded)
+roles = result_of(head_roles, "Running the induction probe…", loaded)
 inductions = roles.induction
 best = divmod(int(inductions.argmax()), inductions.shape[1])
-st.markdown(f"The strongest induction head here is **layer {best[0] + 1}, head {best[1] + 1}** (score "
+st.markdown(f"The strongest induction head here is **{head_words(best[0], best[1])}** (score "
             f"{inductions[best]:.2f} on the probe). An induction head finds the earlier occurrence of the current "
             "token through its **keys**: it reads a previous-token head by K-composition (Elhage et al. 2021).")
 st.button("Read that head", icon=":material/arrow_downward:", key="circ.induction",
@@ -147,9 +148,9 @@ elif comp is not None:
              "its role": roles.labels()[lw, hw] or "–"} for kind in KINDS for lw, hw, score in comp.strongest(kind, 3)]
     st.dataframe(pd.DataFrame(rows).style.format({"score": "{:.3f}"}), hide_index=True, key="circ.composition")
     top = comp.strongest("K", 1)[0]
-    st.caption(f"Layer {layer + 1}, head {head + 1} reads layer {top[0] + 1}, head {top[1] + 1} most through its "
+    st.caption(f"{head_words(layer, head).capitalize()} reads {head_words(top[0], top[1])} most through its "
                f"keys ({top[2]:.2f}); that head is {roles.labels()[top[0], top[1]] or 'not labelled'} "
                f"({ROLES['previous_token'][0]} score {roles.previous_token[top[0], top[1]]:.2f}). Scores are from "
                "the weights alone, 0 to 1.")
 
-path_links("pages/circuits.py")
+path_links("pages/what_heads_do.py")

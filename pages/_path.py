@@ -1,0 +1,76 @@
+"""The learner's path through the pages (pages/_site.py holds its order): a page's opening (`intro`: its step
+and what it shows), Back and Next at its end (`path_links`), and the close of the path on its last page.
+Where the learner stands comes from pages/_learner.py.
+"""
+
+import streamlit as st
+
+from pages._focus import switch_to
+from pages._learner import last_step, next_step, progress, was_seen
+from pages._prose import fresh_page, prose
+from pages._site import PATH, entry
+from pages._text import md
+
+ARRIVED = "lessons.arrived"  # session key: the page the path's Next (or Home's Start) is opening
+
+
+def intro(path: str, what: str) -> None:
+    """The top of a page: its step on the path ("Step 3 of 11") and what it shows and why, each glossary
+    term explained on hover where it first appears (later prose on the page goes through `prose`)."""
+    fresh_page()
+    if path in PATH:
+        st.caption(f"Step {PATH.index(path) + 1} of {len(PATH)} of the learner's path · about "
+                   f"{entry(path).minutes} min")
+    prose(what)
+
+
+def path_links(path: str) -> None:
+    """Back and Next along the path, at the end of a page; the last page closes the path with what the learner
+    has seen and where to go next. Off the path, Back returns to the step the learner was on and "Continue the
+    path" goes on from there (a step-7 learner who opened Head atlas is not sent to step 1). Each button on a
+    row of its own: side by side, "Next: Step by step: self-attention" was cut at 800 px."""
+    st.divider()
+    if path in PATH:
+        i = PATH.index(path)
+        before, after = (PATH[i - 1] if i > 0 else "pages/home.py"), (PATH[i + 1] if i + 1 < len(PATH) else None)
+    else:
+        before, after = last_step() or "pages/home.py", next_step()
+    if after is None and path in PATH:
+        _the_end()
+    if after is not None:
+        nxt = entry(after)
+        label = f"Next: {nxt.title}" if path in PATH else f"Continue the path: {nxt.title}"
+        if st.button(label, icon=":material/arrow_forward:", key="path.next", type="primary"):
+            go_on(after)
+    elif path not in PATH:
+        st.caption("You have seen every page of the path.")
+    back = entry(before)
+    if st.button(f"Back: {back.title}", icon=":material/arrow_back:", key="path.back"):
+        switch_to(before)
+
+
+def go_on(page: str) -> None:
+    """The path's next step: `page` opened, and told it was opened from the path (`arrived_by_path`)."""
+    st.session_state[ARRIVED] = page
+    switch_to(page)
+
+
+def arrived_by_path(page: str) -> bool:
+    """Whether `page` was just opened by the path's Next or Home's Start (asked once a visit to it: a page
+    that reads a prediction then opens on a model that predicts, pages/_examples.py)."""
+    return st.session_state.pop(ARRIVED, None) == page
+
+
+def _the_end() -> None:
+    """The last page of the path: what the learner has seen, and where to go next."""
+    pages_seen, answered, right = progress()
+    with st.container(border=True, key="path-end"):
+        st.markdown("**The end of the path.** You have followed attention from a lookup in a table to the "
+                    "heads of two real models:")
+        prose("  \n".join(f"{'✓' if was_seen(p) else '○'} **{md(entry(p).title)}**: {entry(p).line}" for p in PATH))
+        st.markdown(f"{pages_seen} of {len(PATH)} pages seen; {answered} questions answered, {right} right.")
+        st.markdown("**Where to go next.** Type your own sentence on Model heads and follow a head you find "
+                    "into Inside one head; see what every head does across many texts on A head across a "
+                    "corpus; or read the pages off the path:")
+        for p in ("pages/head_atlas.py", "pages/corpus.py", "pages/scoring.py", "pages/toy_ambiguity.py"):
+            st.page_link(p, label=entry(p).title, icon=entry(p).icon)
