@@ -24,6 +24,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 APP = Path(__file__).resolve().parent / "app.py"  # beside this file, in the repository and when installed
@@ -148,8 +149,6 @@ def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sink
     for a local cluster of `workers` CPUs, or a cluster's address) with a progress bar (texts, tokens/s, time
     left); a file or model that cannot be used gets its message and exit status 2, never a traceback."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from functools import partial
-
     from tqdm import tqdm
 
     from attention.models import ModelUnavailable, load_model, survey_file, survey_file_on_ray
@@ -231,7 +230,7 @@ http {{
     fastcgi_temp_path {folder}/fastcgi;
     uwsgi_temp_path {folder}/uwsgi;
     scgi_temp_path {folder}/scgi;
-    client_max_body_size 200m;  # a saved .npz may be uploaded (attention/models/saved.py's limit)
+    client_max_body_size 200m;  # a saved .npz may be uploaded (NPZ_MAX_BYTES, attention/models/recorded/imported.py)
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     # Sticky sessions: a browser's first request goes to the app process with the fewest open connections
     # (open websockets are sessions), which the cookie then names; every later request of that browser (the
@@ -368,13 +367,7 @@ def serve_class(processes: int, port: int, address: str) -> int:
         return 1
 
 
-# --- The harness: a server for tests, the benchmark and screenshots, and a browser to drive it ----------
-CHROMIUM = "/usr/bin/chromium"  # Debian's (make browser); never `playwright install`
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-
-
+# --- Processes: a free port, a server's address, waiting for its health check, stopping it -------------
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -446,34 +439,6 @@ def running_app(port: int | None = None, timeout: float = 90.0, env: dict | None
         log.close()
         if not failed:
             log_path.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def chromium():
-    """Yield a Playwright Browser running Debian's headless Chromium (playwright is a dev dependency)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def wait_idle(page, timeout: float = 60_000) -> None:
-    """Wait until the script has finished running and every chart is drawn."""
-    page.wait_for_selector(DONE, timeout=timeout)
-    page.wait_for_timeout(150)
-    page.wait_for_selector(DONE, timeout=timeout)
-
-
-def page_url(base: str, page: str, **params) -> str:
-    """URL of a page by its file stem (Streamlit's url path), with query parameters."""
-    from urllib.parse import urlencode
-
-    q = urlencode(params)
-    return f"{base}/{page}" + (f"?{q}" if q else "")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from attention.models import BUNDLED
-from serving import APP, DONE, chromium, page_url, running_app, running_class, streamlit_command, wait_idle
+from serving import APP, running_app, running_class, streamlit_command
+from tests.harness import DONE, chromium, page_url, wait_idle
 
 # A link that sets one of the lookup page's controls names a view: the page opens whole, not held behind its
 # questions as a learner first sees it (pages/_lessons.py questions_first)

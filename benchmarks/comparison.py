@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.compute import text_of_tokens, timed
+from attention.models import head_name
+from benchmarks.common import text_of_tokens, timed
 from benchmarks.soak import section_main
 
 SECTION = "## 12. Two models compared head by head (issue 44)"
@@ -32,7 +33,7 @@ def measure(smoke: bool = False) -> dict:
          "compare": timed(lambda: compare_results(a, b), repeats)}
     cmp = compare_results(a, b)
     layer, head, top = cmp.largest(1)[0]
-    r.update(top=f"L{layer + 1}H{head + 1}", top_bits=top, median_bits=float(sorted(cmp.distance.ravel())[len(
+    r.update(top=head_name(layer, head), top_bits=top, median_bits=float(sorted(cmp.distance.ravel())[len(
         cmp.distance.ravel()) // 2]), pair=timed(lambda: head_pair(a, b, cmp, layer, head), repeats),
         save=timed(lambda: comparison_npz(a, b, cmp), repeats), file_mb=len(comparison_npz(a, b, cmp)) / 1e6)
     gemma = load_model("gemma3")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -18,41 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from attention.models import attend
+from benchmarks.common import text_of_tokens, timed
 from serving import malloc_environment
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ("the river bank was quiet while people paid money into the bank across the street and the animal "
-         "did not cross because it was too tired").split()
-
-
-def timed(fn, repeats: int) -> dict:
-    """Median, min and max seconds of `fn()` over `repeats` runs after one warm-up call; in a smoke run
-    (BENCH_SMOKE=1), whose figures are not read, one run and no warm-up."""
-    if os.environ.get("BENCH_SMOKE") == "1":
-        repeats = 1
-    else:
-        fn()
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t)
-    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs), "n": repeats}
-
-
-def text_of_tokens(tokenizer, n_tokens: int, salt: str = "") -> str:
-    """A sentence that tokenizes to exactly n_tokens (special tokens included) for this tokenizer."""
-    words = ([salt] if salt else []) + [WORDS[i % len(WORDS)] for i in range(4 * n_tokens)]
-    lo, hi = 1, len(words)
-    while lo < hi:  # the largest prefix whose token count is <= n_tokens
-        mid = (lo + hi + 1) // 2
-        if len(tokenizer(" ".join(words[:mid]))["input_ids"]) <= n_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return " ".join(words[:lo])
-
-
 def core(sizes=(3, 64, 512), d: int = 64) -> list[dict]:
     """Our numpy trace (every step kept, float64) against torch's fused SDPA (float32, output only)."""
     import torch
@@ -174,7 +143,7 @@ def payload(smoke: bool, with_bertviz: bool) -> list[dict]:
     m = load_model("minilm")
     rows = []
     for n in (16,) if smoke else (16, 128, 512):
-        att = m.attend(text_of_tokens(m.tokenizer, n))
+        att = attend(m, text_of_tokens(m.tokenizer, n))
         found = survey(att)
         fig = figures.head_grid(found.tiles, hover_extra=found.special_mass, hover_label="on the first/special tokens")
         row = {"n": len(att.tokens), "grid_bytes": len(fig.to_json().encode())}
@@ -206,8 +175,8 @@ def _job_attend(smoke: str) -> dict:
         m = load_model(name)
         for n in sizes:
             text = text_of_tokens(m.tokenizer, n)
-            got = len(m.attend(text).tokens)
-            out[f"{name}@{got}"] = timed(lambda m=m, text=text: m.attend(text), 3 if smoke == "1" else 7)
+            got = len(attend(m, text).tokens)
+            out[f"{name}@{got}"] = timed(lambda m=m, text=text: attend(m, text), 3 if smoke == "1" else 7)
     return out
 
 
@@ -233,27 +202,24 @@ def _job_big(name: str, n: str) -> dict:
     import torch
     import transformers  # noqa: F401 - imported before the baseline: not the model's memory
 
-    from attention.models import load_model, plan_memory
-    from attention.models.forward.loading import _architecture, _auto_class, _token_limit
+    from attention.models import load_model, memory_plan
 
     torch.set_num_threads(os.cpu_count() or 1)
     base = _rss()
     t = time.perf_counter()
     m = load_model(name, dtype="auto" if name in ("minilm", "smollm2") else "bfloat16")
     load_s = time.perf_counter() - t
-    config = m.network.config
     dtype = next(m.network.parameters()).dtype
-    plan = plan_memory(config, _auto_class(_architecture(config)), max_tokens=_token_limit(config, "cpu"),
-                       dtype=dtype)
+    plan = memory_plan(m)
     text = text_of_tokens(m.tokenizer, int(n))
-    attend = timed(lambda: m.attend(text), 3)
-    tokens = len(m.attend(text).tokens)
+    attended = timed(lambda: attend(m, text), 3)
+    tokens = len(attend(m, text).tokens)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
     plain = plain_forward(m, [int(n)], repeats=3)[int(n)]
     weights = sum(p.numel() * p.element_size() for p in m.network.parameters())
     return {"model": m.spec.label, "dtype": str(dtype).removeprefix("torch."), "tokens": tokens, "load_s": load_s,
             "weights_gb": weights / 1e9, "peak_gb": peak / 1e9, "estimate_gb": plan.needs(tokens)[0] / 1e9,
-            "attend": attend, "plain": plain, "token_limit": m.spec.max_tokens}
+            "attend": attended, "plain": plain, "token_limit": m.spec.max_tokens}
 
 
 def _job_both() -> dict:
@@ -261,7 +227,7 @@ def _job_both() -> dict:
 
     for name, n in (("minilm", 512), ("smollm2", 256)):
         m = load_model(name)
-        m.attend(text_of_tokens(m.tokenizer, n))
+        attend(m, text_of_tokens(m.tokenizer, n))
     return {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -272,12 +238,12 @@ def _job_long(name: str, sizes: str) -> dict:
     from attention.models import load_model, survey
 
     m = load_model(name)
-    m.attend("warm up")
+    attend(m, "warm up")
     rows = []
     for n in map(int, sizes.split(",")):
         text = text_of_tokens(m.tokenizer, n)
         t = time.perf_counter()
-        att = m.attend(text)
+        att = attend(m, text)
         forward = time.perf_counter() - t
         t = time.perf_counter()
         survey(att)
@@ -299,9 +265,7 @@ def plain_forward(loaded, sizes, repeats: int) -> dict:
     work_threads). The model is put back to the app's capture kernel afterwards."""
     import torch
 
-    from attention.models import has_lm_head
-    from attention.models.forward.capture import CAPTURE
-    from attention.models.forward.recompute import work_threads
+    from attention.models import CAPTURE, has_lm_head, work_threads
     network = loaded.network
     extra = {"logits_to_keep": 1} if has_lm_head(network) else {}
     out = {}
@@ -320,6 +284,7 @@ def _job_effects(smoke: str) -> dict:
     import torch
 
     from attention.models import (
+        LENS_MAX_POSITIONS,
         activation_patching,
         agreement,
         attribution_patching,
@@ -333,21 +298,20 @@ def _job_effects(smoke: str) -> dict:
         probe_ids,
         swap_words,
     )
-    from attention.models.analyses.readout import LENS_MAX_POSITIONS
     from attention.toy import examples as ex
     prompt, target, foil = ex.PREDICTION_EXAMPLES["Mary and John"]
     m = load_model("smollm2")
-    m.attend("warm up")
+    attend(m, "warm up")
 
     def scan(how):  # as before the contrast existed: the text is read, then every head removed (or estimated)
-        att = m.attend(prompt)
+        att = attend(m, prompt)
         return how(m, att, contrast(att, m.tokenizer, target, foil))
 
     exact, estimate = scan(head_ablation), scan(attribution_patching)
     runs = 1 if smoke == "1" else 3
     more = 1 if smoke == "1" else runs + 2  # the quick ones: more runs in a real run, one in a smoke run
-    clean = m.attend(prompt)
-    corrupt = m.attend(swap_words(prompt, target, foil))
+    clean = attend(m, prompt)
+    corrupt = attend(m, swap_words(prompt, target, foil))
     pair = contrast(clean, m.tokenizer, target, foil)
     probe = torch.tensor(probe_ids(m.tokenizer)[0])[None]
     ids = torch.tensor(clean.token_ids)[None]
@@ -391,8 +355,7 @@ def _one_layer(n: int):
     import numpy as np
     import torch
 
-    from attention.models.forward.kernel import SurveyKernel
-    from attention.models.forward.recompute import work_threads
+    from attention.models import SurveyKernel, work_threads
 
     rng = np.random.default_rng(0)
     q = rng.standard_normal((9, n, 64), dtype=np.float32)
@@ -418,7 +381,7 @@ def _job_bertviz(n: str) -> dict:
     from bertviz import model_view
     from transformers import AutoModel, AutoTokenizer
 
-    from attention.models.forward.loading import minilm_dir
+    from attention.models import minilm_dir
 
     tok = AutoTokenizer.from_pretrained(minilm_dir())
     model = AutoModel.from_pretrained(minilm_dir(), attn_implementation="eager").eval()
@@ -448,9 +411,7 @@ def _corpus_row(name: str, texts) -> dict:
     import torch
 
     from attention import figures
-    from attention.models import corpus_survey, has_lm_head, load_model
-    from attention.models.forward.capture import CAPTURE
-    from attention.models.forward.recompute import work_threads
+    from attention.models import CAPTURE, corpus_survey, has_lm_head, load_model, work_threads
 
     loaded = load_model(name)
     network = loaded.network
@@ -487,14 +448,13 @@ def _corpus_row(name: str, texts) -> dict:
 def _job_qk(smoke: str) -> dict:
     import torch
 
-    from attention.models import load_model, qk_attribution
-    from attention.models.forward.capture import CAPTURE
+    from attention.models import CAPTURE, load_model, qk_attribution
 
     name, sizes = ("minilm", (16,)) if smoke == "1" else ("smollm2", (64, 256))
     loaded = load_model(name)
     rows = []
     for n in sizes:
-        att = loaded.attend(text_of_tokens(loaded.tokenizer, n))
+        att = attend(loaded, text_of_tokens(loaded.tokenizer, n))
         ids = torch.tensor(att.token_ids)[None]
 
         def forward(ids=ids):

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 
 from attention.models import REQUESTER, attend, contrast, corpus_survey, default_corpus, head_ablation, load_model
-from attention.models.forward import model as model_module
 from attention.toy import examples as ex
 
 SENTENCES = [*ex.BANK_SENTENCES, *ex.IT_SENTENCES]  # the app's own examples (the seeds')
@@ -39,14 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     texts = default_corpus().texts[:args.texts]
 
     waits = collections.defaultdict(list)  # session -> each wait for the model's lock, seconds
-    acquire = model_module.ModelLock.acquire
+    lock_class = type(loaded.lock)  # ModelLock: every acquisition timed by wrapping its method
+    acquire = lock_class.acquire
 
     def timed_acquire(lock, *, short=True):
         started = time.perf_counter()
         acquire(lock, short=short)
         waits[REQUESTER.get()].append(time.perf_counter() - started)
 
-    model_module.ModelLock.acquire = timed_acquire
+    lock_class.acquire = timed_acquire
     stop, page_passes = threading.Event(), []
 
     def page(name: str) -> None:

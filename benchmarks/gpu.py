@@ -8,7 +8,7 @@ kept on the GPU in its dtype), the grid on screen (the survey, then the all-head
 it), the views after it (a head's zoom, the mean over heads, a query's row, attention by distance), the model's
 own forward pass (sdpa, nothing captured, the next token's logits only), the peak GPU memory of each, and what
 the result keeps in the process's memory.
-Timings synchronise the device; medians of 3 after a warm-up call (compute.timed).
+Timings synchronise the device; medians of 3 after a warm-up call (common.timed).
 
     python -m benchmarks.gpu OUT.json     (ATTENTION_EXPLORER_DEVICE=cuda is set for the run)
 
@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from attention.models import attend
 
 os.environ.setdefault("ATTENTION_EXPLORER_DEVICE", "cuda")
 
@@ -53,7 +55,7 @@ def random_model(config_kwargs: dict, folder: Path, dtype, tokenizer) -> Path:
     return folder
 
 
-def _synced(fn):
+def synced(fn):
     import torch
 
     def run():
@@ -80,9 +82,8 @@ def measure(loaded, n: int, repeats: int = 3) -> dict:
     import torch
 
     from attention import figures
-    from attention.models import survey
-    from attention.models.forward.capture import CAPTURE
-    from benchmarks.compute import text_of_tokens, timed
+    from attention.models import CAPTURE, survey
+    from benchmarks.common import text_of_tokens, timed
 
     text = text_of_tokens(loaded.tokenizer, n)
     ids = loaded.tokenizer(text, return_tensors="pt")["input_ids"].to(loaded.device)
@@ -94,14 +95,14 @@ def measure(loaded, n: int, repeats: int = 3) -> dict:
 
     row = {"n": int(ids.shape[1]), "dtype": str(next(loaded.network.parameters()).dtype).removeprefix("torch.")}
     attend_runs, grid_runs = [], []
-    grid(loaded.attend(text))  # warm-up
+    grid(attend(loaded, text))  # warm-up
     peak_attend = None
     for _ in range(repeats):
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
         t = time.perf_counter()
-        att = loaded.attend(text)
+        att = attend(loaded, text)
         torch.cuda.synchronize()
         attend_runs.append(time.perf_counter() - t)
         peak_attend = (torch.cuda.max_memory_allocated() - before) / 1e9
@@ -127,7 +128,7 @@ def measure(loaded, n: int, repeats: int = 3) -> dict:
     network.set_attn_implementation("sdpa")
     try:
         with torch.inference_mode():
-            own = _synced(lambda: network(input_ids=ids, use_cache=False, **extra))
+            own = synced(lambda: network(input_ids=ids, use_cache=False, **extra))
             row["own"] = timed(own, repeats)
             row["own_peak_gb"] = _peak(own)
     finally:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.compute import timed
+from attention.models import attend_image
+from benchmarks.common import timed
 from benchmarks.soak import section_main
 
 SECTION = "## 13. An image through a vision transformer (issue 45)"
@@ -57,7 +58,7 @@ def measure(smoke: bool = False) -> dict:
         finally:
             network.set_attn_implementation("explorer_capture")
 
-    att = loaded.attend(picture)
+    att = attend_image(loaded, picture)
     middle = att.image.token_of(att.image.rows // 2, att.image.cols // 2)
     last = att.n_layers - 1
 
@@ -66,12 +67,12 @@ def measure(smoke: bool = False) -> dict:
         figures.heads_over_image(att, heads_looking(att, last, middle))
         figures.picture(att, att.image.on_grid(attention_rollout(att)[last][middle]))
     r = {"tokens": len(att.tokens), "layers": att.n_layers, "heads": att.n_heads, "smoke": smoke,
-         "own": timed(own, repeats), "attend": timed(lambda: loaded.attend(picture), repeats),
+         "own": timed(own, repeats), "attend": timed(lambda: attend_image(loaded, picture), repeats),
          "page": timed(page, repeats), "gap": loaded.check.gap}
     digits = load_model("vit-digits")
     example = example_images().images[0]
-    r["digits"] = {"attend": timed(lambda: digits.attend(example), repeats),
-                   "tokens": len(digits.attend(example).tokens)}
+    r["digits"] = {"attend": timed(lambda: attend_image(digits, example), repeats),
+                   "tokens": len(attend_image(digits, example).tokens)}
     return r
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from attention.toy import examples as ex
 from benchmarks import browser as bb
+from benchmarks import common, compute, soak
 from benchmarks import comparison as compared
-from benchmarks import compute, soak
 from benchmarks import images as image_bench
 from benchmarks.elements_app import ELEMENTS
 
@@ -313,29 +313,19 @@ def gpu_targets(g: dict) -> list[str]:
     return out
 
 
-def report(r: dict, smoke: bool) -> str:
-    core = "\n".join(
-        f"| {row['n']} | {us(row['ours'])} | {us(row['torch'])} | "
-        f"{row['ours']['median'] / row['torch']['median']:.1f}× |" for row in r["core"])
-    m = r["models"]
-    att = "\n".join(f"| {k.replace('@', ' @ ')} tokens | {ms(v['median'] * 1000)} ({ms(v['min'] * 1000)}–"
-                    f"{ms(v['max'] * 1000)}) |" for k, v in m["attend"].items())
-    pay = "\n".join(
-        f"| {row['n']} | {mb(row['grid_bytes'])} | " + (
-            f"{mb(row['bertviz_bytes'])} ({row['bertviz_seconds']:.1f} s to build, {row['bertviz_rss_mb']:.0f} MB "
-            f"peak RSS) | 1/{row['bertviz_bytes'] / row['grid_bytes']:.0f} |" if "bertviz_bytes" in row
-            else "not installed | – |") for row in r["payload"])
-    b = r["browser"]
-    ws = b.get("ws_bytes", {})
-    ws_rows = "\n".join(f"| {n} | {mb(v)} |" for n, v in ws.items()) or "| (smoke run: skipped) | |"
+def fig(d: dict) -> str:
+    """A timing as the report gives it: median (p95, min–max, n)."""
+    return f"{ms(d['median'])} (p95 {ms(d['p95'])}, {ms(d['min'])}–{ms(d['max'])}, n={d['n']})"
 
-    def fig(d):
-        return f"{ms(d['median'])} (p95 {ms(d['p95'])}, {ms(d['min'])}–{ms(d['max'])}, n={d['n']})"
 
-    def fig_n(d):
-        return f"median {d['median']:.0f} ({d['min']:.0f}–{d['max']:.0f}, n={d['n']})"
+def fig_n(d: dict) -> str:
+    """A count as the report gives it: median (min–max, n)."""
+    return f"median {d['median']:.0f} ({d['min']:.0f}–{d['max']:.0f}, n={d['n']})"
 
-    lines = [
+
+def header_lines(smoke: bool) -> list[str]:
+    """The title, the machine and versions, and the start of the targets' table."""
+    return [
         "# Benchmarks" + (" (smoke run: smallest sizes only)" if smoke else ""),
         "",
         f"Written by `make bench` (`python -m benchmarks.run`) on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
@@ -351,6 +341,12 @@ def report(r: dict, smoke: bool) -> str:
         "| figure | target | measured | met |",
         "| --- | --- | --- | --- |",
     ]
+
+
+def target_lines(r: dict, smoke: bool) -> list[str]:
+    """Each target's row: the figure measured in this run, and whether it is met (TARGETS; the GPU's too)."""
+    b, m = r["browser"], r["models"]
+    lines = []
     views = b["views"]
     measured = {
         "live_frames": f"{b['live']['frames']['median']:.0f} (min {b['live']['frames']['min']:.0f})",
@@ -418,6 +414,26 @@ def report(r: dict, smoke: bool) -> str:
         met = "–" if value is None else ("yes" if check(r) else "**no**")
         lines.append(f"| {names[key]} | {target} | {value or 'not measured (smoke)'} | {met} |")
     lines += gpu_targets(r["gpu"])
+    return lines
+
+
+def section_lines(r: dict) -> list[str]:
+    """Sections 1 to 4: the core trace, the models, the payload, the browser (and a class)."""
+    core = "\n".join(
+        f"| {row['n']} | {us(row['ours'])} | {us(row['torch'])} | "
+        f"{row['ours']['median'] / row['torch']['median']:.1f}× |" for row in r["core"])
+    m = r["models"]
+    att = "\n".join(f"| {k.replace('@', ' @ ')} tokens | {ms(v['median'] * 1000)} ({ms(v['min'] * 1000)}–"
+                    f"{ms(v['max'] * 1000)}) |" for k, v in m["attend"].items())
+    pay = "\n".join(
+        f"| {row['n']} | {mb(row['grid_bytes'])} | " + (
+            f"{mb(row['bertviz_bytes'])} ({row['bertviz_seconds']:.1f} s to build, {row['bertviz_rss_mb']:.0f} MB "
+            f"peak RSS) | 1/{row['bertviz_bytes'] / row['grid_bytes']:.0f} |" if "bertviz_bytes" in row
+            else "not installed | – |") for row in r["payload"])
+    b = r["browser"]
+    ws = b.get("ws_bytes", {})
+    ws_rows = "\n".join(f"| {n} | {mb(v)} |" for n, v in ws.items()) or "| (smoke run: skipped) | |"
+    lines = []
     lines += [
         "",
         "## 1. Core: `scaled_dot_product_attention` trace vs torch's fused kernel (d = 64)",
@@ -487,6 +503,13 @@ def report(r: dict, smoke: bool) -> str:
     lines.append(f"- server memory after the run: RSS {b['server_memory']['VmRSS']:.0f} MB, "
                  f"peak {b['server_memory']['VmHWM']:.0f} MB")
     lines += class_lines(b)
+    return lines
+
+
+def long_lines(r: dict, smoke: bool) -> list[str]:
+    """Section 5: long inputs, and the views of the long text once loaded."""
+    views = r["browser"]["views"]
+    lines = []
     lines += ["", "## 5. Long inputs", "",
               "Stored per result: q, k, v and the hidden states (they grow as n); weights are recomputed from q and k "
               "a chunk of rows at a time. One child process per model with the server's malloc settings. \"attend()\" "
@@ -505,6 +528,13 @@ def report(r: dict, smoke: bool) -> str:
               "painted; the text follows from page to page):", "", "| view | median (min–max, n) |", "| --- | --- |"]
     lines += [f"| {name} | {fig(v)} |" for name, v in views.items()]
     lines += ["", "On a GPU (`ATTENTION_EXPLORER_DEVICE=cuda`): section 10."]
+    return lines
+
+
+def effects_lines(r: dict) -> list[str]:
+    """Section 6: predictions and head effects (SmolLM2), and a grid beside a running scan."""
+    b = r["browser"]
+    lines = []
     e = r["effects"]
     lines += ["", "## 6. Predictions and head effects (SmolLM2, a child process with the server's malloc settings)", "",
               f"Mary/John prompt ({e['tokens']} tokens), target “ Mary”, foil “ John”: baseline logit difference "
@@ -532,6 +562,13 @@ def report(r: dict, smoke: bool) -> str:
                      f"draws: running.ModelLock): {fig(g['during'])}; the same "
                      f"page's grid with no scan running: {fig(g['alone'])}; {_during_scan(r):.2f} x. The scan, from "
                      f"its click to its page idle, took {g['scan_s']:.1f} s meanwhile.")
+    return lines
+
+
+def report(r: dict, smoke: bool) -> str:
+    """docs/benchmarks.md from one run's figures."""
+    lines = header_lines(smoke) + target_lines(r, smoke) + section_lines(r) + long_lines(r, smoke)
+    lines += effects_lines(r)
     lines += corpus_lines(r["corpus"])
     lines += qk_lines(r["qk"], r.get("ray"))
     lines += big_lines(r["big"]) + gpu_lines(r["gpu"])
@@ -557,19 +594,19 @@ def main() -> int:
 
     tok = load_model("minilm").tokenizer
     if args.smoke:
-        os.environ["BENCH_SMOKE"] = "1"  # no warm-up calls (compute.timed), here and in the child jobs
-    texts16 = [compute.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
-    texts512 = [compute.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
-    payload_texts = {n: compute.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}
+        os.environ["BENCH_SMOKE"] = "1"  # no warm-up calls (common.timed), here and in the child jobs
+    texts16 = [common.text_of_tokens(tok, 16, salt=f"w{i}") for i in range(2 if args.smoke else 7)]
+    texts512 = [common.text_of_tokens(tok, 512, salt=f"w{i}") for i in range(5)]
+    payload_texts = {n: common.text_of_tokens(tok, n, salt="payload") for n in (16, 128, 512)}
     long_texts, scan_prompts, smollm2_texts16 = {}, [], []
     if not args.smoke:
         smollm2_tok = load_model("smollm2").tokenizer
-        long_texts = {n: [compute.text_of_tokens(smollm2_tok, n, salt=f"long{i}") for i in range(3 if n < 4096 else 2)]
+        long_texts = {n: [common.text_of_tokens(smollm2_tok, n, salt=f"long{i}") for i in range(3 if n < 4096 else 2)]
                       for n in LONG}
         prompt = ex.PREDICTION_EXAMPLES["Mary and John"][0]
         scan_prompts = [prompt.replace("the store", place) for place in ("the store", "the market", "the park")]
-        smollm2_texts16 = [compute.text_of_tokens(smollm2_tok, 16, salt=f"scan{i}") for i in range(6)]
-    class_texts = [[compute.text_of_tokens(tok, 16, salt=f"class{k}.{i}") for i in range(bb.CLASS_SESSIONS)]
+        smollm2_texts16 = [common.text_of_tokens(smollm2_tok, 16, salt=f"scan{i}") for i in range(6)]
+    class_texts = [[common.text_of_tokens(tok, 16, salt=f"class{k}.{i}") for i in range(bb.CLASS_SESSIONS)]
                    for k in range(bb.CLASS_ROUNDS)]
     browser = functools.partial(bb.run, args.smoke, texts16, texts512, payload_texts, long_texts, scan_prompts,
                                 smollm2_texts16, class_texts)

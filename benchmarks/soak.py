@@ -39,12 +39,13 @@ from pathlib import Path
 
 from attention.toy import examples as ex
 from benchmarks.browser import PAGE_ERRORS, percentile
-from serving import CHROMIUM, CHROMIUM_ARGS, DONE, page_url, running_class
+from serving import running_class
+from tests.harness import CHROMIUM, CHROMIUM_ARGS, DONE, page_url
 
 RESULT = Path(__file__).with_name("soak.json")
 SECTION = "## 11. Soak: a class for 20 minutes, then a process killed"
 LEARNER = ["lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity", "positions", "bottleneck"]
-MODEL = ["model_heads", "inside_head", "ambiguous_words", "head_atlas", "predictions", "circuits", "corpus"]
+MODEL = ["model_heads", "inside_head", "ambiguous_words", "head_atlas", "predictions", "what_heads_do", "corpus"]
 SENTENCES = [*ex.BANK_SENTENCES, *ex.IT_SENTENCES, *ex.PLANT_SENTENCES,
              *(prompt for prompt, _, _ in ex.PREDICTION_EXAMPLES.values())]
 EXTRA = ["today", "again", "slowly", "at noon", "in the rain", "last week", "with care", "by the door"]

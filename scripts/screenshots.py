@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from serving import APP, chromium, page_url, running_app, wait_idle  # noqa: E402
+from serving import APP, running_app  # noqa: E402
+from tests.harness import chromium, page_url, wait_idle  # noqa: E402
 
 PAGES = sys.argv[1:] or ["", "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity",
                          "positions", "bottleneck", "model_heads", "inside_head", "ambiguous_words", "head_atlas",
-                         "predictions", "circuits", "compare", "image_model", "corpus"]
+                         "predictions", "what_heads_do", "compare", "image_model", "corpus"]
 out = APP.parent / "artifacts" / "screenshots"
 out.mkdir(parents=True, exist_ok=True)
 with running_app() as base, chromium() as browser:

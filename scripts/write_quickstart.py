@@ -16,9 +16,9 @@ CELLS = [
              "t = scaled_dot_product_attention(ex.FRUIT_QUERY[None, :], ex.FRUIT_KEYS, ex.FRUIT_VALUES)\n"
              "t.scaled.round(2), t.weights.round(3), t.output.round(3)"),
     ("markdown", "## 2. A bundled model: every head, then one head read in words"),
-    ("code", "from attention import figures\nfrom attention.models import Reading, load_model\n\n"
+    ("code", "from attention import figures\nfrom attention.models import Reading, attend, load_model\n\n"
              "minilm = load_model(\"minilm\")\nprint(minilm.check.summary)\n"
-             "att = minilm.attend(\"I sat on the river bank and watched the water.\")\nfigures.grid(att)"),
+             "att = attend(minilm, \"I sat on the river bank and watched the water.\")\nfigures.grid(att)"),
     ("code", "figures.head(att, 2, 5, reading=Reading(words=True, without_sinks=True))"),
     ("markdown", "## 3. Any model's own attentions (BertViz's calls work with one changed import)\n\n"
                  "A tiny random BERT stands in for the model you study: `output_attentions=True`, then "
@@ -37,8 +37,8 @@ CELLS = [
              "model_view(attention, tokens)"),
     ("code", "head_view(attention, tokens, layer=1, heads=[0, 1])"),
     ("markdown", "## 4. What the heads do: remove each one and watch the prediction"),
-    ("code", "from attention.models import contrast, head_ablation\n\nsmol = load_model(\"smollm2\")\n"
-             "mary = smol.attend(\"When Mary and John went to the store, John gave a drink to\")\n"
+    ("code", "from attention.models import attend, contrast, head_ablation\n\nsmol = load_model(\"smollm2\")\n"
+             "mary = attend(smol, \"When Mary and John went to the store, John gave a drink to\")\n"
              "pair = contrast(mary, smol.tokenizer, \" Mary\", \" John\")\n"
              "effects = head_ablation(smol, mary, pair)\nprint(f\"m = {pair.baseline:.2f}; largest: "
              "{effects.ranked(3)}\")\nfigures.effects(effects)"),
@@ -47,11 +47,11 @@ CELLS = [
              "data = export_npz(att)\nback = load_npz(data)\n"
              "assert (back.weights == att.weights).all()\nprint(f\"{len(data):,} bytes\")\nfigures.head(back, 0, 0)"),
     ("markdown", "## 6. An image model: patches instead of words\n\nThe bundled ViT reads 8 × 8 digits as [CLS] and "
-                 "4 × 4 patches; `attend` takes an image (a PIL image, an array, a file) as a text model takes a "
+                 "4 × 4 patches; `attend_image` takes an image (a PIL image, an array, a file) as `attend` takes a "
                  "text. Any vision transformer's own `output_attentions` reads the same way with "
                  "`from_attentions(None, attentions, image=image_patches(...))`."),
-    ("code", "from attention.models import example_images, heads_looking, patch_looks\n\n"
-             "vit = load_model(\"vit-digits\")\ndigit = vit.attend(example_images().images[0])\n"
+    ("code", "from attention.models import attend_image, example_images, heads_looking, patch_looks\n\n"
+             "vit = load_model(\"vit-digits\")\ndigit = attend_image(vit, example_images().images[0])\n"
              "print(digit.tokens[:3], digit.image.predicted)\n"
              "middle = digit.image.token_of(1, 2)  # patch (2, 3), counting from 1 as its name does\n"
              "figures.picture(digit, patch_looks(digit, 3, 0, middle).on_image, selected=(1, 2))"),

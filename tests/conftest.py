@@ -33,7 +33,7 @@ def smollm2_bf16():
 
 @pytest.fixture(scope="session")
 def tok():
-    from benchmarks.families import tokenizer
+    from tests.tiny_models import tokenizer
 
     return tokenizer()
 
@@ -49,8 +49,8 @@ def app_url():
 
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's headless Chromium, driven by Playwright (serving.chromium)."""
-    from serving import chromium
+    """Debian's headless Chromium, driven by Playwright (tests/harness.py)."""
+    from tests.harness import chromium
 
     with chromium() as b:
         yield b

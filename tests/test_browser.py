@@ -3,7 +3,9 @@
 
 import pytest
 
-from serving import APP, page_url, wait_idle
+from attention.models import attend
+from serving import APP
+from tests.harness import page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 SHOTS = APP.parent / "artifacts" / "screenshots"
@@ -205,7 +207,7 @@ def test_markup_in_the_newer_pages_text_boxes_is_shown_as_text_never_run(app_url
     the corrupted prompt of What heads do. No injected script runs, no injected tag is drawn."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     boxes = [("bottleneck", {"bn.digits": INJECTION}, None), ("positions", {"pos.real": "true"}, "pos-text"),
-             ("circuits", {}, "circ-corrupt")]
+             ("what_heads_do", {}, "circ-corrupt")]
     for name, params, key in boxes:
         page.goto(page_url(app_url, name, **params))
         wait_idle(page, timeout=180_000)
@@ -273,10 +275,10 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     page.goto(page_url(app_url, "model_heads", text="I sat on the river bank."))
     wait_idle(page, timeout=120_000)
     assert "Layer 1, head 1" in _title(page, "heads.zoom")
-    weight = minilm.attend("I sat on the river bank.").head_weights(0, 0)[6, 2]  # the model's own, recomputed
+    weight = attend(minilm, "I sat on the river bank.").head_weights(0, 0)[6, 2]  # the model's own, recomputed
     assert f"weight: {weight:.3f}" in _hover_cell(page, "heads.zoom", 6, 2)  # Python's float32, as sent
     tip = _hover_cell(page, "heads.grid", *_tile_cell(page, "heads.grid", 2, 4))
-    tokens = minilm.attend("I sat on the river bank.").tokens
+    tokens = attend(minilm, "I sat on the river bank.").tokens
     mid = len(tokens) // 2  # the tile's middle cell: which query and key its weight is for
     assert "layer 3 · head 5" in tip and f"query {mid} “{tokens[mid]}” → key {mid} “{tokens[mid]}”" in tip, tip
     _click_cell(page, "heads.grid", *_tile_cell(page, "heads.grid", 2, 4))  # L3H5: tiles count from 0 here
@@ -315,7 +317,7 @@ def test_clicking_a_grid_tile_opens_that_head_and_a_zoom_cell_picks_the_query(ap
     from attention.models import survey
 
     notebook = browser.new_page(viewport={"width": 900, "height": 700})
-    found = survey(minilm.attend("I sat on the river bank."))
+    found = survey(attend(minilm, "I sat on the river bank."))
     notebook.set_content(grid_canvas(found.tiles)._repr_html_())
     tile = found.tiles.shape[2:]
     assert notebook.locator("canvas.aeh-canvas[data-plot]").get_attribute("data-tile") == f"{tile[0]},{tile[1]}"
@@ -395,7 +397,7 @@ def test_a_question_is_answered_with_the_keyboard_and_the_answer_is_announced(ap
     """Predict, then see, without a mouse: Space picks a choice, Tab reaches Commit, Enter commits; the answer
     appears as a sentence in an alert (role=status: a screen reader reads it) with its bars, and the page
     below, held until then, opens."""
-    from attention.toy.lessons import questions_for
+    from attention.toy.questions import questions_for
 
     questions = questions_for("scaling")
     page = browser.new_page(viewport={"width": 1280, "height": 1000})

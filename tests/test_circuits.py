@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 import torch
 
+from attention.models import attend
 from attention.models.analyses.composition_scores import composition, head_matrices
 from attention.models.analyses.patching import activation_patching, swap_words
 from attention.models.analyses.readout import direct_logit_attribution, logit_lens, residual_stream
 from attention.models.analyses.roles import probe_attention, probe_ids, roles_of
 from attention.models.analyses.target_foil import contrast
-from benchmarks.families import build
 from tests.numerics import float32_approx
 from tests.test_stats import fake_attention
+from tests.tiny_models import build
 
 CLEAN = "the cat sat on the mat because the dog was"
 
@@ -71,7 +72,7 @@ def test_planted_previous_token_and_induction_heads_score_highest():
 @pytest.mark.parametrize("family", ["llama", "gpt2", "gpt_neox"])
 def test_direct_shares_add_up_to_the_models_own_logit_difference(family, tok):
     loaded, reference = build(family, tok)
-    att = loaded.attend(CLEAN)
+    att = attend(loaded, CLEAN)
     pair = contrast(att, tok, " dog", " cat")
     parts = direct_logit_attribution(loaded, att, pair)
     with torch.no_grad():
@@ -83,7 +84,7 @@ def test_direct_shares_add_up_to_the_models_own_logit_difference(family, tok):
 
 def test_the_logit_lens_last_layer_is_the_models_own_prediction(llama, tok):
     loaded, reference = llama
-    att = loaded.attend(CLEAN)
+    att = attend(loaded, CLEAN)
     lens = logit_lens(loaded, att, target=contrast(att, tok, " dog", " cat").target)
     with torch.no_grad():
         p = torch.softmax(reference(input_ids=torch.tensor(att.token_ids)[None]).logits[0].double(), -1).numpy()
@@ -96,7 +97,7 @@ def test_the_logit_lens_last_layer_is_the_models_own_prediction(llama, tok):
 @pytest.mark.parametrize("name", ["phi", "gemma2", "gpt2"])  # an LM head with a bias, a logit soft cap, tied weights
 def test_the_logit_lens_last_row_is_each_familys_own_prediction(name, tok):
     loaded, reference = build(name, tok)
-    att = loaded.attend(CLEAN)
+    att = attend(loaded, CLEAN)
     lens = logit_lens(loaded, att)
     with torch.no_grad():
         logits = reference(input_ids=torch.tensor(att.token_ids)[None]).logits[0].double()
@@ -112,7 +113,7 @@ def test_the_logit_lens_reads_a_pass_of_its_own_when_the_last_hidden_state_is_no
     from attention.models.analyses import readout
 
     loaded, reference = llama
-    att = loaded.attend(CLEAN)
+    att = attend(loaded, CLEAN)
     target = contrast(att, tok, " dog", " cat").target
     calls = []
     monkeypatch.setattr(readout, "residual_stream", lambda *args: calls.append(1) or residual_stream(*args))
@@ -132,7 +133,7 @@ def test_patching_restores_everything_at_the_end_and_nothing_where_the_prompts_a
     loaded, _ = llama
     corrupt_text = swap_words(CLEAN, "cat", "dog")
     assert corrupt_text == "the dog sat on the mat because the cat was"
-    clean, corrupt = loaded.attend(CLEAN), loaded.attend(corrupt_text)
+    clean, corrupt = attend(loaded, CLEAN), attend(loaded, corrupt_text)
     pair = contrast(clean, tok, " dog", " cat")
     residual = activation_patching(loaded, clean, corrupt, pair, site="residual")
     n = len(clean.tokens)
@@ -143,7 +144,7 @@ def test_patching_restores_everything_at_the_end_and_nothing_where_the_prompts_a
     heads = activation_patching(loaded, clean, corrupt, pair, site="heads")
     assert heads.effect.shape == (2, 4) and np.isfinite(heads.effect).all()
     with pytest.raises(ValueError, match="same positions"):
-        activation_patching(loaded, clean, loaded.attend(CLEAN + " quite"), pair)
+        activation_patching(loaded, clean, attend(loaded, CLEAN + " quite"), pair)
 
 
 def test_composition_equals_numpy_on_the_full_matrices(llama):

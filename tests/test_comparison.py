@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from attention.models import compare_heads, from_attentions, js_divergence
+from attention.models import attend, compare_heads, from_attentions, js_divergence
 from tests.numerics import assert_float32_close, float32_approx
 
 TOKENS = ["[CLS]", "the", "river", "bank", "[SEP]"]
@@ -59,7 +59,7 @@ def test_results_that_cannot_be_compared_are_refused_with_the_reason():
 
 def test_two_models_are_compared_on_words_each_head_matched_to_its_nearest(minilm, smollm2):
     text = "I sat on the river bank."
-    a, b = minilm.attend(text), smollm2.attend(text)
+    a, b = attend(minilm, text), attend(smollm2, text)
     with pytest.raises(ValueError, match="words=True"):
         compare_heads(a, b)
     cmp = compare_heads(a, b, words=True)
@@ -89,7 +89,7 @@ TEXT = "I sat on the river bank and watched the water."
 @pytest.fixture(scope="module")
 def tiny_llama(tok):
     """A tiny llama with seeded random weights reading BERT tokens, and the plain transformers model."""
-    from benchmarks.families import build
+    from tests.tiny_models import build
 
     return build("llama", tok)
 
@@ -138,7 +138,7 @@ def test_two_tokenizers_are_compared_on_words(tiny_llama, tok):
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from attention.models import attend, compare_results, from_model, head_pair
-    from attention.models.forward.loading import smollm2_dir
+    from attention.models.forward.bundled import smollm2_dir
 
     smol_tok = AutoTokenizer.from_pretrained(smollm2_dir(lambda m: None))
     torch.manual_seed(1)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from attention.models import (
+    attend,
     corpus_survey,
     default_corpus,
     load_corpus_survey,
@@ -18,8 +19,8 @@ from attention.models import (
     survey,
     survey_bytes,
 )
-from benchmarks.families import SMALL, build, own_attentions
 from tests.numerics import assert_float32_close
+from tests.tiny_models import SMALL, build, own_attentions
 
 WIDTH = SMALL["hidden_size"]  # the tiny families' model width: the sums behind every number here
 TEXTS = [  # 20 texts: short and long, repeats, names, numbers, code
@@ -44,7 +45,7 @@ def _brute_force_top(loaded, reference, k: int) -> tuple[np.ndarray, list]:
     (special tokens and the first token), the k largest per head: (L, H, k) weights and the candidates."""
     per_head = {}
     for i, text in enumerate(TEXTS):
-        att = loaded.attend(text)
+        att = attend(loaded, text)
         own = own_attentions(reference, att)  # per layer (H, n, n), the model's own eager kernel
         skip = np.asarray(att.special, bool).copy()
         skip[0] = True
@@ -76,7 +77,7 @@ def test_top_examples_are_the_largest_eager_weights_of_the_corpus(surveyed):
 def test_the_distributions_are_each_texts_own_survey(surveyed):
     loaded, _, found = surveyed
     for i in (0, 6, 19):
-        alone = survey(loaded.attend(TEXTS[i]))
+        alone = survey(attend(loaded, TEXTS[i]))
         for name, values in found.statistics.items():  # texts in a batch of parts, or alone: other sums
             assert_float32_close(values[i], getattr(alone, name), terms=WIDTH, err_msg=name)
 
@@ -85,7 +86,7 @@ def test_the_sample_holds_the_queries_and_keys_at_its_positions(surveyed):
     loaded, _, found = surveyed
     assert len(found.sample_text) == 60 and found.q_sample.shape[2] == 60
     for slot in (0, 31, 59):
-        att = loaded.attend(TEXTS[found.sample_text[slot]])
+        att = attend(loaded, TEXTS[found.sample_text[slot]])
         position = found.sample_position[slot]
         assert not att.special[position]
         np.testing.assert_allclose(found.q_sample[:, :, slot], att.self_attn.q[:, :, position], atol=2e-3, rtol=2e-3)
@@ -173,7 +174,7 @@ def test_a_job_stopped_half_way_resumes_to_the_survey_of_one_run(tok, tmp_path):
 
 def _tiny_llama():
     """The tiny Llama of `build`, made again in a Ray worker (the same seed: the same weights)."""
-    from benchmarks.families import tokenizer
+    from tests.tiny_models import tokenizer
 
     return build("llama", tokenizer())[0]
 

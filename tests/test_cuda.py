@@ -16,6 +16,7 @@ import torch
 from attention.models import (
     ModelSpec,
     ModelUnavailable,
+    attend,
     contrast,
     corpus_survey,
     direct_logit_attribution,
@@ -28,11 +29,11 @@ from attention.models import (
     qk_attribution,
     survey,
 )
+from attention.models.forward.check import ROUNDING_UNITS
 from attention.models.forward.device_arrays import DeviceArray
-from attention.models.forward.guard import ROUNDING_UNITS
 from attention.models.forward.memory import LONG_INPUT_TOKENS
-from benchmarks.families import FAMILIES, TEXT, own_attentions, saved
 from tests.test_guard import gpt_oss, overflowing_llama, said_in_words, sharpened
+from tests.tiny_models import FAMILIES, TEXT, own_attentions, saved
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="needs a CUDA device, and this machine has none (run it where one is: "
@@ -54,7 +55,7 @@ def test_weights_on_the_gpu_are_the_models_own_there(family, dtype, tok, on_cuda
     reference = tiny.model(config).eval().to("cuda", dtype)
     loaded = from_model(copy.deepcopy(reference), tok, name=family)
     assert loaded.device.type == "cuda" and loaded.check.gap <= loaded.check.allowed
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     s = att.self_attn
     assert all(isinstance(a, DeviceArray) and a.tensor.is_cuda for a in (s.q, s.k, s.v, att.hidden))
     assert s.q.tensor.dtype == dtype  # kept where the model made it, in its dtype (issue 47)
@@ -113,7 +114,7 @@ def test_every_analysis_on_the_gpu_gives_what_it_gives_on_the_cpu(tok, monkeypat
     for device in ("cpu", "cuda"):
         monkeypatch.setenv("ATTENTION_EXPLORER_DEVICE", device)
         loaded = _tiny_llama(tok, device)
-        att = loaded.attend(prompt)
+        att = attend(loaded, prompt)
         c = contrast(att, tok, "mary", "john")
         results[device] = {
             "survey": survey(att), "ablation": head_ablation(loaded, att, c),
@@ -146,7 +147,7 @@ def test_a_model_split_over_the_gpu_the_cpu_and_disk_gives_what_it_gives_whole(t
         "model.rotary_emb": 0, "lm_head": "cpu"})
     whole = load_model(str(tmp_path / "model"))
     reference.set_attn_implementation("eager")
-    att, whole_att = split.attend(TEXT), whole.attend(TEXT)
+    att, whole_att = attend(split, TEXT), attend(whole, TEXT)
     for layer, own in enumerate(own_attentions(reference, att)):
         assert np.abs(att.weights[layer] - own).max() <= 2e-5
     c, whole_c = contrast(att, tok, "the", "a"), contrast(whole_att, tok, "the", "a")
@@ -170,7 +171,7 @@ def test_the_fused_survey_gives_what_the_chunked_survey_gives(family, dtype, tok
     config = tiny.config()
     config.max_position_embeddings = 4096
     loaded = from_model(tiny.model(config).eval().to("cuda", dtype), tok, name=family)
-    att = loaded.attend(" ".join([TEXT] * 150))
+    att = attend(loaded, " ".join([TEXT] * 150))
     s = att.self_attn
     assert s.n_queries >= fused_survey.FUSED_MIN_TOKENS
     fused_layers = []
@@ -182,7 +183,7 @@ def test_the_fused_survey_gives_what_the_chunked_survey_gives(family, dtype, tok
     monkeypatch.setattr(fused_survey, "FUSED_MIN_TOKENS", 10 ** 9)
     chunked = survey(att)
     assert len(fused_layers) == (0 if dtype == torch.float32 else s.n_layers)  # the torch path this time
-    for name in ("tiles", "entropy", "column_mass", "column_majority", "offset_mass", "special_mass", "previous",
+    for name in ("tiles", "entropy", "column_mass", "majority_share", "offset_mass", "special_mass", "previous",
                  "mean_distance", "sink_mass"):
         np.testing.assert_allclose(getattr(fused, name), getattr(chunked, name), rtol=1e-4, atol=2e-6, err_msg=name)
     np.testing.assert_array_equal(fused.head_types, chunked.head_types)

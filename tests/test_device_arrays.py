@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from attention.models import (
+    attend,
     contrast,
     direct_logit_attribution,
     export_npz,
@@ -22,8 +23,8 @@ from attention.models import (
     survey,
 )
 from attention.models.forward.device_arrays import DeviceArray, resident_on
-from benchmarks.families import FAMILIES, TEXT, own_attentions
 from tests.test_cuda import _same
+from tests.tiny_models import FAMILIES, TEXT, own_attentions
 
 PROMPT = "when mary and john went to the store john gave a drink to"
 
@@ -62,7 +63,7 @@ def test_a_device_array_reads_as_the_numpy_array_it_stands_for():
 def test_kept_on_the_device_the_weights_are_the_models_own(tok, dtype):
     reference, loaded = _tiny(tok, dtype)
     with resident_on("cpu"):
-        att = loaded.attend(TEXT)
+        att = attend(loaded, TEXT)
     s = att.self_attn
     assert all(isinstance(a, DeviceArray) for a in (s.q, s.k, s.v, att.hidden))
     assert s.q.tensor.dtype == dtype  # the model's dtype: nothing made float32 to be kept
@@ -80,9 +81,9 @@ def test_every_analysis_of_a_result_kept_on_the_device_gives_what_the_numpy_one_
     for where in ("numpy", "device"):
         if where == "device":
             with resident_on("cpu"):
-                att = loaded.attend(PROMPT)
+                att = attend(loaded, PROMPT)
         else:
-            att = loaded.attend(PROMPT)
+            att = attend(loaded, PROMPT)
         c = contrast(att, tok, "mary", "john")
         results[where] = {
             "weights": att.weights, "hidden": np.asarray(att.hidden), "survey": survey(att),
@@ -103,9 +104,9 @@ def test_the_views_of_a_result_kept_on_the_device_are_the_numpy_ones(tok):
     from attention.models import Reading, compare_heads, head_pair, query_row, token_focus, zoom
 
     _, loaded = _tiny(tok)
-    numpy_side = loaded.attend(TEXT)
+    numpy_side = attend(loaded, TEXT)
     with resident_on("cpu"):
-        device_side = loaded.attend(TEXT)
+        device_side = attend(loaded, TEXT)
     assert isinstance(device_side.self_attn.masks[0], DeviceArray)
     n = len(numpy_side.tokens)
 
@@ -131,7 +132,7 @@ def test_copies_made_of_a_result_on_the_device_go_with_it(tok):
 
     _, loaded = _tiny(tok, torch.bfloat16)
     with resident_on("cpu"):
-        att = loaded.attend(TEXT)
+        att = attend(loaded, TEXT)
     survey(att)
     assert any(key[0] == "part" for key in recompute._copies)
     del att
@@ -154,8 +155,8 @@ def test_a_gpu_out_of_memory_is_tried_again_once_then_said_plainly(tok, monkeypa
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (1.5e9, 80e9))
     monkeypatch.setattr(running, "_attend", lambda *args: short_of_memory(*args, failures=1))
-    assert loaded.attend(TEXT).tokens and len(calls) == 2  # freed, then read
+    assert attend(loaded, TEXT).tokens and len(calls) == 2  # freed, then read
     calls.clear()
     monkeypatch.setattr(running, "_attend", lambda *args: short_of_memory(*args, failures=2))
     with pytest.raises(NotEnoughMemory, match="1.5 GB free of 80.0 GB"):
-        loaded.attend(TEXT)
+        attend(loaded, TEXT)

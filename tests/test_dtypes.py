@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models import ModelUnavailable, from_model, load_model
-from attention.models.forward.guard import ROUNDING_UNITS, allowed_gap
-from benchmarks.families import FAMILIES, TEXT, own_attentions
+from attention.models import ModelUnavailable, attend, from_model, load_model
+from attention.models.forward.check import ROUNDING_UNITS, allowed_gap
+from tests.tiny_models import FAMILIES, TEXT, own_attentions
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
@@ -23,7 +23,7 @@ def test_a_half_precision_model_is_held_to_its_own_eager_kernel_in_its_dtype(fam
     loaded = from_model(copy.deepcopy(reference), tok, name=family)
     assert loaded.check.dtype == str(dtype).removeprefix("torch.") and loaded.check.allowed == allowed_gap(dtype)
     assert next(loaded.network.parameters()).dtype == dtype  # nothing was converted
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     for layer, own in enumerate(own_attentions(reference, att)):
         ours = att.weights[layer]
         assert ours.dtype == np.float32  # computed in float32
@@ -52,7 +52,7 @@ def test_smollm2_in_bfloat16_reads_its_heads_effects_and_why_this_key_like_float
     text = "When Mary and John went to the store, John gave a drink to"
     estimates = []
     for model in (smollm2, half):
-        att = model.attend(text)
+        att = attend(model, text)
         estimates.append(attribution_patching(model, att, contrast(att, model.tokenizer, " Mary", " John")).effect)
         why = qk_attribution(model, att, 18, 4, len(att.tokens) - 1, 3)  # L19H5, the last token on " John"
         assert why.total == pytest.approx(why.score, rel=max(why.rounding, 1e-3), abs=max(why.rounding, 1e-3))

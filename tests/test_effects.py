@@ -16,6 +16,7 @@ import pytest
 import torch
 import transformers as tf
 
+from attention.models import attend
 from attention.models.analyses.head_effects import (
     agreement,
     attribution_patching,
@@ -36,7 +37,7 @@ MARY = "When Mary and John went to the store, John gave a drink to"
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from attention.models.forward.loading import minilm_dir
+    from attention.models.forward.bundled import minilm_dir
 
     return AutoTokenizer.from_pretrained(minilm_dir())
 
@@ -61,7 +62,7 @@ def tiny_lm(tokenizer, dtype=torch.float64, max_tokens: int = 64, seed: int = 0)
 
 def scan(loaded, text: str, target: str, foil: str, *, estimate: bool = False, **kwargs):
     """The page's path: read the text once, make the contrast once, then scan (or estimate)."""
-    att = loaded.attend(text)
+    att = attend(loaded, text)
     pair = contrast(att, loaded.tokenizer, target, foil)
     return (attribution_patching if estimate else head_ablation)(loaded, att, pair, **kwargs)
 
@@ -83,7 +84,7 @@ def test_tiny_ablation_scan_equals_weight_edits_and_full_passes(tokenizer, metho
     text, target, foil = "the cat sat on the mat because it", " tired", " happy"
     effects = scan(loaded, text, target, foil, ablation=method)
     t, f = choose_token(tokenizer, target).token_id, choose_token(tokenizer, foil).token_id
-    ids = torch.tensor(loaded.attend(text).token_ids)[None]
+    ids = torch.tensor(attend(loaded, text).token_ids)[None]
     # The baseline is the contrast's, read from the capture pass (the fused SDPA kernel): in float64 it differs
     # from the eager reference by ~2e-9. Effects subtract that same baseline on both sides below.
     assert effects.baseline == pytest.approx(metric_of(reference, ids, t, f), abs=1e-8)
@@ -108,7 +109,7 @@ def test_attribution_patching_gradient_equals_autograd_and_a_finite_difference(t
     text, target, foil = "the dog chased the ball into the", " garden", " house"
     got = scan(loaded, text, target, foil, estimate=True)
     t, f = choose_token(tokenizer, target).token_id, choose_token(tokenizer, foil).token_id
-    ids = torch.tensor(loaded.attend(text).token_ids)[None]
+    ids = torch.tensor(attend(loaded, text).token_ids)[None]
     # Reference gradient: deltas (zeros) added to each layer's z by the test's own hooks, autograd w.r.t. them.
     deltas = [torch.zeros(1, ids.shape[1], 32, dtype=torch.float64, requires_grad=True) for _ in range(2)]
     z_clean = {}
@@ -204,7 +205,7 @@ def test_smollm2_mary_john_scan_equals_copies_with_a_head_zeroed(smollm2):
     effects = scan(smollm2, MARY, " Mary", " John")
     assert effects.effect.shape == (30, 9) and effects.baseline == pytest.approx(6.1, abs=0.2)
     t, f = effects.contrast.target.token_id, effects.contrast.foil.token_id
-    ids = torch.tensor(smollm2.attend(MARY).token_ids)[None]
+    ids = torch.tensor(attend(smollm2, MARY).token_ids)[None]
     edited = copy.deepcopy(smollm2.network)
     strongest = effects.ranked(2)
     for layer, head in [(0, 0), (14, 5), (29, 8)] + [(i, h) for i, h, _ in strongest]:
@@ -221,7 +222,7 @@ def test_smollm2_mary_john_scan_equals_copies_with_a_head_zeroed(smollm2):
 def test_smollm2_generation_is_transformers_greedy_and_its_rows_are_one_pass(smollm2):
     from transformers import AutoModelForCausalLM
 
-    from attention.models.forward.loading import smollm2_dir
+    from attention.models.forward.bundled import smollm2_dir
 
     gen = generate(smollm2, "The capital of France is", max_new_tokens=8)
     assert gen.steps[0].token == " Paris" and gen.steps[0].probability == pytest.approx(0.77, abs=0.03)
@@ -239,7 +240,7 @@ def test_smollm2_generation_is_transformers_greedy_and_its_rows_are_one_pass(smo
 
 @pytest.mark.slow
 def test_minilm_vector_scan_equals_a_copy_with_a_head_zeroed(minilm):
-    att = minilm.attend("I sat on the river bank")
+    att = attend(minilm, "I sat on the river bank")
     effects = head_ablation_cosine(minilm, att, "bank")
     assert effects.effect.shape == (6, 12) and (effects.effect >= -1e-6).all()
     ids = torch.tensor(att.token_ids)[None]
@@ -337,7 +338,7 @@ def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer)
     from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, scan
 
     loaded, reference = tiny_lm(tokenizer, dtype=torch.float32)
-    att = loaded.attend(MARY)
+    att = attend(loaded, MARY)
     setup = edit_setup(loaded, att)
     ids = torch.as_tensor(att.token_ids)[None]
     with torch.inference_mode():

@@ -1,6 +1,6 @@
 """Every family the app knows, as a tiny random-weight model: exact or refused, never wrong.
 
-Each model is built twice from the same weights (benchmarks/families.py): through our loader
+Each model is built twice from the same weights (tests/tiny_models.py): through our loader
 (`from_model`, the guard included) and as a plain eager twin. References are the twin's own
 output_attentions, a copy of the twin with one head's columns of W_O zeroed (found by this file's own
 paths, not the anatomy), and the twin's full forward pass over a generated text.
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models import ModelUnavailable, from_model, load_model
+from attention.models import ModelUnavailable, attend, from_model, load_model
 from attention.models.analyses.head_effects import head_ablation, head_ablation_cosine
 from attention.models.analyses.predictions import generate
 from attention.models.analyses.target_foil import contrast
-from attention.models.forward.head_survey import survey
-from benchmarks.families import FAMILIES, TEXT, build, own_attentions
+from attention.models.forward.survey_pass import survey
+from tests.tiny_models import FAMILIES, TEXT, build, own_attentions
 
 DECODERS = [n for n, f in FAMILIES.items() if f.architecture == "decoder-only"]
 
@@ -30,7 +30,7 @@ def built(tok):
     def get(name):
         if name not in cache:
             loaded, reference = build(name, tok)
-            cache[name] = loaded, reference, loaded.attend(TEXT)
+            cache[name] = loaded, reference, attend(loaded, TEXT)
         return cache[name]
     return get
 
@@ -143,10 +143,10 @@ def test_the_guard_refuses_a_model_whose_attention_output_is_wrong(monkeypatch, 
 @pytest.mark.numeric
 def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, tok):
     """A recomputation broken on purpose (the scale off by 10 %) must refuse the model, with the gap."""
-    import attention.models.forward.model_attention as model_attention
+    import attention.models.forward.attention_stack as attention_stack
 
-    right = model_attention.layer_weights
-    monkeypatch.setattr(model_attention, "layer_weights",
+    right = attention_stack.layer_weights
+    monkeypatch.setattr(attention_stack, "layer_weights",
                         lambda q, k, *, scale, **kw: right(q, k, scale=scale * 1.1, **kw))
     with pytest.raises(ModelUnavailable, match=r"refused rather than shown wrong: at layer 1 the attention weights "
                                                r"rebuilt from its q and k differ from its own by \d\.\de-\d+"):
@@ -158,7 +158,7 @@ def test_a_family_without_an_anatomy_entry_still_shows_weights_but_says_what_is_
 
     monkeypatch.setattr(anatomy, "FAMILIES", {k: v for k, v in anatomy.FAMILIES.items() if k != "qwen2"})
     loaded, reference = build("qwen2", tok)  # a fresh load: the anatomy is looked up again
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     np.testing.assert_allclose(att.weights[1], own_attentions(reference, att)[1], atol=1e-5)
     with pytest.raises(ValueError, match="“qwen2” has no entry"):
         head_ablation(loaded, att, contrast(att, tok, " dog", " cat"))
@@ -171,7 +171,7 @@ def test_a_notebooks_model_and_a_saved_folder_open_as_the_same_model(tmp_path, t
     tok.save_pretrained(folder)
     from_disk = load_model(str(folder))
     assert from_disk.spec.architecture == "decoder-only" and from_disk.check.gap <= 1e-4
-    np.testing.assert_allclose(from_disk.attend(TEXT).weights, loaded.attend(TEXT).weights, atol=1e-6)
+    np.testing.assert_allclose(attend(from_disk, TEXT).weights, attend(loaded, TEXT).weights, atol=1e-6)
     monkeypatch.setenv("ATTENTION_EXPLORER_MODEL_DIRS", str(tmp_path / "models"))
     assert load_model("local:models/pythia-tiny").spec.label == "models/pythia-tiny (local folder)"
     with pytest.raises(ModelUnavailable, match="no folder"):
@@ -189,4 +189,4 @@ def test_a_model_already_in_a_notebook_is_handed_over_without_a_copy(tok):
     model = tf.LlamaForCausalLM(FAMILIES["llama"].config())  # sdpa attention, training mode: as a notebook has it
     loaded = from_model(model, tok)
     assert loaded.network is model and not model.training and loaded.spec.architecture == "decoder-only"
-    assert loaded.attend(TEXT).self_attn.captured
+    assert attend(loaded, TEXT).self_attn.captured

@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
-from attention.models import ModelUnavailable, load_model
-from attention.models.forward import loading
-from benchmarks.families import saved
+from attention.models import ModelUnavailable, attend, load_model
+from attention.models.forward import bundled
 from tests.test_pages import canvas, open_page
+from tests.tiny_models import saved
 
 pytestmark = pytest.mark.slow
 
@@ -61,9 +61,9 @@ def test_a_cache_folder_read_only_or_full_gets_a_message_and_keeps_nothing_half_
     if fault == "read-only":  # as root, chmod does not stop a write: the folder refuses as a read-only mount does
         def refuse(*a, **k):
             raise OSError(errno.EROFS, "Read-only file system")
-        monkeypatch.setattr(loading.tempfile, "mkdtemp", refuse)
+        monkeypatch.setattr(bundled.tempfile, "mkdtemp", refuse)
     with pytest.raises(ModelUnavailable, match="ATTENTION_EXPLORER_CACHE") as err:
-        loading.smollm2_dir(lambda message: None)
+        bundled.smollm2_dir(lambda message: None)
     assert ("Read-only file system" if fault == "read-only" else "No space left") in str(err.value)
     assert str(cache) in str(err.value)
     assert not cache.exists() or not any(cache.iterdir())  # no half-written copy to be taken for a good one
@@ -164,10 +164,10 @@ def test_an_analysis_puts_its_hooks_on_the_shared_model_only_while_it_holds_the_
 
     from attention.models import qk_attribution
     from attention.models.analyses.readout import residual_stream
-    from benchmarks.families import TEXT, build
+    from tests.tiny_models import TEXT, build
 
     loaded, reference = build("bert" if analysis == "qk_attribution" else "gpt2", tok)  # bert: post-norm, one pass
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     run = {"qk_attribution": lambda: qk_attribution(loaded, att, 1, 0, 4, 2).total,
            "residual_stream": lambda: residual_stream(loaded, att, loaded.anatomy).streams}[analysis]
     alone, own_hooks = run(), _hooked(loaded.network)

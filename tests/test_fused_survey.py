@@ -17,23 +17,23 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models import from_model, survey
+from attention.models import attend, from_model, survey
 from attention.models.forward import fused_survey, survey_sums
-from benchmarks.families import FAMILIES, TEXT
+from tests.tiny_models import FAMILIES, TEXT
 
-SUMS = ("tiles", "entropy", "column_mass", "column_majority", "offset_mass", "special_mass", "previous",
+SUMS = ("tiles", "entropy", "column_mass", "majority_share", "offset_mass", "special_mass", "previous",
         "mean_distance", "sink_mass")
 
 
 def compare(family: str) -> None:
     """The fused survey against the chunked one on a tiny model of `family`, in this process (which must have
     TRITON_INTERPRET=1 from its start: Triton reads it when its own functions are defined)."""
-    from benchmarks.families import tokenizer
+    from tests.tiny_models import tokenizer
 
     assert fused_survey.interpreted()
     tiny = FAMILIES[family]
     torch.manual_seed(0)
-    att = from_model(tiny.model(tiny.config()).eval(), tokenizer(), name=family).attend(" ".join([TEXT] * 20))
+    att = attend(from_model(tiny.model(tiny.config()).eval(), tokenizer(), name=family), " ".join([TEXT] * 20))
     s = att.self_attn  # ~300 tokens
     survey_sums.GRID_CELLS = 40  # 4 x 4 cells a head, each ~75 tokens: at least a tile (64) wide
     windows = [fused_survey.band_window(s, layer) for layer in range(s.n_layers)]
@@ -82,7 +82,7 @@ def test_only_masks_the_kernels_know_are_fused(tok):
     What else the kernels refuse (soft caps, the model's own weights) is checked where they can run: compare."""
     tiny = FAMILIES["llama"]
     torch.manual_seed(0)
-    att = from_model(tiny.model(tiny.config()).eval(), tok, name="llama").attend(TEXT)
+    att = attend(from_model(tiny.model(tiny.config()).eval(), tok, name="llama"), TEXT)
     s = att.self_attn
     assert fused_survey.band_window(s, 0) == 0
     mask = s.masks[0].copy()
@@ -107,7 +107,7 @@ def test_pairs_counted_from_a_masks_shape_are_the_ones_read_from_it(family, tok)
 
     tiny = FAMILIES[family]
     torch.manual_seed(0)
-    s = from_model(tiny.model(tiny.config()).eval(), tok, name=family).attend(TEXT + " " + TEXT).self_attn
+    s = attend(from_model(tiny.model(tiny.config()).eval(), tok, name=family), TEXT + " " + TEXT).self_attn
     for layer in range(s.n_layers):
         window = fused_survey.band_window(s, layer)
         read = visible_pairs(s, s.mask_of(layer), 7)
@@ -148,7 +148,7 @@ def test_a_device_the_kernels_cannot_run_on_is_said_once_and_surveyed_by_torch(t
     it) gives no sums: a warning names the device, and that kind of layer is not tried again."""
     tiny = FAMILIES["llama"]
     torch.manual_seed(0)
-    s = from_model(tiny.model(tiny.config()).eval(), tok, name="llama").attend(TEXT).self_attn
+    s = attend(from_model(tiny.model(tiny.config()).eval(), tok, name="llama"), TEXT).self_attn
 
     def fails(*args):
         raise RuntimeError("out of resource: shared memory")

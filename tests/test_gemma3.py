@@ -13,7 +13,7 @@ import torch
 
 from attention import figures
 from attention.models import BUNDLED, ModelUnavailable, attend, carriers, zoom
-from attention.models.forward import loading
+from attention.models.forward import bundled
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def eager_gemma3(gemma3):
     """Gemma 3 loaded again with transformers' own eager attention: the reference, no code of ours."""
     from transformers import AutoModelForCausalLM
 
-    folder = loading.gemma3_dir(lambda message: None)
+    folder = bundled.gemma3_dir(lambda message: None)
     return AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
 
 
@@ -85,10 +85,10 @@ def test_joined_parts_are_checked_against_the_sha256(tmp_path):
     for i, part in enumerate(parts):
         part.write_bytes(bytes([i]) * 1000)
     whole = b"".join(p.read_bytes() for p in parts)
-    loading._join(parts, tmp_path / "whole", hashlib.sha256(whole).hexdigest())
+    bundled._join(parts, tmp_path / "whole", hashlib.sha256(whole).hexdigest())
     assert (tmp_path / "whole").read_bytes() == whole
     with pytest.raises(ModelUnavailable, match="sha256"):
-        loading._join(parts[::-1], tmp_path / "mixed", hashlib.sha256(whole).hexdigest())  # parts out of order
+        bundled._join(parts[::-1], tmp_path / "mixed", hashlib.sha256(whole).hexdigest())  # parts out of order
 
 
 def test_gemma3_reads_the_same_words_as_smollm2_and_compares_with_it(gemma3, smollm2):

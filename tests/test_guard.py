@@ -26,9 +26,9 @@ import pytest
 import torch
 import transformers as tf
 
-from attention.models import ModelUnavailable, from_model, load_model
-from attention.models.forward.guard import GUARD_GAP, allowed_gap
-from benchmarks.families import FAMILIES, TEXT, V, own_attentions
+from attention.models import ModelUnavailable, attend, from_model, load_model
+from attention.models.forward.check import GUARD_GAP, allowed_gap
+from tests.tiny_models import FAMILIES, TEXT, V, own_attentions
 
 PROBE = "The otter dove into the cold river and came back up with a silver fish. " * 3
 
@@ -118,7 +118,7 @@ def test_deep_models_with_sharp_heads_open_in_16_bits_within_the_allowance(kind,
     check = loaded.check
     assert len(check.layer_gaps) == n_layers and check.gap <= check.allowed == allowed_gap(dtype)
     # The heads are as sharp as the test says (else 16-bit rounding would have nothing to compound):
-    w = loaded.attend(PROBE).weights.astype(np.float64)[..., 16:, :]  # rows that see at least 17 keys
+    w = attend(loaded, PROBE).weights.astype(np.float64)[..., 16:, :]  # rows that see at least 17 keys
     entropy = -(w * np.log(np.where(w > 0, w, 1.0))).sum(-1)
     assert entropy.mean() < 0.5 * np.log(w.shape[-1])
 
@@ -180,7 +180,7 @@ def test_a_model_whose_activations_overflow_float16_is_told_to_choose_another_pr
     assert message.startswith("llama-tiny")
     assert "activations exceed float16's range by layer 2" in message and "Choose bfloat16 or float32" in message
     loaded = from_model(copy.deepcopy(reference).to(torch.bfloat16), tok, name="llama-tiny")
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     own = own_attentions(reference.to(torch.bfloat16), att)
     assert np.isfinite(att.hidden).all() and all(np.isfinite(w).all() for w in own)
 
@@ -195,7 +195,7 @@ def test_inside_one_heads_check_states_the_gap_the_guard_measured_at_that_layer(
     from attention.models.forward.guard import probe_text
 
     loaded = smollm2_bf16
-    att = loaded.attend(probe_text(loaded))
+    att = attend(loaded, probe_text(loaded))
     for layer in (0, 15, 29):
         own = own_attention(loaded, att, layer)
         assert att.self_attn.rebuild_gap(layer, own) == loaded.check.layer_gaps[layer]
@@ -214,7 +214,7 @@ def test_layers_that_scale_their_scores_differently_are_shown_each_with_its_own_
         for block in reference.transformer.h:
             block.attn.c_attn.weight.mul_(8)  # sharper heads, so that a wrong scale shows
     loaded = from_model(copy.deepcopy(reference), tok, name="gpt2-inverse-scale")
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     assert att.self_attn.layer_scales is not None and len(set(att.self_attn.layer_scales)) == 3
     for layer, own in enumerate(own_attentions(reference, att)):
         assert np.abs(att.weights[layer] - own).max() <= GUARD_GAP
@@ -231,7 +231,7 @@ def test_layers_that_scale_their_scores_differently_are_shown_each_with_its_own_
 def test_an_encoder_decoders_three_stacks_are_each_checked_and_said_so(tok):
     """BART's encoder, decoder and cross attention: all six layers checked, each named by its stack, and the
     summary counts all six (its output is the model's own fused kernel's: ours runs one stack only)."""
-    from benchmarks.families import build
+    from tests.tiny_models import build
 
     check = build("bart", tok)[0].check
     assert check.checked == 6 and len(check.layer_gaps) == 2 and check.gap <= GUARD_GAP
@@ -254,7 +254,7 @@ def test_a_model_whose_own_16_bit_rounding_is_coarse_opens_exact_and_says_how_fa
     assert "choose float32" in check.note and f"{check.gap:.1e}" in check.note
     assert "Exact for its q and k" in check.short
     # ours, by hand: softmax of (q k^T) x scale over the keys each query sees, in float64, from the captured q, k
-    att = loaded.attend(PROBE)
+    att = attend(loaded, PROBE)
     s = att.self_attn
     for layer in (0, 12, 23):
         q, k = s.q[layer].astype(np.float64), s.k[layer].astype(np.float64)  # (H, n, d), (H_kv, n, d)
@@ -270,10 +270,10 @@ def test_a_rebuild_off_by_a_tenth_of_a_percent_is_refused_in_bfloat16_too(monkey
     """Our error is held to 1e-4 in every dtype (against the model's own kernel run in float32 on the same
     inputs), not to bfloat16's 6.3e-2: a scale 0.1 % off, far inside bfloat16's rounding of one score, is
     refused on sharp heads."""
-    import attention.models.forward.model_attention as model_attention
+    import attention.models.forward.attention_stack as attention_stack
 
-    right = model_attention.layer_weights
-    monkeypatch.setattr(model_attention, "layer_weights",
+    right = attention_stack.layer_weights
+    monkeypatch.setattr(attention_stack, "layer_weights",
                         lambda q, k, *, scale, **kw: right(q, k, scale=scale * 1.001, **kw))
     with pytest.raises(ModelUnavailable) as refused:
         from_model(sharpened("llama", 24).to(torch.bfloat16), tok, name="llama-sharp")

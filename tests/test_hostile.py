@@ -30,7 +30,8 @@ BAD_TEXT = {
 }
 MAX_CHARS = ("The river bank was quiet and the money stayed in the bank. " * 1100)[:60_000]  # the text box's limit
 NEWER_TEXT_BOXES = {  # the text boxes the list above does not reach: id -> (page, a widget to set first, boxes)
-    "circuits": ("pages/circuits.py", None, [("text_input", "circ.corrupt", 2_000), ("text_input", "circ.target", 40)]),
+    "what_heads_do": ("pages/what_heads_do.py", None,
+                      [("text_input", "circ.corrupt", 2_000), ("text_input", "circ.target", 40)]),
     "predictions": ("pages/predictions.py", None, [("text_input", "pred.target", 40)]),
     "predictions, an encoder": ("pages/predictions.py", ("selectbox", "pred.model", "minilm"),
                                 [("text_input", "pred.word", 40)]),
@@ -79,7 +80,7 @@ def test_bad_text_gives_a_message_never_a_traceback(page, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(NEWER_TEXT_BOXES))
 def test_every_other_text_box_takes_hostile_text(case):
-    """The text boxes of the circuits, predictions, positions and bottleneck pages, each hostile text in turn
+    """The text boxes of What heads do, predictions, positions and bottleneck pages, each hostile text in turn
     in one session (the sentence box of those pages is above): a message or a result, never a traceback, and
     markup shown as text."""
     page, first, boxes = NEWER_TEXT_BOXES[case]

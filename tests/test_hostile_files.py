@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from attention.models import ModelUnavailable, export_npz, load_model, load_npz, local_models, survey
-from benchmarks.families import build, saved
+from attention.models import ModelUnavailable, attend, export_npz, load_model, load_npz, local_models, survey
+from tests.tiny_models import build, saved
 
 TEXT = "the cat sat on the mat because it was tired"
 
@@ -26,7 +26,7 @@ TEXT = "the cat sat on the mat because it was tired"
 @pytest.fixture(scope="module")
 def good_npz(tok) -> bytes:
     loaded, _ = build("gpt2", tok)
-    return export_npz(loaded.attend(TEXT))
+    return export_npz(attend(loaded, TEXT))
 
 
 @pytest.fixture(scope="module")

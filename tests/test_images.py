@@ -16,6 +16,7 @@ import torch
 
 from attention.models import (
     ImageRefused,
+    attend_image,
     attention_rollout,
     export_npz,
     from_attentions,
@@ -107,7 +108,7 @@ def test_each_image_family_equals_its_own_eager_attention_and_names_its_patches(
     folder, prefix = folders[name]
     loaded = load_model(str(folder))
     assert loaded.spec.inputs == "image" and loaded.check is not None
-    att = loaded.attend(_image(), name="noise")
+    att = attend_image(loaded, _image(), name="noise")
     grid = att.image
     assert (grid.rows, grid.cols, grid.patch) == (4, 4, 8) and grid.prefix == prefix
     assert att.tokens[:len(prefix)] == prefix and att.tokens[len(prefix)] == "patch (1, 1)"
@@ -143,7 +144,7 @@ def test_a_text_model_refuses_an_image_and_an_image_model_refuses_text(folders, 
 
 def test_an_image_result_saves_and_reopens_and_from_attentions_reads_a_models_own_output(folders):
     loaded = load_model(str(folders["dinov2-registers"][0]))
-    att = loaded.attend(_image(2), name="noise")
+    att = attend_image(loaded, _image(2), name="noise")
     again = load_npz(export_npz(att))
     assert again.tokens == att.tokens and again.image.prefix == att.image.prefix
     assert np.array_equal(again.image.pixels, att.image.pixels)
@@ -187,7 +188,7 @@ def test_rollout_equals_its_formula_on_a_hand_made_three_layer_example():
 
 def test_token_norms_and_high_norm_tokens_read_the_hidden_states(folders):
     loaded = load_model(str(folders["vit"][0]))
-    att = loaded.attend(_image(3))
+    att = attend_image(loaded, _image(3))
     norms = token_norms(att)
     assert norms.shape == (att.n_layers + 1, len(att.tokens))
     assert np.allclose(norms[-1], np.linalg.norm(att.hidden[-1], axis=-1), rtol=1e-6)
@@ -267,16 +268,16 @@ def test_the_digits_model_reads_its_held_out_examples_as_its_script_recorded(dig
     """The examples' predictions through load_model (our capture, the guard) are those the training script
     recorded with transformers alone; the guard held the rebuilt weights to the model's own."""
     from attention.models import example_images
-    from attention.models.forward.loading import image_model_dir
+    from attention.models.forward.bundled import image_model_dir
 
     examples = example_images()
     with np.load(image_model_dir("vit-digits") / "test_digits.npz") as saved:
         recorded = [str(int(p)) for p in saved["predicted"]]
-    read = [digits.attend(image).image.predicted[0] for image in examples.images]
+    read = [attend_image(digits, image).image.predicted[0] for image in examples.images]
     assert read == recorded
     assert examples.accuracy >= 0.95 and len(examples.images) >= 10
     assert digits.check.gap <= 1e-5
-    att = digits.attend(examples.images[0])
+    att = attend_image(digits, examples.images[0])
     assert att.tokens[0] == "[CLS]" and (att.image.rows, att.image.cols, att.image.patch) == (4, 4, 2)
     assert att.image.pixels.shape == (8, 8, 3)
     assert np.array_equal(att.image.pixels[..., 0], examples.images[0])  # what the model saw is the digit
@@ -309,7 +310,7 @@ def test_the_image_page_draws_where_a_clicked_patch_looks_as_the_model_computes_
     assert any("the most" in m.value and "patch (" in m.value for m in at.markdown)
     from attention.models import example_images
 
-    att = digits.attend(example_images().images[3])
+    att = attend_image(digits, example_images().images[3])
     own = _own_weights(digits, att)
     from tests.test_pages import array
 

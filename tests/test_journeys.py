@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 APP = Path(__file__).resolve().parent.parent / "app.py"
 PAGES = [HOME.path, *(e.path for entries in SECTIONS.values() for e in entries)]
 LINKED = {"pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py", "pages/head_atlas.py",
-          "pages/predictions.py", "pages/circuits.py", "pages/corpus.py"}  # pages that write the focus into the URL
+          "pages/predictions.py", "pages/what_heads_do.py", "pages/corpus.py"}  # they write the focus into the URL
 TEXTS = {  # what a visitor types: issue 42's list
     "one word": "a",
     "emoji only": "🙂🙃🎉",
@@ -174,13 +174,13 @@ def check_link(at: AppTest, page: str) -> None:
 # --- the breaks issue 42 found, each replayed -----------------------------------------------------------------
 def test_a_question_answered_on_ambiguous_words_then_every_model_page():
     """It wrote "mean of heads" into the Head input's key: TypeError on four pages, no Back, no Next."""
-    from attention.models.recorded.questions import questions_for
+    from attention.models.recorded.questions import model_questions_for
 
     at = go(visit(), "pages/ambiguous_words.py")
-    q = questions_for("ambiguous_words")[0]
+    q = model_questions_for("ambiguous_words")[0]
     check_visit(commit(at, q.key, q.choices[0]))
     assert labelled(at.selectbox, "Head").value == "mean of heads"
-    for page in ("pages/model_heads.py", "pages/inside_head.py", "pages/predictions.py", "pages/circuits.py"):
+    for page in ("pages/model_heads.py", "pages/inside_head.py", "pages/predictions.py", "pages/what_heads_do.py"):
         check_visit(go(at, page))
         assert [b for b in at.button if b.key == "path.back"], page  # the page ends with Back and Next
     go(at, "pages/model_heads.py")
@@ -498,8 +498,8 @@ def test_the_learners_path_in_chromium_answering_every_question_and_nothing_leav
     request the browser makes goes to 127.0.0.1, over the path and (at 800 px) the pages off it: the app says
     it runs offline, and a Material icon as the favicon had asked fonts.gstatic.com."""
     from attention.models.recorded.questions import QUESTIONS as model_questions
-    from attention.toy.lessons import QUESTIONS as toy_questions
-    from serving import wait_idle
+    from attention.toy.questions import QUESTIONS as toy_questions
+    from tests.harness import wait_idle
 
     shots = APP.parent / "artifacts" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
@@ -538,7 +538,7 @@ def test_the_learners_path_in_chromium_answering_every_question_and_nothing_leav
 def _answer_every_question(page) -> None:
     """Each question on the page, in order: the first choice picked with Space, committed, the answer waited
     for (the next question appears once one is answered)."""
-    from serving import wait_idle
+    from tests.harness import wait_idle
 
     for _ in range(8):
         commit_button = page.get_by_role("button", name=re.compile("^Commit"))
@@ -558,7 +558,7 @@ def test_the_token_picker_shows_the_token_the_chart_follows_in_chromium(app_url,
     """In the browser the picker kept its old label when only its options' labels changed: "6: bank" above a
     chart of “box” after a new sentence, "0: [CLS]" above “I” after switching to SmolLM2 (AppTest, which
     reads values, not what is drawn, did not see it)."""
-    from serving import page_url, wait_idle
+    from tests.harness import page_url, wait_idle
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(page_url(app_url, "model_heads"))

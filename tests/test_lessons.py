@@ -14,7 +14,7 @@ import pytest
 
 from attention.figures.canvas import MAGIC, CanvasHeatmap
 from attention.toy import examples as ex
-from attention.toy import lessons
+from attention.toy import questions as toy_questions
 from pages._site import HOME, PATH, SECTIONS, entry
 from tests.test_pages import chart, open_page
 
@@ -46,10 +46,10 @@ def _sinusoid(n, d):
 def _by_hand(key: str, state: dict) -> str:
     """The answer to toy question `key` at its state, worked out from the examples' numbers."""
     if key == "lookup.winner":
-        q = np.array([state[k] for k in lessons.FRUIT_QUERY_KEYS])
+        q = np.array([state[k] for k in toy_questions.FRUIT_QUERY_KEYS])
         return ex.FRUIT_LABELS[int(np.argmax(np.asarray(ex.FRUIT_KEYS) @ q))]  # softmax keeps the order
     if key == "lookup.scaling":
-        q = np.array([state[k] for k in lessons.FRUIT_QUERY_KEYS])
+        q = np.array([state[k] for k in toy_questions.FRUIT_QUERY_KEYS])
         s = np.asarray(ex.FRUIT_KEYS) @ q
         return "grows" if _softmax(s).max() > _softmax(s / np.sqrt(3)).max() else "shrinks"
     if key == "self.sum":  # softmax's shares of one whole
@@ -128,26 +128,26 @@ def _one_vector_share(digits: str) -> str:
     for _ in range(60):
         seq = "".join(str(d) for d in rng.integers(0, 10, n))
         right += translate(model, seq).output == seq[::-1]
-    return lessons.share_in_words(right / 60)
+    return toy_questions.share_in_words(right / 60)
 
 
 def test_every_toy_answer_is_worked_out_by_hand():
-    lessons.check_answers()
-    for q in lessons.QUESTIONS:
+    toy_questions.check_answers()
+    for q in toy_questions.QUESTIONS:
         assert q.reveal().answer == _by_hand(q.key, dict(q.state)), q.key
 
 
 def test_changing_an_examples_numbers_changes_the_answer(monkeypatch):
-    winner = lessons.questions_for("lookup")[0].reveal().answer
+    winner = toy_questions.questions_for("lookup")[0].reveal().answer
     keys = np.array(ex.FRUIT_KEYS)
     i = ex.FRUIT_LABELS.index(winner)
     other = (i + 1) % 3
     keys[[i, other]] = keys[[other, i]]  # the two items swap their keys
     monkeypatch.setattr(ex, "FRUIT_KEYS", keys)
-    assert lessons.questions_for("lookup")[0].reveal().answer == ex.FRUIT_LABELS[other]
-    sense = lessons.questions_for("toy_ambiguity")[0].reveal().answer
+    assert toy_questions.questions_for("lookup")[0].reveal().answer == ex.FRUIT_LABELS[other]
+    sense = toy_questions.questions_for("toy_ambiguity")[0].reveal().answer
     monkeypatch.setattr(ex, "BANK_W_V", ex.BANK_W_V[:, ::-1].copy())  # the values' nature and finance swapped
-    assert lessons.questions_for("toy_ambiguity")[0].reveal().answer == {"nature": "finance",
+    assert toy_questions.questions_for("toy_ambiguity")[0].reveal().answer == {"nature": "finance",
                                                                          "finance": "nature"}[sense]
 
 
@@ -225,7 +225,7 @@ def _a_wrong_choice(q, answer: str) -> str:
     return next(c for c in q.choices if c != answer)
 
 
-TOY_PAGES = sorted({q.page for q in lessons.QUESTIONS})
+TOY_PAGES = sorted({q.page for q in toy_questions.QUESTIONS})
 
 
 @pytest.mark.slow
@@ -234,7 +234,7 @@ def test_a_toy_page_asks_before_it_shows_and_keeps_each_answer(page):
     """Opened fresh: none of the figures a question's answer states is on the page (text, tables, charts,
     live components) before its commit; the verdict reads as a sentence; a later answer leaves the earlier
     one and the page's widgets as they were; the rest of the page opens once every question is answered."""
-    questions = lessons.questions_for(page)
+    questions = toy_questions.questions_for(page)
     at = open_page(f"pages/{page}.py", questions=True)
     widgets_before = {k: at.session_state[k] for q in questions for k, _ in q.state if k in at.session_state}
     assert not [b for b in at.button if b.key == "lesson.state." + questions[0].key]
@@ -265,7 +265,7 @@ def test_a_toy_page_asks_before_it_shows_and_keeps_each_answer(page):
 
 
 def test_a_right_answer_reads_right_and_the_page_can_be_opened_without_answering():
-    q = lessons.questions_for("scaling")[0]
+    q = toy_questions.questions_for("scaling")[0]
     at = open_page("pages/scaling.py", questions=True)
     assert not at.get("plotly_chart") and not [s for s in at.slider]  # nothing drawn before the question
     _commit(at, q.key, q.reveal().answer)
@@ -309,10 +309,10 @@ def _it_by_hand(minilm, without_sinks: bool, layer: int, text: str = ex.IT_SENTE
 def test_model_questions_are_answered_as_the_model_itself_says(minilm, smollm2):
     import torch
 
-    from attention.models.recorded.questions import questions_for
+    from attention.models.recorded.questions import model_questions_for
 
     at = open_page("pages/ambiguous_words.py", questions=True)
-    for q, without, layer in zip(questions_for("ambiguous_words"), (False, True), (4, 2), strict=True):
+    for q, without, layer in zip(model_questions_for("ambiguous_words"), (False, True), (4, 2), strict=True):
         shown = on_screen(at)
         assert f"Committing shows {q.about} on this page." in shown
         expected = _it_by_hand(minilm, without, layer)
@@ -323,13 +323,13 @@ def test_model_questions_are_answered_as_the_model_itself_says(minilm, smollm2):
     from attention.models.recorded.questions import OTTER
 
     at = open_page("pages/model_heads.py", questions=True)
-    q = questions_for("model_heads")[0]
+    q = model_questions_for("model_heads")[0]
     expected = _it_by_hand(minilm, False, 2, OTTER, "river")
     _commit(at, q.key, _a_wrong_choice(q, expected))
     said = " ".join(m.value for m in at.info).replace("\\", "")
     assert f"“river” looks at “{expected}” most" in said, said
 
-    q = questions_for("predictions")[0]
+    q = model_questions_for("predictions")[0]
     prompt = dict(q.focus)["text"]
     enc = smollm2.tokenizer(prompt, return_tensors="pt")
     with torch.no_grad():
@@ -346,13 +346,13 @@ def test_model_questions_are_answered_as_the_model_itself_says(minilm, smollm2):
 def test_model_questions_do_not_show_their_example_before_the_commit(minilm, smollm2):
     """A model page opens on another example than its questions': what a question asks about (its sentences,
     its prompt) is nowhere on the page until the commit sets the page to it, and then it is."""
-    from attention.models.recorded.questions import OTTER, questions_for
+    from attention.models.recorded.questions import OTTER, model_questions_for
 
     for page, example in (("model_heads", OTTER), ("ambiguous_words", ex.IT_SENTENCES[0]),
                           ("predictions", ex.PREDICTION_EXAMPLES["capital of France"][0])):
         at = open_page(f"pages/{page}.py", questions=True)
         assert example not in _shown_example(at), page
-        q = questions_for(page)[0]
+        q = model_questions_for(page)[0]
         _commit(at, q.key, q.choices[0])
         assert example in _shown_example(at), page
 
@@ -437,7 +437,7 @@ def test_the_path_walks_from_home_to_its_end_and_every_step_says_where_it_is():
         if PATH[k + 1] == "pages/predictions.py":  # opened on a model that predicts, and says why
             assert at.selectbox(key="pred.model").value == "smollm2"
             assert "MiniLM-L6 predicts no next token: the path opens this page on SmolLM2-135M" in on_screen(at)
-        if PATH[k + 1] in ("pages/predictions.py", "pages/circuits.py"):
+        if PATH[k + 1] in ("pages/predictions.py", "pages/what_heads_do.py"):
             assert "is an encoder" not in on_screen(at), PATH[k + 1]
     at.switch_page(PATH[-1]).run()
     assert not [b for b in at.button if b.key == "path.next"]  # the end of the path
@@ -479,7 +479,7 @@ def test_the_toy_examples_open_the_same_sentences_in_a_real_model():
 
 
 def test_every_glossary_term_is_marked_once_and_never_inside_math():
-    from pages._text import explained
+    from pages._prose import explained
 
     seen: set[str] = set()
     out = explained("A head's query meets each key; the query again. $\\sqrt{d_k}$ and d_k.", seen)

@@ -13,7 +13,8 @@ import pytest
 
 from attention.toy import examples as ex
 from attention.toy.lookup import soft_lookup
-from serving import DONE, chromium, page_url, running_app, wait_idle
+from serving import running_app
+from tests.harness import DONE, chromium, page_url, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SESSIONS = int(os.environ.get("LOAD_SESSIONS", "4"))  # at most 8 (SESSION_WORDS)

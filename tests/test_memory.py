@@ -5,8 +5,16 @@ import pytest
 import torch
 import transformers as tf
 
-from attention.models import MEMORY_ENV, ModelUnavailable, NotEnoughMemory, load_model, plan_memory, weight_bytes
-from benchmarks.families import FAMILIES, saved
+from attention.models import (
+    MEMORY_ENV,
+    ModelUnavailable,
+    NotEnoughMemory,
+    attend,
+    load_model,
+    plan_memory,
+    weight_bytes,
+)
+from tests.tiny_models import FAMILIES, saved
 
 LLAMA_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                 num_key_value_heads=8, vocab_size=128256, max_position_embeddings=131072)  # Llama-3.1-8B's shapes
@@ -91,7 +99,7 @@ def test_a_model_split_between_memory_and_disk_shows_its_own_attention_and_every
         logit_lens,
         qk_attribution,
     )
-    from benchmarks.families import TEXT, own_attentions
+    from tests.tiny_models import TEXT, own_attentions
 
     monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
     reference = saved("llama", tmp_path / "model", tok)
@@ -100,7 +108,7 @@ def test_a_model_split_between_memory_and_disk_shows_its_own_attention_and_every
     assert split.network.model.layers[1].self_attn.o_proj.weight.device.type == "meta"  # really not in memory
     whole = load_model(str(tmp_path / "model"))
     reference.set_attn_implementation("eager")
-    att, whole_att = split.attend(TEXT), whole.attend(TEXT)
+    att, whole_att = attend(split, TEXT), attend(whole, TEXT)
     for layer, own in enumerate(own_attentions(reference, att)):
         assert np.abs(att.weights[layer] - own).max() <= 1e-5
     c, whole_c = contrast(att, tok, "the", "a"), contrast(whole_att, tok, "the", "a")

@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 
+from attention.models import attend
 from tests.numerics import assert_float32_close
 from tests.test_pages import array, canvas, chart, open_page, table_with
 
 pytestmark = pytest.mark.slow
 MODEL_PAGES = ["pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py", "pages/head_atlas.py",
-               "pages/predictions.py", "pages/circuits.py"]
+               "pages/predictions.py", "pages/what_heads_do.py"]
 
 
 @pytest.mark.parametrize("path", MODEL_PAGES)
@@ -82,7 +83,7 @@ def eager_entropies(text: str) -> np.ndarray:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from attention.models.forward.loading import minilm_dir
+    from attention.models.forward.bundled import minilm_dir
 
     model = AutoModel.from_pretrained(minilm_dir(), attn_implementation="eager").eval()
     ids = AutoTokenizer.from_pretrained(minilm_dir())(text, return_tensors="pt")
@@ -108,7 +109,7 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
     import torch
     from transformers import AutoTokenizer
 
-    from attention.models.forward.loading import minilm_dir
+    from attention.models.forward.bundled import minilm_dir
     from pages._widgets import DEFAULT_TEXT, OTHER
     from tests.test_models import tiny
 
@@ -122,7 +123,7 @@ def test_model_heads_shows_cross_attention_of_an_encoder_decoder_model(monkeypat
     at.number_input(key="heads.layer").set_value(2).run()
     at.number_input(key="heads.head").set_value(3).run()
     shown = array(chart(at, "heads.cross")["data"][0]["z"])
-    att = loaded.attend(DEFAULT_TEXT, decoder_text="le chat")
+    att = attend(loaded, DEFAULT_TEXT, decoder_text="le chat")
     with torch.no_grad():
         out = reference(input_ids=torch.tensor(att.token_ids)[None],
                         decoder_input_ids=torch.tensor(att.target_ids)[None], output_attentions=True)
@@ -165,7 +166,7 @@ def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm
     at.toggle(key="pos.real").set_value(True).run()
     assert not at.exception and not at.error
     text = at.text_input(key="pos.text").value
-    att = smollm2.attend(text)
+    att = attend(smollm2, text)
     query, key = (next(s for s in at.selectbox if s.label == label).value for label in ("Query token", "Key token"))
     view = rotary_view(att, rotary_base(smollm2), 0, 0, query, key)  # layer 1, head 1 on screen
     shown = {m.label: float(m.value) for m in at.metric if "rotation" in m.label}
@@ -181,7 +182,7 @@ def test_word_view_and_sinks_on_every_page_that_draws_weights(minilm):
     at = open_page("pages/model_heads.py")
     at.text_area(key="heads.text").set_value(text).run()
     at.toggle(key="heads.words").set_value(True).run()
-    wa = word_level(minilm.attend(text))
+    wa = word_level(attend(minilm, text))
     zoom = canvas(at, "heads.zoom")
     np.testing.assert_allclose(zoom.values, wa.weights[0, 0], atol=1e-5)
     assert "unbelievably" in zoom.x_names and not at.exception
@@ -195,7 +196,7 @@ def test_word_view_and_sinks_on_every_page_that_draws_weights(minilm):
         assert at.toggle(key=f"{slot}.words").value  # the visit's focus, set on Model heads
         if key:
             bars = array(chart(at, key)["data"][0]["y"])
-            assert bars.sum() == pytest.approx(1.0, abs=1e-4) and len(bars) < len(minilm.attend(text).tokens)
+            assert bars.sum() == pytest.approx(1.0, abs=1e-4) and len(bars) < len(attend(minilm, text).tokens)
 
 
 def test_line_view_draws_the_heads_weights(minilm):
@@ -205,7 +206,7 @@ def test_line_view_draws_the_heads_weights(minilm):
     assert not [c for c in at.get("plotly_chart") if "heads.lines" in c.proto.id]  # off until asked
     at.toggle(key="heads.show_lines").set_value(True).run()
     fig = chart(at, "heads.lines")
-    w = minilm.attend(text).head_weights(0, 0)
+    w = attend(minilm, text).head_weights(0, 0)
     hovers = [h for trace in fig["data"] if trace.get("hovertext") for h in trace["hovertext"]]
     assert len(hovers) == int((w >= 0.01).sum())  # one line per pair of at least 0.01 (8 tokens: all kept)
     assert any(f"weight {w.max():.3f}" in h for h in hovers)
@@ -214,7 +215,7 @@ def test_line_view_draws_the_heads_weights(minilm):
 def test_an_operators_folders_open_in_the_app_and_a_family_without_q_k_v_says_so(tmp_path, monkeypatch):
     """Tiny Pythia (GPT-NeoX: rebuilt from q and k) and BLOOM (outside the attention interface: its own
     weights) saved under a root the operator allows: picked from the list, never typed as a path."""
-    from benchmarks.families import build, tokenizer
+    from tests.tiny_models import build, tokenizer
 
     tok = tokenizer()
     for name in ("gpt_neox", "bloom"):
@@ -244,9 +245,9 @@ def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2
     from attention.models.analyses.readout import direct_logit_attribution
     from attention.models.analyses.target_foil import contrast
 
-    at = open_page("pages/circuits.py")
+    at = open_page("pages/what_heads_do.py")
     text = at.text_area(key="circ.text").value
-    att = smollm2.attend(text)
+    att = attend(smollm2, text)
     shares = direct_logit_attribution(smollm2, att, contrast(att, smollm2.tokenizer, " Mary", " John"))
     # the page ran its pass on one torch thread, this test on every core: float32 sums in other orders (an
     # Intel Xeon read them 3.2e-6 apart), each a sum over the model's width
@@ -293,7 +294,7 @@ def test_a_saved_result_opens_on_the_model_pages_without_its_model(smollm2):
     weights; a part that needs the model says so; a file that is not a result gets a message."""
     from attention.models.recorded.imported import export_npz
 
-    att = smollm2.attend("The otter dove into the cold river and came up with a fish.")
+    att = attend(smollm2, "The otter dove into the cold river and came up with a fish.")
     at = open_page("pages/model_heads.py")
     at.file_uploader(key="heads.npz.none").set_value(("otter.npz", export_npz(att), "application/octet-stream")).run()
     assert not at.exception and any("Opened from otter.npz" in c.value.replace("\\", "") for c in at.caption)
@@ -327,3 +328,32 @@ def test_a_precision_picked_runs_the_model_in_it_and_keeps_its_results_apart():
     np.testing.assert_allclose(half["softmax weight"].sum(), 1.0, atol=1e-5)
     at.selectbox(key="inside.precision").set_value("auto").run()
     np.testing.assert_array_equal(table_with(at, "softmax weight")["softmax weight"], float32["softmax weight"])
+
+
+def test_shared_work_is_known_by_its_own_arguments(minilm):
+    """The pages' shared caches key work by its arguments (pages/_jobs.cache_key), not by a hand-copied tuple:
+    two results of one text are two (made in two precisions they differ), every argument counts, and an
+    argument it cannot know is refused rather than keyed by something that could collide."""
+    from pages._jobs import cache_key, shared
+
+    first, again = attend(minilm, "I sat on the river bank."), attend(minilm, "I sat on the river bank.")
+    assert cache_key(first) == cache_key(first) != cache_key(again)
+    assert cache_key(minilm) == ("model", "minilm", minilm.check.dtype)
+    pixels = np.zeros((8, 8), np.float32)
+    assert cache_key(pixels) == cache_key(pixels.copy()) != cache_key(pixels + 1)
+    assert cache_key((1, "a", None)) == (1, "a", None)
+    from attention.models import TokenChoice  # a record (a contrast's target, a lens's): known by its fields
+
+    paris, london = TokenChoice(" Paris", 7, " Paris", 1), TokenChoice(" London", 9, " London", 1)
+    assert cache_key(paris) == cache_key(TokenChoice(" Paris", 7, " Paris", 1)) != cache_key(london)
+    with pytest.raises(TypeError, match="cache_key"):
+        cache_key(object())
+
+    def scan(result, layer, *, ablation="zero"):
+        return result.serial, layer, ablation
+
+    job = shared(scan, "…", first, 3)
+    assert shared(scan, "…", first, 3, ablation="zero") is not job  # a keyword given is part of the key
+    assert shared(scan, "…", first, 3) is job
+    assert shared(scan, "…", again, 3) is not job and shared(scan, "…", first, 4) is not job
+    assert job.wait(10) and job.result == (first.serial, 3, "zero")

@@ -13,7 +13,7 @@ import pytest
 import torch
 import transformers as tf
 
-from attention.models import BUNDLED, LoadedModel, ModelSpec, ModelUnavailable, load_model, survey
+from attention.models import BUNDLED, LoadedModel, ModelSpec, ModelUnavailable, attend, load_model, survey
 from attention.models.forward.capture import CAPTURE
 from tests.numerics import assert_float32_close
 
@@ -22,7 +22,7 @@ BANK = "I sat on the river bank."
 
 @pytest.mark.slow
 def test_minilm_shapes_rows_and_tokens(minilm):
-    att = minilm.attend(BANK)
+    att = attend(minilm, BANK)
     assert att.tokens == ("[CLS]", "i", "sat", "on", "the", "river", "bank", ".", "[SEP]")
     assert att.special.tolist() == [True] + [False] * 7 + [True]
     assert att.weights.shape == (6, 12, 9, 9) and att.weights.dtype == np.float32
@@ -32,7 +32,7 @@ def test_minilm_shapes_rows_and_tokens(minilm):
 
 @pytest.mark.slow
 def test_minilm_head_trace_matches_output_attentions_every_head(minilm):
-    att = minilm.attend("The animal didn't cross the street because it was too tired.")
+    att = attend(minilm, "The animal didn't cross the street because it was too tired.")
     # Independent reference: the same weights run by transformers' own eager attention.
     from transformers import AutoModel
 
@@ -49,7 +49,7 @@ def test_minilm_head_trace_matches_output_attentions_every_head(minilm):
 
 @pytest.mark.slow
 def test_minilm_truncates_long_text_with_a_flag(minilm):
-    att = minilm.attend("word " * 700)
+    att = attend(minilm, "word " * 700)
     assert att.truncated and att.n_input_tokens > 512 and len(att.tokens) == 512
 
 
@@ -58,7 +58,7 @@ def eager_smollm2():
     """SmolLM2 loaded again with transformers' own eager attention: the reference, no code of ours."""
     from transformers import AutoModel
 
-    from attention.models.forward.loading import smollm2_dir
+    from attention.models.forward.bundled import smollm2_dir
 
     return AutoModel.from_pretrained(smollm2_dir(lambda m: None), attn_implementation="eager").eval()
 
@@ -78,7 +78,7 @@ def layer_weights_by_hook(model, ids, layer: int) -> np.ndarray:
 
 @pytest.mark.slow
 def test_smollm2_recomputed_weights_equal_its_own_every_head(smollm2, eager_smollm2):
-    att = smollm2.attend("The capital of France is")
+    att = attend(smollm2, "The capital of France is")
     n = len(att.tokens)
     assert att.weights.shape == (30, 9, n, n) and att.self_attn.k.shape[1] == 3  # 9 query heads, 3 KV heads
     with torch.no_grad():
@@ -93,9 +93,9 @@ def test_smollm2_recomputed_weights_equal_its_own_every_head(smollm2, eager_smol
 @pytest.mark.slow
 def test_smollm2_at_1024_tokens_one_layer_equals_its_own_eager_attention(smollm2, eager_smollm2):
     from attention.models import own_attention
-    from benchmarks.compute import text_of_tokens
+    from benchmarks.common import text_of_tokens
 
-    att = smollm2.attend(text_of_tokens(smollm2.tokenizer, 1024))
+    att = attend(smollm2, text_of_tokens(smollm2.tokenizer, 1024))
     assert len(att.tokens) == 1024 and not att.truncated
     layer = 17
     expected = layer_weights_by_hook(eager_smollm2, torch.tensor(att.token_ids)[None], layer)
@@ -108,9 +108,9 @@ def test_smollm2_at_1024_tokens_one_layer_equals_its_own_eager_attention(smollm2
 
 @pytest.mark.slow
 def test_a_2048_token_smollm2_result_stores_q_k_v_and_hidden_states_not_weights(smollm2):
-    from benchmarks.compute import text_of_tokens
+    from benchmarks.common import text_of_tokens
 
-    att = smollm2.attend(text_of_tokens(smollm2.tokenizer, 2048))
+    att = attend(smollm2, text_of_tokens(smollm2.tokenizer, 2048))
     n = len(att.tokens)
     assert n == 2048
     s = att.self_attn
@@ -130,7 +130,7 @@ def test_a_2048_token_smollm2_result_stores_q_k_v_and_hidden_states_not_weights(
 def test_smollm2_predicts_paris_from_the_converted_copy():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from attention.models.forward.loading import smollm2_dir
+    from attention.models.forward.bundled import smollm2_dir
 
     folder = smollm2_dir(lambda m: None)
     tok = AutoTokenizer.from_pretrained(folder)
@@ -180,7 +180,7 @@ def tiny(name: str, minilm_tokenizer):
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from attention.models.forward.loading import minilm_dir
+    from attention.models.forward.bundled import minilm_dir
 
     return AutoTokenizer.from_pretrained(minilm_dir())
 
@@ -188,7 +188,7 @@ def tokenizer():
 @pytest.mark.parametrize("name", ["bert", "gpt2", "llama"])
 def test_tiny_self_attention_models_rebuild_exactly(name, tokenizer):
     loaded, reference = tiny(name, tokenizer)
-    att = loaded.attend("the cat sat on the mat")
+    att = attend(loaded, "the cat sat on the mat")
     ids = torch.tensor(att.token_ids)[None]
     with torch.no_grad():
         expected = torch.stack(reference(input_ids=ids, output_attentions=True).attentions)[:, 0].numpy()
@@ -203,7 +203,7 @@ def test_tiny_self_attention_models_rebuild_exactly(name, tokenizer):
 @pytest.mark.parametrize("name", ["bart", "marian", "t5"])
 def test_tiny_encoder_decoder_cross_attention(name, tokenizer):
     loaded, reference = tiny(name, tokenizer)
-    att = loaded.attend("the cat sat on the mat", decoder_text="le chat")
+    att = attend(loaded, "the cat sat on the mat", decoder_text="le chat")
     n, t = len(att.tokens), len(att.target_tokens)
     assert att.cross_attn.weights.shape == (2, 4, t, n) and t != n
     ids = torch.tensor(att.token_ids)[None]
@@ -294,7 +294,7 @@ def test_a_model_that_returns_no_attention_weights_gives_a_message(tokenizer):
 
     loaded = LoadedModel(spec=ModelSpec("fused", "fused", "encoder-only", 64), network=NoWeights(), tokenizer=tokenizer)
     with pytest.raises(ValueError, match="returned no attention weights"):
-        loaded.attend("the cat sat")
+        attend(loaded, "the cat sat")
 
 
 def test_registry_names():
@@ -309,10 +309,10 @@ def test_the_survey_made_inside_the_forward_pass_equals_a_pass_of_its_own(smollm
     from dataclasses import fields
 
     from attention.models.forward import survey_sums
-    from benchmarks.compute import text_of_tokens
+    from benchmarks.common import text_of_tokens
 
     monkeypatch.setattr(survey_sums, "SURVEY_CHUNK_FLOATS", 9 * 300 * 40)  # 40 rows a chunk: tiles cut across
-    att = smollm2.attend(text_of_tokens(smollm2.tokenizer, 300))
+    att = attend(smollm2, text_of_tokens(smollm2.tokenizer, 300))
     made = att.self_attn.derived.survey  # made during the forward pass
     att.self_attn.derived.survey = None
     assert made.block > 1 and made.block % 40 != 0 and 40 % made.block != 0

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from attention import figures
-from attention.models import Reading
+from attention.models import Reading, attend
 from attention.models.recorded.export import NPZ_MAX_WEIGHTS
 from attention.models.recorded.imported import export_npz, from_attentions, load_npz
-from benchmarks.families import build
 from tests.numerics import assert_float32_close
+from tests.tiny_models import build
 
 TEXT = "The quick brown fox jumps over the lazy dog"
 
@@ -75,7 +75,7 @@ def test_bertviz_calls_work_unchanged_and_return_html_without_the_network(bert, 
 
 def test_an_exported_result_opens_again_with_weights_or_with_q_and_k(tok, monkeypatch):
     loaded, _ = build("llama", tok)
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     back = load_npz(export_npz(att))
     np.testing.assert_allclose(back.weights, att.weights, atol=1e-7)
     assert back.tokens == att.tokens and back.architecture == "decoder-only"
@@ -94,7 +94,7 @@ def _npz(**arrays) -> bytes:
 
 def test_a_wrong_truncated_or_hostile_file_gets_a_message(tok):
     loaded, _ = build("gpt2", tok)
-    good = export_npz(loaded.attend(TEXT))
+    good = export_npz(attend(loaded, TEXT))
     with np.load(io.BytesIO(good)) as npz:
         fields = {k: npz[k] for k in npz.files}
     cases = {

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from attention.models import attend
 from attention.toy import examples as ex
 from attention.toy.positions import (
     order_demo,
@@ -95,7 +96,7 @@ def test_rotary_view_unrotates_to_smollm2s_own_projections(smollm2):
     from attention.models.forward.model import rotary_base
     from attention.models.recorded.rotary import rotary_view
 
-    att = smollm2.attend("The cat sat on the mat because the cat was tired.")
+    att = attend(smollm2, "The cat sat on the mat because the cat was tired.")
     base = rotary_base(smollm2)
     assert base == smollm2.network.config.rope_parameters["rope_theta"]
     layer, head, query, key = 3, 4, len(att.tokens) - 1, 2

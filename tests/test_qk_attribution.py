@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models import qk_attribution
-from benchmarks.families import TEXT, build
+from attention.models import attend, qk_attribution
+from tests.tiny_models import TEXT, build
 
 FAMILIES = ["gpt2", "llama", "gemma2", "phi", "bert", "opt", "qwen3", "distilbert", "olmo2", "phi3", "gemma3",
             "stablelm"]  # LayerNorm and fused q/k/v, RoPE and GQA, soft cap, partial rotary, post-norm, q/k norms
@@ -34,7 +34,7 @@ def own_scores(reference, ids) -> list[torch.Tensor]:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_pairs_add_up_to_the_score_the_models_own_kernel_computes(family, tok):
     loaded, reference = build(family, tok)
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     scores = own_scores(reference, att.token_ids)
     n = len(att.tokens)
     L, H = att.self_attn.n_layers, att.self_attn.n_heads
@@ -75,7 +75,7 @@ def test_a_key_that_reads_only_one_planted_head_is_that_heads_column(tok):
         net.layers[0].mlp.down_proj.weight[:8] = 0
         net.layers[1].self_attn.k_proj.weight[:, 8:] = 0
     loaded = from_model(loaded.network, tok, name="planted")
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     for head in range(att.self_attn.n_heads):
         found = qk_attribution(loaded, att, 1, head, len(att.tokens) - 1, 4)
         column = found.key_parts.index("L1H1")
@@ -90,7 +90,7 @@ def test_a_key_that_reads_only_one_planted_head_is_that_heads_column(tok):
                                             ("deberta_v2", "disentangled")])
 def test_families_it_cannot_split_exactly_are_refused_with_the_reason(family, reason, tok):
     loaded, _ = build(family, tok)
-    att = loaded.attend(TEXT)
+    att = attend(loaded, TEXT)
     with pytest.raises(ValueError, match=reason):
         qk_attribution(loaded, att, 0, 0, 3, 1)
 

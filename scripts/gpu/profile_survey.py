@@ -18,11 +18,11 @@ os.environ.setdefault("ATTENTION_EXPLORER_DEVICE", "cuda")
 import torch  # noqa: E402
 
 from attention import figures  # noqa: E402
-from attention.models import load_model, survey  # noqa: E402
+from attention.models import attend, load_model, survey  # noqa: E402
 from attention.models.forward import fused_survey, head_survey  # noqa: E402
 from attention.models.forward.survey_sums import SurveySums  # noqa: E402
-from benchmarks import compute  # noqa: E402
-from benchmarks.gpu import LLAMA_32_1B, _synced, random_model  # noqa: E402
+from benchmarks import common  # noqa: E402
+from benchmarks.gpu import LLAMA_32_1B, random_model, synced  # noqa: E402
 
 SOURCE = Path(fused_survey.__file__).with_name("fused_survey_kernels.py").read_text()
 LEAVE_OUT = {  # variant -> lines of _sums_step whose start is dropped (a statement may span lines: dropped whole)
@@ -52,8 +52,8 @@ def variant(name: str):
 
 
 def timed(fn, repeats=3) -> float:
-    """Median seconds of fn() with the device synchronised (benchmarks.compute.timed, benchmarks.gpu._synced)."""
-    return round(compute.timed(_synced(fn), repeats)["median"], 4)
+    """Median seconds of fn() with the device synchronised (benchmarks.common.timed, benchmarks.gpu.synced)."""
+    return round(common.timed(synced(fn), repeats)["median"], 4)
 
 
 def main(n: int, sweep: bool):
@@ -63,7 +63,7 @@ def main(n: int, sweep: bool):
     with tempfile.TemporaryDirectory() as folder:
         random_model(LLAMA_32_1B, Path(folder), torch.bfloat16, smollm2.tokenizer)
         loaded = load_model(folder, dtype="bfloat16")
-        att = loaded.attend(compute.text_of_tokens(loaded.tokenizer, n))
+        att = attend(loaded, common.text_of_tokens(loaded.tokenizer, n))
     s = att.self_attn
     L, H = s.n_layers, s.n_heads
     block = SurveySums(L, H, s.n_queries, s.n_keys).block
