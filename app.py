@@ -6,12 +6,14 @@ reads its widgets, calls one function of the `attention` package and draws the r
 is pages/_site.py.
 """
 
+import functools
+
 import streamlit as st
 
 import serving
 from pages._learner import seen
 from pages._prefetch import prefetch_charts
-from pages._site import HOME, SECTIONS
+from pages._site import HOME, MOVED, SECTIONS, moved_to
 
 serving.configure_process()  # torch threads and malloc settings, once per server process
 # An emoji icon: Streamlit draws it as an inline SVG. A ":material/…:" icon is fetched from fonts.gstatic.com,
@@ -21,6 +23,8 @@ st.set_page_config(page_title="Attention Explorer", page_icon="🔎", layout="wi
 navigation = {"Start": [st.Page(HOME.path, title=HOME.title, icon=HOME.icon, default=True)]}
 for section, entries in SECTIONS.items():
     navigation[section] = [st.Page(p.path, title=p.title, icon=p.icon) for p in entries]
+navigation["Start"] += [st.Page(functools.partial(moved_to, path), title=old, url_path=old, visibility="hidden")
+                       for old, path in MOVED.items()]  # old links keep working
 page = st.navigation(navigation, expanded=True)  # every page listed: a collapsed list hid the model pages
 seen(page.url_path or "home")  # the learner's place: the pages opened, by their URL name ("lookup")
 prefetch_charts()  # Streamlit's chart and table code, loaded while the browser is idle (pages/_prefetch.py)

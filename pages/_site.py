@@ -5,6 +5,8 @@ app.py builds the navigation from this list and pages/home.py lists it; a new pa
 
 from dataclasses import dataclass
 
+import streamlit as st
+
 
 @dataclass(frozen=True)
 class PageEntry:
@@ -72,6 +74,14 @@ PATH = (  # the order Home proposes to a learner
     "pages/bottleneck.py", "pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py",
     "pages/predictions.py", "pages/what_heads_do.py",
 )
+
+
+MOVED = {"circuits": "pages/what_heads_do.py"}  # an address a page had before (its URL name) -> the page now
+
+
+def moved_to(path: str) -> None:
+    """A page's old address: the page it became, with the link's settings (its query parameters) kept."""
+    st.switch_page(path, query_params=dict(st.query_params))
 
 
 def entry(path: str) -> PageEntry:

@@ -115,6 +115,18 @@ def zoom_section(att: ModelAttention, name, reading):
                    key="heads.zoom",
                    on_click=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None)
                    if small else None)
+    if notes := zoom_notes(view, small):
+        st.caption(notes)
+    export_row(att, view, *name_parts)
+    if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
+        st.page_link("pages/inside_head.py", label=f"Why does {head_name(layer, head)} look there? Inside one head",
+                     icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
+                     "the model that wrote its query and its key (section 6).")
+    return focus, layer, head, how, grouping
+
+
+def zoom_notes(view, clickable: bool) -> str:
+    """What the zoom's reading did to its rows, and what a click does, in a sentence or three ("" for none)."""
     notes = []
     if view.reading.words:
         notes.append("Words: attention *to* a word is the sum over its pieces, *from* a word the mean of its pieces' "
@@ -122,16 +134,9 @@ def zoom_section(att: ModelAttention, name, reading):
     if view.reading.without_sinks:
         gone = ", ".join(f"“{md(token)}”" for token in view.sinks)
         notes.append(f"Without sinks: {gone} removed (grey), each row renormalised to sum to 1.")
-    if small:
+    if clickable:
         notes.append("Click a cell to follow its query token below.")
-    if notes:
-        st.caption(" ".join(notes))
-    export_row(att, view, *name_parts)
-    if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
-        st.page_link("pages/inside_head.py", label=f"Why does {head_name(layer, head)} look there? Inside one head",
-                     icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
-                     "the model that wrote its query and its key (section 6).")
-    return focus, layer, head, how, grouping
+    return " ".join(notes)
 
 
 def token_section(att: ModelAttention, focus, name, reading, grouping):

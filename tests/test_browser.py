@@ -112,6 +112,11 @@ def test_deep_link_reopens_the_same_view(app_url, browser):
     assert "chair" in page.locator("[data-testid='stAlert']").last.inner_text()
     nav = page.locator("[data-testid='stSidebarNav']").inner_text()
     assert "Toy examples" in nav  # the app's own navigation, not Streamlit's file list
+    page.goto(page_url(app_url, "circuits", text="When Anna and Peter went to the park, Peter gave a ball to"))
+    wait_idle(page, timeout=120_000)  # a page's old address opens the page it became, with the link's text
+    assert page.url.split("?")[0].endswith("/what_heads_do") and "Anna" in page.url
+    assert page.get_by_role("heading", name="What heads do").is_visible()
+    assert "circuits" not in page.locator("[data-testid='stSidebarNav']").inner_text()
     page.close()
 
 
