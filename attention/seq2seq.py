@@ -17,8 +17,9 @@ so decoding runs len(source) greedy steps and no end token is needed.
     >>> t.output, t.alignment.shape         # '9876543210', (10 target steps, 10 source positions)
 
 Weights: `seq2seq_weights.npz` beside this file, trained by `scripts/train_seq2seq.py` with
-attention.seq2seq_training (fixed seed, one thread, deterministic on CPU). This module never imports
-transformers: the page starts without it.
+attention.seq2seq_training (fixed seed, one thread, deterministic on CPU), with what training recorded (the
+lengths trained on, accuracy by length: attention.seq2seq_record, readable without torch). This module never
+imports transformers: the page starts without it.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from attention.seq2seq_record import VARIANTS, WEIGHTS, LengthAccuracy, TrainingRecord, read_record
+
 DIGITS = "0123456789"
 BOS = 10  # the decoder's first input: "start", not a digit
-TRAIN_LENGTHS = (1, 20)  # sequence lengths seen in training, inclusive
+TRAIN_LENGTHS = (1, 20)  # the lengths training draws from by default; the shipped models' own: Translators.record
 MAX_LENGTH = 30  # longest sequence the page accepts: a third beyond training, to show what happens there
-WEIGHTS = Path(__file__).with_name("seq2seq_weights.npz")
-VARIANTS = ("bottleneck", "attentive")  # the two models, as Translators names them
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,22 @@ def _seen(steps: list, states: torch.Tensor) -> dict:
 class Translators:
     bottleneck: Translator  # one context vector for the whole sequence (Sutskever et al. 2014)
     attentive: Translator  # additive attention over every encoder state (Bahdanau et al. 2015)
-    trained_accuracy: dict  # variant -> LengthAccuracy measured by the training script when it saved them
-    train_seconds: dict  # variant -> seconds the training took
+    record: TrainingRecord  # what training recorded: the lengths trained on, accuracy by length, seconds
+
+    @property
+    def trained_accuracy(self) -> dict:
+        """variant -> LengthAccuracy measured by the training script when it saved them."""
+        return self.record.accuracy
+
+    @property
+    def train_seconds(self) -> dict:
+        """variant -> seconds the training took."""
+        return self.record.train_seconds
+
+    @property
+    def train_lengths(self) -> tuple[int, int]:
+        """The shortest and longest sequences the models were trained on, inclusive."""
+        return self.record.train_lengths
 
 
 @dataclass(frozen=True)
@@ -195,16 +210,6 @@ class Translation:
         return float(np.mean(self.alignment.argmax(1) == np.arange(s)[::-1]))
 
 
-@dataclass(frozen=True)
-class LengthAccuracy:
-    """Accuracy against sequence length, on fresh random sequences (none chosen by hand)."""
-
-    lengths: np.ndarray  # (L,)
-    sequences: np.ndarray  # (L,) fraction of sequences reversed exactly
-    digits: np.ndarray  # (L,) fraction of output digits in the right place
-    samples: int  # random sequences per length
-
-
 def parse_digits(text: str) -> str:
     """The digits of a user's text, spaces and commas ignored; ValueError with a message a page shows."""
     cleaned = "".join(c for c in str(text) if c not in " ,\t\n")
@@ -215,8 +220,7 @@ def parse_digits(text: str) -> str:
         raise ValueError(f"Only the digits 0-9 can be reversed; {', '.join(repr(c) for c in bad[:5])} "
                          f"{'is' if len(bad) == 1 else 'are'} not.")
     if len(cleaned) > MAX_LENGTH:
-        raise ValueError(f"At most {MAX_LENGTH} digits (the models were trained on {TRAIN_LENGTHS[0]} to "
-                         f"{TRAIN_LENGTHS[1]}); this has {len(cleaned)}.")
+        raise ValueError(f"At most {MAX_LENGTH} digits; this has {len(cleaned)}.")
     return cleaned
 
 
@@ -265,21 +269,16 @@ def accuracy_by_length(model: Translator, lengths=range(1, MAX_LENGTH + 1), *, s
 
 @functools.cache
 def load_translators(path: Path = WEIGHTS) -> Translators:
-    """The shipped models (cached per path). Weights are stored as float16 and run as float32; the
-    accuracy they were saved with was measured after that rounding (train_both)."""
-    if not Path(path).exists():
-        raise FileNotFoundError(f"{path} is missing: run `python scripts/train_seq2seq.py` to train the models")
+    """The shipped models (cached per path), with what training recorded (read_record). Weights are stored as
+    float16 and run as float32; the accuracy they were saved with was measured after that rounding (train_both)."""
+    record = read_record(Path(path))  # FileNotFoundError first, saying how to train them
     with np.load(path) as data:
-        made, accuracy, seconds = {}, {}, {}
+        made = {}
         for variant in VARIANTS:
             model = Translator(variant == "attentive", Sizes(*(int(x) for x in data[f"{variant}/sizes"])))
             state = {name: torch.from_numpy(data[f"{variant}/{name}"].astype(np.float32))
                      for name in model.state_dict()}
             model.load_state_dict(state)
             made[variant] = model.eval()
-            lengths, sequences, digits = data[f"{variant}/accuracy"]
-            accuracy[variant] = LengthAccuracy(lengths.astype(int), sequences, digits,
-                                               int(data[f"{variant}/samples"]))
-            seconds[variant] = float(data[f"{variant}/train_seconds"])
-    return Translators(made["bottleneck"], made["attentive"], accuracy, seconds)
+    return Translators(made["bottleneck"], made["attentive"], record)
 

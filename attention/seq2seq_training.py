@@ -29,12 +29,14 @@ from attention.seq2seq import (
     Translators,
     accuracy_by_length,
 )
+from attention.seq2seq_record import TrainingRecord, record_arrays
 
 
 def train(attentive: bool, *, steps: int = 3000, batch: int = 64, seed: int = 0, learning_rate: float = 3e-3,
-          on_step: Callable[[int, float], None] | None = None) -> Translator:
-    """Train one model on random sequences of TRAIN_LENGTHS, one length per batch, teacher forcing, Adam with
-    a cosine-decaying learning rate.
+          lengths: tuple[int, int] = TRAIN_LENGTHS, on_step: Callable[[int, float], None] | None = None
+          ) -> Translator:
+    """Train one model on random sequences of `lengths` (shortest, longest: inclusive), one length per batch,
+    teacher forcing, Adam with a cosine-decaying learning rate.
     Deterministic: fixed seeds, one torch thread (restored afterwards)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -46,7 +48,7 @@ def train(attentive: bool, *, steps: int = 3000, batch: int = 64, seed: int = 0,
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)  # settle at the end
         loss_of = nn.CrossEntropyLoss()
         for step in range(steps):
-            n = int(rng.integers(TRAIN_LENGTHS[0], TRAIN_LENGTHS[1] + 1))
+            n = int(rng.integers(lengths[0], lengths[1] + 1))
             source = torch.from_numpy(rng.integers(0, 10, size=(batch, n)))
             target = source.flip(1)
             previous = torch.cat([torch.full((batch, 1), BOS), target[:, :-1]], dim=1)
@@ -64,33 +66,33 @@ def train(attentive: bool, *, steps: int = 3000, batch: int = 64, seed: int = 0,
         torch.set_num_threads(threads)
 
 
-def train_both(*, steps: int = 3000, seed: int = 0, on_step=None) -> Translators:
-    """Both models, same seed, same data, same steps. Weights are rounded through float16, as they will be
-    saved, before their accuracy is measured as the page measures it."""
+def train_both(*, steps: int = 3000, seed: int = 0, lengths: tuple[int, int] = TRAIN_LENGTHS,
+               on_step=None) -> Translators:
+    """Both models, same seed, same data, same steps, on sequences of `lengths` (recorded with them). Weights
+    are rounded through float16, as they will be saved, before their accuracy is measured as the page measures
+    it."""
     made, accuracy, seconds = {}, {}, {}
     for variant in VARIANTS:
         start = time.perf_counter()
-        made[variant] = train(variant == "attentive", steps=steps, seed=seed,
-                           on_step=None if on_step is None else functools.partial(on_step, variant))
+        made[variant] = train(variant == "attentive", steps=steps, seed=seed, lengths=lengths,
+                              on_step=None if on_step is None else functools.partial(on_step, variant))
         seconds[variant] = time.perf_counter() - start
         with torch.no_grad():
             for p in made[variant].parameters():
                 p.copy_(p.half().float())
         accuracy[variant] = accuracy_by_length(made[variant])
-    return Translators(made["bottleneck"], made["attentive"], accuracy, seconds)
+    record = TrainingRecord((int(lengths[0]), int(lengths[1])), accuracy, seconds)
+    return Translators(made["bottleneck"], made["attentive"], record)
 
 
 def save_translators(models: Translators, path: Path = WEIGHTS) -> int:
-    """Write both models' weights (float16), their sizes and measured accuracy to one .npz; -> bytes."""
-    arrays = {}
+    """Write both models' weights (float16), their sizes and what training recorded (the lengths trained on,
+    measured accuracy, seconds: attention.seq2seq_record) to one .npz; -> bytes."""
+    arrays = record_arrays(models.record)
     for variant in VARIANTS:
         model = getattr(models, variant)
         for name, value in model.state_dict().items():
             arrays[f"{variant}/{name}"] = value.numpy().astype(np.float16)
-        acc = models.trained_accuracy[variant]
-        arrays[f"{variant}/accuracy"] = np.stack([acc.lengths, acc.sequences, acc.digits])
-        arrays[f"{variant}/samples"] = np.array(acc.samples)
-        arrays[f"{variant}/train_seconds"] = np.array(models.train_seconds[variant])
         arrays[f"{variant}/sizes"] = np.array([getattr(model.sizes, f) for f in Sizes.__dataclass_fields__])
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)

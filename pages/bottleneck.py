@@ -4,9 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from attention import figures
-from attention.seq2seq import MAX_LENGTH, TRAIN_LENGTHS, load_translators, translate
+from attention.seq2seq import MAX_LENGTH, load_translators, translate
 from attention.toy.questions import questions_for
+from attention.toy.rounding import percent
 from attention.toy.scoring import FORMULAS
+from pages._canvas import canvas_heatmap
 from pages._frame import ensure_app_frame
 from pages._lessons import questions_first
 from pages._path import intro, path_links
@@ -44,9 +46,10 @@ st.latex(r"\alpha_{tj} = \operatorname{softmax}_j(e_{tj}),\qquad c_t = \sum_j \a
 
 try:
     translators = models()
-except FileNotFoundError as err:
-    st.error(md(err))
+except (FileNotFoundError, KeyError) as err:  # no weights, or weights saved without their training lengths
+    st.error(md(err.args[0]))
     st.stop()
+shortest, longest = translators.train_lengths  # as training recorded them (attention.seq2seq_record)
 
 questions_first(questions_for("bottleneck"), PAGE)
 
@@ -60,17 +63,18 @@ measure = st.segmented_control("Count", ["whole sequences reversed", "digits in 
 field = "sequences" if measure.startswith("whole") else "digits"
 st.plotly_chart(figures.line_chart(lengths, {NAMES[k]: getattr(accuracy[k], field) * 100 for k in NAMES},
                                title="Accuracy against sequence length", x_title="digits in the sequence",
-                               y_title=f"% {measure}", marker_x=TRAIN_LENGTHS[1]),
+                               y_title=f"% {measure}", marker_x=longest),
                 width="stretch", key="bn.accuracy")
 at = {k: dict(zip(lengths.tolist(), accuracy[k].sequences.tolist(), strict=True)) for k in NAMES}
-st.caption(f"{accuracy['attentive'].samples} random sequences per length. Both trained on lengths "
-           f"{TRAIN_LENGTHS[0]}–{TRAIN_LENGTHS[1]} (left of the dotted line), same data, same steps, same seed; "
+st.caption(f"{accuracy['attentive'].samples} random sequences per length. Both trained on "
+           f"{translators.record.lengths_in_words()} (left of the dotted line), same data, same steps, same seed; "
            f"training took {translators.train_seconds['bottleneck']:.0f} s and "
            f"{translators.train_seconds['attentive']:.0f} s on one CPU thread. Sequences reversed exactly, single "
-           f"vector vs attention: {at['bottleneck'][10]:.0%} vs {at['attentive'][10]:.0%} at 10 digits, "
-           f"{at['bottleneck'][15]:.0%} vs {at['attentive'][15]:.0%} at 15, {at['bottleneck'][20]:.0%} vs "
-           f"{at['attentive'][20]:.0%} at 20 and, longer than anything seen in training, "
-           f"{at['bottleneck'][MAX_LENGTH]:.0%} vs {at['attentive'][MAX_LENGTH]:.0%} at {MAX_LENGTH}.")
+           f"vector vs attention: {percent(at['bottleneck'][10])} vs {percent(at['attentive'][10])} at 10 digits, "
+           f"{percent(at['bottleneck'][15])} vs {percent(at['attentive'][15])} at 15, "
+           f"{percent(at['bottleneck'][longest])} vs {percent(at['attentive'][longest])} at {longest}, the longest "
+           f"seen in training, and {percent(at['bottleneck'][MAX_LENGTH])} vs {percent(at['attentive'][MAX_LENGTH])} "
+           f"at {MAX_LENGTH}, longer than any.")
 
 # --- 2. Your sequence ---------------------------------------------------------------------------------------
 st.header("2 · Your sequence")
@@ -82,24 +86,28 @@ except ValueError as err:
     st.warning(md(err))
     st.stop()
 source = results["attentive"].source
-if len(source) > TRAIN_LENGTHS[1]:
-    st.info(f"{len(source)} digits: longer than any sequence seen in training ({TRAIN_LENGTHS[1]}).")
+if not translators.record.trained_on(len(source)):
+    st.info(f"{len(source)} digits: outside the lengths seen in training ({translators.record.lengths_in_words()}).")
+# The verdict first and the digits last: at 800 px a wide output column pushed "reversed exactly" out of sight.
 st.dataframe(pd.DataFrame({
     "model": [SHORT[k] for k in NAMES],
-    "output": [" ".join(results[k].output) for k in NAMES],
-    "digits right": [f"{results[k].digits_correct} / {len(source)}" for k in NAMES],
     "reversed exactly": ["yes" if results[k].correct else "no" for k in NAMES],
+    "digits right": [f"{results[k].digits_correct} / {len(source)}" for k in NAMES],
+    "output": [results[k].output for k in NAMES],  # digits unspaced: spaced, 20 of them ran past 800 px
 }), hide_index=True, key="bn.outputs")
-st.caption(f"Expected: {' '.join(results['attentive'].expected)}")
+st.caption(f"Expected: {results['attentive'].expected}")
 
 # --- 3. Alignment -------------------------------------------------------------------------------------------
 st.header("3 · What the attention model looks at")
 t = results["attentive"]
-st.plotly_chart(figures.heatmap(t.alignment, [f"{j}: {c}" for j, c in enumerate(t.source)],
-                                 [f"{i}: {c}" for i, c in enumerate(t.output)], colours=figures.WEIGHTS,
-                                 title="Alignment α_tj: output step (rows) × input position (columns)",
-                                 x_title="input position: digit", y_title="output step: digit",
-                                 show_values=len(t.source) <= 10), width="stretch", key="bn.alignment")
+# Labels are the digits alone (a repeated digit keeps its own column): "3: 3", a position before a digit, read
+# as one thing said twice.
+canvas_heatmap(figures.matrix_canvas(t.alignment, list(t.source), list(t.output), colours=figures.WEIGHTS,
+                                     title="Alignment: how much each output step reads each input digit",
+                                     x_title="input, in reading order", y_title="output, in writing order",
+                                     show_values=len(t.source) <= 10, file_name="alignment",
+                                     height=min(760, 120 + 26 * len(t.output))),
+               key="bn.alignment")
 m1, m2, m3 = st.columns(3)
 m1.metric("On the ideal position", f"{t.antidiagonal_mass:.1%}",
           help="Reversal's ideal alignment is the anti-diagonal: step t reads position S − 1 − t, the digit it "

@@ -7,6 +7,7 @@ from attention.toy import examples as ex
 from attention.toy.live import lookup_payload
 from attention.toy.lookup import hard_lookup, parse_table, soft_lookup
 from attention.toy.questions import FRUIT_QUERY_KEYS, questions_for
+from attention.toy.rounding import DECIMALS, number, percent
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
 from pages._lessons import questions_first
@@ -63,7 +64,10 @@ except ValueError as err:
     if table is None:
         table = parse_table(default_rows.to_dict("records"), ex.FRUIT_KEY_FEATURES, ex.FRUIT_VALUE_FEATURES)
 
-THREE_DECIMALS = {"_default": st.column_config.NumberColumn(format="%.3f")}
+def thousandths(columns) -> dict:
+    """Column settings writing each of `columns` to DECIMALS places, as every weight on the page is said (a
+    "_default" setting was not applied: the tables said 0.3716 where the chart said 0.372)."""
+    return {c: st.column_config.NumberColumn(c, format=f"%.{DECIMALS}f") for c in columns}
 
 
 
@@ -109,17 +113,17 @@ def query_and_answer(table) -> None:
     c3.latex(r"\alpha_j = \frac{e^{\tilde s_j}}{\sum_i e^{\tilde s_i}}")
     steps = pd.DataFrame({"item": res.labels, "q·k (dot product)": t.scores[0],
                           f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": res.weights})
-    st.dataframe(steps, hide_index=True, key="lookup.steps", column_config=THREE_DECIMALS)
+    st.dataframe(steps, hide_index=True, key="lookup.steps", column_config=thousandths(steps.columns[1:]))
     st.caption(f"d_k = {t.d_k}, so the scores are multiplied by {t.scale:.3f}" + (" (= 1/√d_k)" if scaled else
                " (no scaling)") + ".")
 
     st.subheader("The answer: a blend of the values")
     st.latex(r"\text{output} = \sum_j \alpha_j v_j")
     out = pd.DataFrame([res.output], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
-    st.dataframe(out, key="lookup.output", column_config=THREE_DECIMALS)
-    shares = ", ".join(f"{md(lab)} {w:.0%}" for lab, w in zip(res.labels, res.weights, strict=True))
-    st.info(f"**{md(res.winner)}** wins with {res.winner_weight:.1%} of the attention; the output blends every "
-            f"row's values ({shares}).")
+    st.dataframe(out, key="lookup.output", column_config=thousandths(out.columns))
+    shares = ", ".join(f"{md(lab)} {number(w)}" for lab, w in zip(res.labels, res.weights, strict=True))
+    st.info(f"**{md(res.winner)}** wins with {percent(res.winner_weight)} of the attention; the output blends every "
+            f"row's values by their weights ({shares}).")
 
 
 query_and_answer(table)
@@ -132,8 +136,9 @@ if st.button("See q · k in a real head (pick “apple” as its query there)", 
     update(text=REAL_LOOKUP, query=None, layer=0, head=0, aggregation="head")
     switch_to("pages/inside_head.py")
 
+published = soft_lookup(ex.FRUIT_QUERY, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS).trace.scaled[0]
 for_developers("The table and query are attention.toy.examples (FRUIT_*; seed 002, whose scaled scores for the "
-               "default query are 0.44, 0.37 and 0.16: the step-by-step table shows the same); the lookups "
+               f"default query, {', '.join(number(x) for x in published)}, the step-by-step table shows); the lookups "
                "attention.toy.lookup (hard_lookup, soft_lookup); the drag's frames attention.toy.live.lookup_payload; "
                "the questions attention.toy.questions.")
 path_links(PAGE)

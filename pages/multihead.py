@@ -26,12 +26,15 @@ questions_first(questions_for("multihead"), PAGE)
 
 # --- Multi-head self-attention --------------------------------------------------------------------------
 st.header("Several heads, one sentence")
-st.markdown("“Hang them, not let them go” can be read two ways; one attention pattern can only express "
-            "one reading. Multi-head attention runs several heads in parallel, each on its own slice of "
-            "the word vectors, then mixes their outputs with W_O. (Toy weights: random, word vectors of 8 "
-            "numbers.)")
+st.markdown("“Hang them, not let them go” can be read two ways: as written it says *hang them*; move the "
+            "comma, “Hang them not, let them go”, and it says *spare them*. Which words “not” belongs with "
+            "decides the meaning, and one attention pattern can only express one reading. Multi-head attention "
+            "runs several heads in parallel, each on its own slice of the word vectors, then mixes their "
+            "outputs with W_O. (Toy weights: random, word vectors of 8 numbers.)")
+# Two lines: on one, the formula ran past the right edge at 800 px.
 st.latex(r"\text{head}_i = \operatorname{softmax}\!\left(\frac{X W_Q^{(i)} (X W_K^{(i)})^\top}{\sqrt{d_k}}"
-         r" + M\right) X W_V^{(i)} \qquad \text{MultiHead}(X) = [\text{head}_1;\dots;\text{head}_h]\, W_O")
+         r" + M\right) X W_V^{(i)}")
+st.latex(r"\text{MultiHead}(X) = [\text{head}_1;\dots;\text{head}_h]\, W_O")
 c1, c2 = st.columns(2)
 n_heads = c1.segmented_control("heads", [1, 2, 4, 8], default=4, key="mh.heads", bind="query-params") or 4
 causal = c2.toggle("causal mask", value=False, key="mh.causal", bind="query-params",
@@ -45,15 +48,13 @@ tokens = list(hang.tokens)
 mask = causal_mask(len(tokens)) if causal else None
 mh = multi_head_attention(hang.x, None, hang.w_q, hang.w_k, hang.w_v, hang.w_o, n_heads, mask=mask)
 st.caption(f"Word vectors of {hang.x.shape[1]} numbers, {n_heads} head(s) of d_k = {hang.x.shape[1] // n_heads}. "
-           "Grey cells marked “masked” get weight exactly 0.")
-per_row = 2 if n_heads <= 4 else 4  # two wide heads keep their numbers legible
-for start in range(0, n_heads, per_row):
-    cols = st.columns(per_row)
-    for h, col in zip(range(start, start + per_row), cols, strict=True):
-        colours = figures.Colours(0.0, 1.0, bar=h % per_row == per_row - 1)  # one colour bar per row
-        col.plotly_chart(figures.heatmap(mh.heads[h].weights, tokens, tokens, title=f"head {h + 1}", colours=colours,
-                                          mask=mask, height=360, show_values=n_heads <= 4),
-                         width="stretch", key=f"mh.head{h}")
+           "Grey cells marked “masked” get weight exactly 0."
+           + (" With 8 heads the cells are too small for their numbers: hover a cell for its weight."
+              if n_heads > 4 else ""))
+st.plotly_chart(figures.heatmap_panels([head.weights for head in mh.heads], tokens, tokens, mask=mask,
+                                       titles=[f"head {h + 1}" for h in range(n_heads)],
+                                       per_row=min(n_heads, 2 if n_heads <= 4 else 4), show_values=n_heads <= 4),
+                width="stretch", key="mh.heads_chart")
 
 # --- Cross-attention ------------------------------------------------------------------------------------
 st.header("Cross-attention: a toy translation")

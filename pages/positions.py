@@ -14,6 +14,7 @@ from attention.toy.positions import (
     with_positions,
 )
 from attention.toy.questions import questions_for
+from attention.toy.rounding import number
 from pages._frame import ensure_app_frame
 from pages._labels import token_labels
 from pages._lessons import questions_first
@@ -55,15 +56,12 @@ shuffled = [tokens[i] for i in demo.perm]
 st.markdown(f"Written: **{' '.join(tokens)}** → shuffled: **{' '.join(shuffled)}**  \n"
             "“Cat sat on the mat” with the Step by step page's toy vectors (4 numbers a word; queries and keys "
             "of 3).")
-left, right = st.columns(2)
-left.plotly_chart(figures.heatmap(demo.weights, tokens, tokens, title="Weights, written order",
-                                   colours=figures.WEIGHTS, height=340), width="stretch", key="pos.written")
-right.plotly_chart(figures.heatmap(demo.weights_unshuffled, tokens, tokens, colours=figures.WEIGHTS, height=340,
-                                    title="Shuffled, put back in order"),
-                   width="stretch", key="pos.unshuffled")
+st.plotly_chart(figures.heatmap_panels([demo.weights, demo.weights_unshuffled], tokens, tokens,
+                                       titles=["Weights as written", "Shuffled, put back"]),
+                width="stretch", key="pos.weights")
 m1, m2 = st.columns(2)
-m1.metric("Largest change of any weight", f"{demo.max_weight_change:.3g}")
-m2.metric("Largest change of any output", f"{demo.check.max_abs_diff:.3g}",
+m1.metric("Largest change of any weight", number(demo.max_weight_change))
+m2.metric("Largest change of any output", number(demo.check.max_abs_diff),
           help="|out(x)[perm] − out(x[perm])|: the written sentence's outputs, shuffled, against the shuffled "
                "sentence's outputs.")
 if positions_on:
@@ -91,19 +89,18 @@ left.plotly_chart(figures.heatmap(pe, [str(i) for i in range(d_model)], [str(p) 
 similarity = position_similarity(n_pos, d_model)
 starts = [0, n_pos // 2]
 right.plotly_chart(figures.line_chart(list(range(n_pos - starts[-1])),
-                                  {f"from position {p}": similarity[p, p:p + n_pos - starts[-1]] for p in starts},
-                                  title="PE[p] · PE[p + Δ]", x_title="distance Δ",
-                                  y_title="dot product"), width="stretch", key="pos.similarity")
-st.markdown("Each pair of dimensions is a clock turning at its own speed, so the dot product of two positions "
-            "depends only on their distance. Added to the embeddings, the positions change every score:")
+                                      {f"from position {p}": similarity[p, p:p + n_pos - starts[-1]] for p in starts},
+                                      title="PE[p] · PE[p + Δ]", x_title="distance Δ",
+                                      y_title="dot product"), width="stretch", key="pos.similarity")
+st.markdown(f"Each pair of dimensions is a clock turning at its own speed, so the dot product of two positions "
+            f"depends only on their distance: the curve from position {starts[1]} (dashed) lies exactly on the "
+            f"curve from position {starts[0]}. Added to the embeddings, the positions change every score:")
 trace_without = attention_from_embeddings(cat.x, cat.w_q, cat.w_k, cat.w_v)
 trace_with = with_positions(cat.x, cat.w_q, cat.w_k, cat.w_v)
-left, right = st.columns(2)
-for col, trace, title, key in ((left, trace_without, "Scores, embeddings alone", "pos.without"),
-                               (right, trace_with, "Scores, embeddings + PE", "pos.with")):
-    col.plotly_chart(figures.heatmap(trace.scaled, tokens, tokens, title=title, value_name="score",
-                                      colours=figures.SIGNED, height=340),
-                     width="stretch", key=key)
+st.plotly_chart(figures.heatmap_panels([trace_without.scaled, trace_with.scaled], tokens, tokens, value_name="score",
+                                       titles=["Scores, embeddings", "Embeddings + PE"],
+                                       colours=figures.SIGNED),
+                width="stretch", key="pos.scores")
 
 # --- 3. Rotary ---------------------------------------------------------------------------------------------
 st.header("3 · Rotary positions (RoPE; Su et al. 2021)")
@@ -138,7 +135,7 @@ st.subheader("In SmolLM2")
 st.caption("SmolLM2 rotates 32 pairs of each 64-dimensional head, pair i by θ_i = 100000^(−2i/64) per position: "
            "pair 0 turns a radian per token, the last pair barely moves over 4,096 tokens.")
 if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key="pos.real", bind="query-params"):
-    from attention.models import DEFAULT_DECODER, ModelChoice, rotary_base, rotary_view
+    from attention.models import DEFAULT_DECODER, ModelChoice, rotary_base, rotary_view, shown_tokens
     from pages._jobs import attention_or_stop, model_or_stop
     from pages._widgets import among, fit, labelled_key, layer_and_head
 
@@ -152,7 +149,7 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
     c1, c2, c3, c4 = st.columns(4)
     focus = fit(n_layers=att.n_layers, n_heads=att.n_heads)  # the visit's layer and head, in SmolLM2
     layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pos", kinds=att.layer_kind)
-    labels = token_labels(att.tokens)
+    labels = token_labels(shown_tokens(att))  # " cat" as "␣cat", as every page labels tokens
     query = c3.selectbox("Query token", range(n), index=n - 1, format_func=labels,
                          key=among(labelled_key("pos.query", att.tokens), range(n)))
     key_tok = c4.selectbox("Key token", range(query + 1), index=min(1, query), format_func=labels,
@@ -160,20 +157,20 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                            help="A decoder's query sees only itself and earlier tokens.")
     view = rotary_view(att, base, layer, head, query, key_tok)
     m1, m2, m3 = st.columns(3)
-    m1.metric("q·k/√d before rotation", f"{view.projected_score:.3f}")
-    m2.metric("after rotation (the model's score)", f"{view.rotated_score:.3f}")
+    m1.metric("score before rotation", f"{view.projected_score:.3f}", help="q·k/√d of the projections")
+    m2.metric("after rotation", f"{view.rotated_score:.3f}", help="The model's own score: q·k/√d of the rotated q, k.")
     m3.metric("distance", f"{view.distance} tokens")
     pairs = [str(i) for i in range(len(view.frequencies))]
     left, right = st.columns(2)
     left.plotly_chart(figures.line_chart(pairs, {"before rotation": view.pair_terms_projected,
                                              "after rotation": view.pair_terms_rotated},
-                                     title="Each frequency pair's share of q·k", x_title="pair i (fast → slow)",
-                                     y_title="q_i k_i + q_{i+d/2} k_{i+d/2}", categorical_x=True,
+                                     title="Each pair's part of q·k", x_title="pair (fast → slow)",
+                                     y_title="its part of q·k", categorical_x=True,
                                      x_hover=[f"pair {i}: θ = {f:.3g} rad/token" for i, f in
                                               zip(range(len(pairs)), view.frequencies, strict=True)]),
                       width="stretch", key="pos.pairs")
     right.plotly_chart(figures.line_chart(view.distances, {"score": view.scores_by_distance}, marker_x=view.distance,
-                                      title="The same q and k placed Δ tokens apart", x_title="distance Δ",
+                                      title="The same q, k at distance Δ", x_title="distance Δ",
                                       y_title="q·k/√d"), width="stretch", key="pos.distance")
     st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "
                "back by −position to show the projections. The dotted line marks this pair's real distance.")

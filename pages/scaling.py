@@ -40,6 +40,9 @@ with c1.expander("Exact values (typed, kept in the link)"):
     temperature = e2.number_input("softmax temperature T", 0.1, 5.0, 1.0, 0.1, key="scaling.temperature",
                                   bind="query-params", format="%.1f")
 st.latex(r"\alpha = \operatorname{softmax}(s / T)")
+prose("T is the softmax's temperature: every score s is divided by it before softmax, so T above 1 flattens the "
+      "weights and T below 1 sharpens them. Attention uses T = 1. ÷√d is a division too, but by a number that "
+      "grows with d: it undoes the spread that d adds, at every d, where one fixed T cannot.")
 
 
 dims, temperatures = slider_values(DIM_VALUES, d), slider_values(TEMPERATURE_VALUES, temperature)
@@ -49,16 +52,17 @@ live_sliders([slider("dimension d", dims, d, "scaling.d"),
               slider("temperature T", temperatures, temperature, "scaling.temperature")],
              [Panel("Without scaling: softmax(q·k / T)", "bars", ("q",), labels, frames["unscaled"]),
               Panel("With ÷√d: softmax(q·k / √d / T)", "bars", ("q",), labels, frames["scaled"])], key="scaling")
-st.caption("One random query and its keys (the same draw every time). Drag d or T: both charts redraw at every "
-           "step, from weights computed in advance; the table and the curves below follow when you let go. The d "
-           f"slider moves on {len(dims)} values from 1 to 1,024; type any d above.")
+st.caption("One random query and its keys (the same draw every time): one draw's weights, not an average; the "
+           "curves below average many. Drag d or T: both charts redraw at every step, from weights computed in "
+           "advance; the table and the curves below follow when you let go. The d slider moves on "
+           f"{len(dims)} values from 1 to 1,024; type any d above.")
 sample = scaling_sample(d, n_keys=n_keys, temperature=temperature)
 st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.scores, "q·k/√d": sample.scaled,
                            "weight, unscaled": sample.weights_unscaled, "weight, scaled": sample.weights_scaled})
              .style.format(precision=3), hide_index=True, key="scaling.table")
 
 s = study(temperature, n_keys)
-st.subheader(f"Averaged over 200 random draws, {n_keys} keys")
+st.subheader(f"Averaged over {s.draws} random draws, {n_keys} keys")
 prose("Entropy says how spread the weights are: 0 when one key takes all the weight, largest when every key "
       "gets the same share.")
 c_var, c_ent = st.columns(2)

@@ -38,17 +38,22 @@ tokens = list(sentence.tokens)
 mask = causal_mask(len(tokens)) if causal else None
 traces = {m: scored_attention(base.q, base.k, base.v, m, mask=mask, **params[m]) for m in METHODS}
 
-cells = [c for _ in range(3) for c in st.columns(2)]  # two per row stays legible at 800 px
+weights_shown = show.startswith("weights")
+st.caption("Each cell's number is written in it; " + ("darker blue, more weight (0 to 1)." if weights_shown else
+           "blue above 0, red below, each chart on its own scale."))
+# Two per row, no colour bar: at 800 px a colour bar left each chart's cells too narrow for their numbers.
+cells = [c for _ in range(3) for c in st.columns(2)]
 for cell, method in zip(cells, METHODS, strict=False):
     t = traces[method]
     with cell:
         st.markdown(f"**{NAMES[method]}**")
-        st.latex(FORMULAS[method])
-        if show.startswith("weights"):
-            fig = figures.heatmap(t.weights, tokens, tokens, colours=figures.WEIGHTS, mask=mask, height=320)
+        st.latex(r"\small " + FORMULAS[method])  # a half column at 800 px: the additive score was cut
+        if weights_shown:
+            fig = figures.heatmap(t.weights, tokens, tokens, colours=figures.Colours(0.0, 1.0, bar=False), mask=mask,
+                                  height=320)
         else:
-            fig = figures.heatmap(t.scaled, tokens, tokens, value_name="score", colours=figures.SIGNED, mask=mask,
-                                   height=320)
+            fig = figures.heatmap(t.scaled, tokens, tokens, value_name="score", mask=mask, height=320,
+                                  colours=figures.Colours(scale=figures.SIGNED.scale, centred=True, bar=False))
         st.plotly_chart(fig, width="stretch", key=f"scoring.{method}")
 with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
     for method, ps in params.items():

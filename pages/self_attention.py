@@ -96,8 +96,8 @@ if upto >= 5:
 if upto >= 6:
     st.header(STEPS[5])
     st.latex(rf"z_{{{i}}} = \sum_j \alpha_{{{i}j}} v_j")
-    vectors("α_ij · v_j (each value, weighted)", trace.weighted_values(i), tokens)
-    vectors(f"z_{i}: the output for “{word}”", trace.output[i:i + 1], [word])
+    vectors(f"Each value times its weight for “{word}”", trace.weighted_values(i), tokens)
+    vectors(f"The output for “{word}”: their sum", trace.output[i:i + 1], [word])
 
 # --- Drag the query --------------------------------------------------------------------------------------
 if name.startswith("Cat"):

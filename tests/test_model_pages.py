@@ -62,7 +62,7 @@ def _why_this_key_shows_the_sum_beside_the_score(at):
     score = next(v for k, v in shown.items() if k.startswith("Model's"))
     assert total == pytest.approx(score, abs=2e-4)
     pairs = array(chart(at, "inside.qk")["data"][0]["z"])
-    assert pairs.ndim == 2 and np.nansum(pairs) + shown["Bias terms"] == pytest.approx(total,
+    assert pairs.ndim == 2 and np.nansum(pairs) + shown["Constant terms"] == pytest.approx(total,
                                                                                                         abs=1e-3)
 
 
@@ -170,7 +170,7 @@ def test_positions_page_reads_a_smollm2_head_through_its_rotary_positions(smollm
     query, key = (next(s for s in at.selectbox if s.label == label).value for label in ("Query token", "Key token"))
     view = rotary_view(att, rotary_base(smollm2), 0, 0, query, key)  # layer 1, head 1 on screen
     shown = {m.label: float(m.value) for m in at.metric if "rotation" in m.label}
-    assert shown["after rotation (the model's score)"] == pytest.approx(view.rotated_score, abs=1e-3)
+    assert shown["after rotation"] == pytest.approx(view.rotated_score, abs=1e-3)
     assert array(chart(at, "pos.distance")["data"][0]["y"])[view.distance] == pytest.approx(view.rotated_score,
                                                                                            abs=1e-4)
 

@@ -179,12 +179,15 @@ def test_scoring_page_five_methods_and_causal():
 
 
 def test_multihead_heads_and_causal_mask():
+    """Every head in one figure (one colour scale, equal cells), each head's weights its own trace."""
     at = open_page("pages/multihead.py")
-    assert len([c for c in at.get("plotly_chart") if "mh.head" in c.proto.id]) == 4
+    heads = chart(at, "mh.heads_chart")["data"]
+    assert len(heads) == 4 and {t.get("coloraxis") for t in heads} == {"coloraxis"}
     at.toggle(key="mh.causal").set_value(True).run()
-    z = array(chart(at, "mh.head0")["data"][0]["z"])
-    assert np.all(np.isnan(z[np.triu_indices(6, 1)]))
-    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-9)
+    for trace in chart(at, "mh.heads_chart")["data"]:
+        z = array(trace["z"])
+        assert np.all(np.isnan(z[np.triu_indices(6, 1)])) and trace["text"][0][5] == "masked"
+        np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-9)
     cross = array(chart(at, "mh.cross")["data"][0]["z"])
     assert cross.shape == (7, 6)
     assert int(np.argmax(cross[1])) == 1  # "chat" attends to "cat"
@@ -216,7 +219,7 @@ def test_positions_page_shuffle_keeps_weights_until_positions_are_added():
 def test_bottleneck_page_translates_and_refuses_bad_sequences():
     at = open_page("pages/bottleneck.py")
     outputs = table_with(at, "output")
-    assert outputs["output"].tolist()[1] == " ".join("31415926535897932384"[::-1])  # attention reverses the default
+    assert outputs["output"].tolist()[1] == "31415926535897932384"[::-1]  # attention reverses the default
     assert "%" in at.metric[0].value
     for text, message in (("12a4", "Only the digits"), ("", "at least one digit"), ("9" * 200, "At most 30")):
         at.text_input(key="bn.digits").set_value(text).run()
@@ -294,3 +297,79 @@ def test_the_chart_code_fetched_ahead_is_what_streamlit_loads_for_a_chart_and_a_
     assert all(name in entry for name in names)
     at = open_page("pages/lookup.py")
     assert [el for el in at.get("bidi_component") if "prefetch" in el.proto.id]  # mounted by the app's frame
+
+
+# --- One number, said one way (issue 59): a question's weights, the page's answer and its live chart ----------
+def _live_lookup_weights(at) -> np.ndarray:
+    """The weights the live lookup draws now: its sweep of the first feature at the query's own step."""
+    el = next(el for el in at.get("bidi_component") if el.proto.id.endswith("lookup.live"))
+    data = json.loads(el.proto.json)
+    sweeps = np.frombuffer(base64.b64decode(data["sweeps"]["weights"]), "<u2").reshape(3, 101, -1)
+    return sweeps[0, data["query_steps"][0]] / 1000
+
+
+def test_lookup_says_a_questions_weights_one_way_everywhere():
+    """Lookup's first question said its weights three ways (0.30 in its sentence, 0.296 on its bars, and the
+    page's answer line in whole percents). Set to the question's state, the sentence, the bars, the page's answer
+    line and the live chart all say the weights written out here, to thousandths."""
+    from attention.toy.questions import questions_for
+
+    q = questions_for("lookup")[0]
+    state = dict(q.state)
+    query = np.array([state["lookup.sweetness"], state["lookup.durability"], state["lookup.texture"]])
+    scores = np.asarray(ex.FRUIT_KEYS) @ query / np.sqrt(3)
+    weights = np.exp(scores) / np.exp(scores).sum()
+    said = [f"{label} {w:.3f}" for label, w in zip(ex.FRUIT_LABELS, weights, strict=True)]
+    reveal = q.reveal()
+    assert all(s in reveal.numbers for s in said), reveal.numbers
+    assert [f"{label} {reveal.shown(v)}" for label, v in reveal.bars] == said
+    at = open_page("pages/lookup.py")
+    for key, value in q.state:
+        if key == "lookup.scaled":
+            at.toggle(key=key).set_value(value)
+        else:
+            at.number_input(key=key).set_value(value)
+    at.run()
+    answer = " ".join(m.value for m in at.info)
+    assert all(s in answer for s in said), answer
+    steps = next(df for df in at.dataframe if "softmax weight" in df.value.columns)
+    assert json.loads(steps.proto.columns)["softmax weight"]["type_config"]["format"] == "%.3f"  # not 0.2957
+    assert [f"{w:.3f}" for w in _live_lookup_weights(at)] == [f"{w:.3f}" for w in weights]
+
+
+def test_multihead_says_which_two_readings_and_asks_with_s_explained():
+    """“can be read two ways” named neither; the sharpness question asked about s before the page said what it
+    is (it came before the section that does)."""
+    from attention.toy.questions import questions_for
+
+    at = open_page("pages/multihead.py")
+    text = " ".join(m.value for m in at.markdown)
+    assert "Hang them not, let them go" in text
+    sharp = next(q for q in questions_for("multihead") if q.key == "mh.sharp")
+    assert "sharpness s multiplies" in sharp.ask and "le chat était assis sur le tapis" in sharp.ask
+
+
+def test_scaling_answers_with_the_charts_averages_and_explains_the_temperature():
+    """The answers said one random draw's 0.72 and 0.49 while the chart below averaged 200 draws: now each bar of
+    an answer is the chart's own point. And T, the temperature, is said in words on the page."""
+    from attention.toy.questions import questions_for
+
+    at = open_page("pages/scaling.py")
+    for key, value in questions_for("scaling")[0].state:
+        at.number_input(key=key).set_value(value) if key != "scaling.keys" else at.slider(key=key).set_value(value)
+    at.run()
+    spec = chart(at, "scaling.max")
+    dims = array(spec["data"][0]["x"]).astype(int).tolist()
+    points = {trace["name"]: dict(zip(dims, array(trace["y"]), strict=True)) for trace in spec["data"]}
+    unscaled, scaled = (q.reveal() for q in questions_for("scaling"))
+    without, with_ = points["without scaling"], points["with ÷√d"]
+    assert [v for _, v in unscaled.bars] == pytest.approx([without[8], without[512]])
+    assert [v for _, v in scaled.bars] == pytest.approx([with_[8], with_[512]])
+    assert f"{points['with ÷√d'][512]:.3f}" in scaled.numbers
+    import html
+
+    from attention.glossary import definition
+
+    text = " ".join(m.value for m in at.markdown)
+    assert "T is the softmax's" in text and "Attention uses T = 1" in text
+    assert html.escape(definition("temperature"), quote=True) in text  # the glossary's words, on hover

@@ -72,3 +72,30 @@ def test_bad_input_is_refused_with_a_message(text, message):
 def test_training_is_deterministic():
     a, b = (seq2seq_training.train(True, steps=4, seed=3).state_dict() for _ in range(2))
     assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+
+
+def test_the_training_lengths_are_recorded_with_the_weights_and_the_answer_reads_them(tmp_path, monkeypatch):
+    """The bottleneck's answer said “a longer input than it was trained on overflows it” of 20 digits, inside the
+    models' 1-20 training range. The range is now saved with the weights (trained with another range, the file
+    says it) and the answer reads it: within the range at 20 digits for the shipped models, beyond it for
+    models trained on 1-10."""
+    from attention.seq2seq_record import read_record
+    from attention.toy import questions as toy_questions
+
+    assert read_record().train_lengths == s2s.TRAIN_LENGTHS == (1, 20)
+    q = next(q for q in toy_questions.QUESTIONS if q.key == "bn.long")
+    assert "1 to 20 digits" in q.ask
+    why = q.reveal().why
+    assert "20 digits is among the lengths both models were trained on (1 to 20 digits)" in why
+    assert "longer" not in why
+    out = tmp_path / "short.npz"
+    script = ROOT / "scripts" / "train_seq2seq.py"
+    run = subprocess.run([sys.executable, str(script), "--steps", "2", "--lengths", "1", "10", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "trained on 1 to 10 digits" in run.stdout
+    short = read_record(out)
+    assert short.train_lengths == (1, 10) and s2s.load_translators(out).train_lengths == (1, 10)
+    monkeypatch.setattr(toy_questions, "read_record", lambda: short)
+    why = q.reveal().why
+    assert "20 digits is longer than anything the models were trained on (1 to 10 digits)" in why

@@ -4,7 +4,8 @@ A *view* (attention.models: `zoom`, `token_focus`, a MatrixView) is the numbers 
 the picture this package draws from them. (BertViz's `head_view` and `model_view` keep BertViz's names.)
 
     base.py     the labelled heatmap, its colours (Colours, WEIGHTS, SIGNED), ticks, escaping: esc, heatmap
-    toy.py      the toy side's charts: weights_bar, reveal_bars, line_chart, vector_plane, sense_plane, trace_steps
+    toy.py      the toy side's charts: weights_bar, reveal_bars, line_chart, vector_plane, sense_plane, trace_steps,
+                heatmap_panels
     canvas.py   heatmaps as canvas payloads from binary arrays: grid_canvas, view_canvas, matrix_canvas,
                 layer_head_canvas
     models.py   a real model's builders, from arrays and views: view_heatmap, head_grid, attention_lines,
@@ -56,6 +57,7 @@ from attention.figures.canvas import CanvasHeatmap, grid_canvas, layer_head_canv
 from attention.figures.canvas import source as canvas_source
 from attention.figures.models import (
     HEAD_COLOURS,
+    LENS_SHOWN,
     attention_lines,
     comparison,
     effects,
@@ -70,13 +72,21 @@ from attention.figures.models import (
     view_heatmap,
     window_edge,
 )
-from attention.figures.toy import line_chart, reveal_bars, sense_plane, trace_steps, vector_plane, weights_bar
+from attention.figures.toy import (
+    heatmap_panels,
+    line_chart,
+    reveal_bars,
+    sense_plane,
+    trace_steps,
+    vector_plane,
+    weights_bar,
+)
 from attention.naming import head_name, head_words
 
 _LATER = {  # name -> the module that holds it, imported on first use (it imports torch: attention.models)
     **dict.fromkeys(("distance", "grid", "head", "lines", "statistic", "token"), "attention.figures.results"),
     **dict.fromkeys(("head_view", "model_view", "ViewHTML"), "attention.figures.bertviz"),
-    **dict.fromkeys(("corpus_map", "corpus_statistic", "example_rows", "head_types", "qk_scatter"),
+    **dict.fromkeys(("CONTEXT_COLUMN", "corpus_map", "corpus_statistic", "example_rows", "head_types", "qk_scatter"),
                     "attention.figures.corpus"),
     **dict.fromkeys(("heads_over_image", "image_uri", "norms_chart", "picture"), "attention.figures.images"),
 }
@@ -87,8 +97,10 @@ __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED",
            "matrix_canvas", "view_canvas",
            "head_name", "head_words",
            "HEAD_COLOURS", "attention_lines", "comparison", "effects", "focus_meta", "head_grid", "layer_head_heatmap",
-           "lens_heatmap", "named", "pair", "qk_attribution_heatmap", "row_distance", "view_heatmap", "window_edge",
-           "line_chart", "reveal_bars", "sense_plane", "trace_steps", "vector_plane", "weights_bar", *_LATER]
+           "LENS_SHOWN", "lens_heatmap", "named", "pair", "qk_attribution_heatmap", "row_distance", "view_heatmap",
+           "window_edge",
+           "heatmap_panels", "line_chart", "reveal_bars", "sense_plane", "trace_steps", "vector_plane", "weights_bar",
+           *_LATER]
 
 
 def __getattr__(name: str):

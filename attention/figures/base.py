@@ -155,13 +155,22 @@ def _small_heatmap(z, shown, visible, xl, yl, *, title, x_title, y_title, value_
     return fig
 
 
+def categories(labels) -> list[str]:
+    """A big heatmap's axis categories, one per row or column: the labels themselves when each is said once
+    (positions "0", "1" ... stay "0", not "0·0"), else "position·label", which keeps a repeated token's rows
+    apart ("3·the", "7·the") and lets hover name it from a template."""
+    labels = [str(t) for t in labels]
+    if len(set(labels)) == len(labels):
+        return labels
+    return [f"{i}·{t}" for i, t in enumerate(labels)]
+
+
 def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, colours, height, row_groups=None,
                  values=None) -> go.Figure:
-    """A large matrix sent as one float32 array; labels are "position·token" categories so hover can name
-    both tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
+    """A large matrix sent as one float32 array; labels are categories (`categories`) so hover can name both
+    tokens from a template (no per-cell strings: 512 x 512 cells stay ~1.4 MB)."""
     n, m = z.shape
-    x = [f"{j}·{t}" for j, t in enumerate(xl)]
-    y = [f"{i}·{t}" for i, t in enumerate(yl)]
+    x, y = categories(xl), categories(yl)
     fig = go.Figure(go.Heatmap(
         z=z.astype(np.float32), x=x, y=y, customdata=None if values is None else values.astype(np.float32),
         hovertemplate=f"{esc(y_title)}: %{{y}}<br>{esc(x_title)}: %{{x}}<br>{esc(value_name)}: "

@@ -143,6 +143,7 @@ function draw(v) {
   }
   ctx.font = FONT; ctx.textBaseline = "middle";
   const size = Math.min(12, Math.floor(cw / 2.4), Math.floor(ch * 0.8)); // the numbers' font: as big as cells allow
+  let widest = 0; // the widest number written, in px (the canvas's data-value-width: tests compare it with a cell)
   if (h.show_values && size >= 10) { // each cell's value, to cell_digits decimals
     ctx.textAlign = "center"; ctx.font = `${size}px 'Source Sans Pro', 'Source Sans 3', sans-serif`;
     for (let r = Math.floor(win.r0); r < Math.ceil(win.r1); r++) {
@@ -150,7 +151,9 @@ function draw(v) {
         const i = r * h.cols + c, k = h.colour[i];
         if (k === NO_COLOUR) continue;
         ctx.fillStyle = k > 150 ? "#ffffff" : "#262730";
-        ctx.fillText(h.values[i].toFixed(h.cell_digits), X(c + 0.5), Y(r + 0.5));
+        const text = h.values[i].toFixed(h.cell_digits);
+        widest = Math.max(widest, ctx.measureText(text).width);
+        ctx.fillText(text, X(c + 0.5), Y(r + 0.5));
       }
     }
     ctx.font = FONT;
@@ -204,7 +207,8 @@ function draw(v) {
   v.reset.style.display = v.win ? "" : "none";
   Object.assign(canvas.dataset, { plot: [px, py, pw, ph].map((x) => x.toFixed(1)).join(","),
                                   window: [win.r0, win.r1, win.c0, win.c1].join(","), rows: h.rows, cols: h.cols,
-                                  tile: h.tiles ? `${h.tiles.rows},${h.tiles.cols}` : "" });
+                                  tile: h.tiles ? `${h.tiles.rows},${h.tiles.cols}` : "",
+                                  cellWidth: cw.toFixed(1), valueFont: widest ? size : 0, valueWidth: widest.toFixed(1) });
 }
 
 // The chart as saved: its title written above it (a PNG alone would not say what it shows).
@@ -352,5 +356,8 @@ export default function (component) {
                         + (v.h.click ? ", Enter opens." : "."));
   v.canvas.dataset.meta = JSON.stringify(v.h.meta);
   v.canvas.dataset.xLabels = JSON.stringify(v.h.x_ticks.map((t) => t[1])); // what the columns are, for tests
+  v.canvas.dataset.yLabels = JSON.stringify(v.h.y_ticks.map((t) => t[1])); // and the rows, the words and numbers
+  v.canvas.dataset.texts = JSON.stringify({ titles: [v.h.title, v.h.x_title, v.h.y_title, v.h.value_name], // drawn
+                                            colorbar: v.h.colorbar.map((t) => t[1]) }); // (tests/chart_checks.py)
   draw(v);
 }

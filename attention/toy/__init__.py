@@ -15,4 +15,5 @@ the math):
     live           the frames a live slider looks up (the browser does no attention math)
     examples       the hand-built vectors from the seeds, and how they were chosen
     questions      predict-then-see questions of the toy pages, answered from the state they reveal
+    rounding       how a toy page writes a number (weights to thousandths, everywhere the page says them)
 """

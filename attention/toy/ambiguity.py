@@ -104,19 +104,19 @@ class AmbiguousWord:
     attend: Callable[[str, float], BankResult | ItResult]  # (sentence, pull) -> its result
     sentences: tuple[str, str]  # the seeds' two sentences, one per sense
     axes: tuple[str, str]  # the two output dimensions, one per sense
-    formula: str  # LaTeX: how the word's output is made
+    formula: str  # LaTeX: how the word's output is made (in lines: on one, it ran past 800 px)
     story: str  # why it takes what it takes (markdown; empty for none)
 
 
 AMBIGUOUS_WORDS = {
     "bank": AmbiguousWord(
         "bank", bank_attention, ex.BANK_SENTENCES, ("nature", "finance"),
-        r"q_{bank} = \text{pull}\cdot x_{bank} W_Q,\quad k_j = x_j W_K,\quad "
-        r"z_{bank} = \sum_j \alpha_j\, x_j W_V \in (\text{nature}, \text{finance})", ""),
+        r"\begin{gathered} q_{bank} = \text{pull}\cdot x_{bank} W_Q,\quad k_j = x_j W_K \\ "
+        r"z_{bank} = \sum_j \alpha_j\, x_j W_V \in (\text{nature}, \text{finance}) \end{gathered}", ""),
     "it": AmbiguousWord(
         "it", it_attention, ex.IT_SENTENCES, ("animate", "spatial"),
-        r"x' = x + \operatorname{Attn}_1(x), \qquad z_{it} = \operatorname{Attn}_2(x')_{it}"
-        r" \in (\text{animate}, \text{spatial})",
+        r"\begin{gathered} x' = x + \operatorname{Attn}_1(x) \\ z_{it} = \operatorname{Attn}_2(x')_{it}"
+        r" \in (\text{animate}, \text{spatial}) \end{gathered}",
         "One layer is not enough: the query of “it” is the same in both sentences. Layer 1 lets “it” read what "
         "the predicate wants (*tired* wants an animate subject, *wide* a spatial one); layer 2 matches that want "
         "against the nouns."),

@@ -28,14 +28,16 @@ from attention.toy.ambiguity import bank_attention, it_attention
 from attention.toy.core import attention_from_embeddings, scaled_dot_product_attention, softmax
 from attention.toy.lookup import soft_lookup
 from attention.toy.multihead import toy_translation
+from attention.toy.rounding import DECIMALS
 from attention.toy.scaling import scaling_sample
 
 STEPS = np.round(np.linspace(0.0, 1.0, 101), 2)  # the sliders' positions: 0.00, 0.01, ... 1.00
 
 
 def thousandths(x) -> np.ndarray:
-    """Values in [0, 65.535] as integer thousandths (what the page prints with 3 decimals)."""
-    return np.rint(np.asarray(x, dtype=np.float64) * 1000).astype(np.uint16)
+    """Values in [0, 65.535] as integer thousandths: the precision every toy page says a weight with
+    (attention.toy.rounding.DECIMALS), so a live bar and the same weight in a sentence read alike."""
+    return np.rint(np.asarray(x, dtype=np.float64) * 10 ** DECIMALS).astype(np.uint16)
 
 
 def packed(x) -> str:
@@ -173,7 +175,7 @@ def slider(label: str, values, value, widget: str) -> Slider:
 
 def signed_thousandths(x) -> np.ndarray:
     """Any values as integer thousandths (int32): scores and outputs can be negative."""
-    return np.rint(np.asarray(x, dtype=np.float64) * 1000).astype("<i4")
+    return np.rint(np.asarray(x, dtype=np.float64) * 10 ** DECIMALS).astype("<i4")
 
 
 def sweep_payload(sliders: list[Slider], panels: list[Panel], *, key: str) -> dict:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from attention.seq2seq_record import read_record
 from attention.toy import examples as ex
 from attention.toy.ambiguity import bank_attention, it_attention
 from attention.toy.core import attention_from_embeddings, entropy
@@ -27,7 +27,8 @@ from attention.toy.lookup import soft_lookup
 from attention.toy.masks import causal_mask
 from attention.toy.multihead import multi_head_attention, toy_translation
 from attention.toy.positions import order_demo, shuffled_order
-from attention.toy.scaling import scaling_sample
+from attention.toy.rounding import number, percent
+from attention.toy.scaling import scaling_study
 from attention.toy.scoring import METHODS, scored_attention
 
 
@@ -41,6 +42,11 @@ class Reveal:
     why: str  # one sentence on why
     bars: tuple[tuple[str, float], ...] = ()  # the same figures, one bar each: (label, value)
     measure: str = ""  # what the bars measure: the chart's title
+    percent: bool = False  # the figures are shares said as percents ("98.5%"), not numbers ("0.296")
+
+    def shown(self, value: float) -> str:
+        """A figure as the sentence says it and its bar is labelled: one rounding rule (attention.toy.rounding)."""
+        return percent(value) if self.percent else number(value)
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,8 @@ class Question:
 
 
 def _shares(labels, weights) -> str:
-    return ", ".join(f"{label} {w:.2f}" for label, w in zip(labels, weights, strict=True))
+    """"apple 0.296, banana 0.296": each weight as its bar says it (attention.toy.rounding.number)."""
+    return ", ".join(f"{label} {number(w)}" for label, w in zip(labels, weights, strict=True))
 
 
 def _bars(labels, values) -> tuple[tuple[str, float], ...]:
@@ -84,7 +91,8 @@ def _lookup_scaling(state: dict) -> Reveal:
     plain = soft_lookup(query, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS, scaled=state["lookup.scaled"])
     grows = plain.winner_weight > scaled.winner_weight
     return Reveal("grows" if grows else "shrinks", "it grows" if grows else "it shrinks",
-                  f"{plain.winner}'s weight {scaled.winner_weight:.3f} with ÷√d_k, {plain.winner_weight:.3f} without",
+                  f"{plain.winner}'s weight {number(scaled.winner_weight)} with ÷√d_k, "
+                  f"{number(plain.winner_weight)} without",
                   "dividing by √d_k shrinks the gaps between the scores; without it they are wider, and softmax "
                   "gives the best match more of the weight.",
                   _bars(("with ÷√d_k", "without"), (scaled.winner_weight, plain.winner_weight)),
@@ -113,35 +121,46 @@ def _self_sum(state: dict) -> Reveal:
     row = t.weights[state["self.query"]]
     total = f"{row.sum():.0f}"
     return Reveal(total, f"they add up to exactly {total}" if total == "1" else f"they add up to {total}",
-                  f"sum of the weights of “{data.tokens[state['self.query']]}”: {row.sum():.3f}",
+                  f"sum of the weights of “{data.tokens[state['self.query']]}”: {number(row.sum())}",
                   "softmax divides each exponential by the sum of all of them, so a query's weights are shares of "
                   "one whole, whatever the scores: attention mixes the values, it never amplifies them.",
                   _bars(data.tokens, row), f"weights of “{data.tokens[state['self.query']]}”")
 
 
 # --- Why scale by √d_k -----------------------------------------------------------------------------------
+def _largest_weights(state: dict) -> dict:
+    """The page's chart "Largest weight" at the question's state: the study's averages over its random draws,
+    by d (its DIMS), without and with ÷√d (the numbers the chart draws, not one draw's)."""
+    study = scaling_study(n_keys=state["scaling.keys"], temperature=state["scaling.temperature"])
+    d = [int(x) for x in study.dims]
+    return {"draws": study.draws, "without": dict(zip(d, study.max_weight_unscaled, strict=True)),
+            "with": dict(zip(d, study.max_weight_scaled, strict=True))}
+
+
 def _scaling_unscaled(state: dict) -> Reveal:
-    small, large = scaling_sample(8), scaling_sample(state["scaling.d"])
-    approaches = large.weights_unscaled.max() > 0.9
-    answer = "it approaches 1" if approaches else "it stays about the same"
+    top, d = _largest_weights(state), state["scaling.d"]
+    small, large = top["without"][8], top["without"][d]
+    answer = "it approaches 1" if large > 0.9 else "it stays about the same"
     return Reveal(answer, answer,
-                  f"largest weight without scaling: {small.weights_unscaled.max():.2f} at d = 8, "
-                  f"{large.weights_unscaled.max():.2f} at d = {state['scaling.d']}",
+                  f"largest weight without scaling, averaged over {top['draws']} random draws (the chart “Largest "
+                  f"weight” on this page): {number(small)} at d = 8, {number(large)} at d = {d}",
                   "each score is a sum of d products: its spread grows as √d, and softmax of widely spread scores "
                   "puts almost all the weight on one key.",
-                  _bars(("d = 8", f"d = {state['scaling.d']}"), (small.weights_unscaled.max(),
-                                                                 large.weights_unscaled.max())),
-                  "largest weight, without ÷√d")
+                  _bars(("d = 8", f"d = {d}"), (small, large)), "largest weight without ÷√d, averaged")
 
 
 def _scaling_scaled(state: dict) -> Reveal:
-    sample = scaling_sample(state["scaling.d"])
-    top = sample.weights_scaled.max()
-    answer = "no" if top < 0.9 else "yes"
+    top, d = _largest_weights(state), state["scaling.d"]
+    small, large = top["with"][8], top["with"][d]
+    answer = "no" if large < 0.9 else "yes"
     return Reveal(answer, "it stays well below 1" if answer == "no" else "it approaches 1 too",
-                  f"largest weight at d = {state['scaling.d']} with ÷√d: {top:.2f}",
+                  f"largest weight with ÷√d, averaged over {top['draws']} random draws: {number(small)} at d = 8, "
+                  f"{number(large)} at d = {d}",
                   "dividing by √d brings the scores' spread back to about 1 whatever d is, so softmax stays soft.",
-                  _bars((f"d = {state['scaling.d']}, with ÷√d",), (top,)), "largest weight, with ÷√d")
+                  _bars(("d = 8", f"d = {d}"), (small, large)), "largest weight with ÷√d, averaged")
+
+
+SCALING_STATE = (("scaling.d", 512), ("scaling.keys", 8), ("scaling.temperature", 1.0))  # the page's defaults but d
 
 
 # --- Scoring functions ----------------------------------------------------------------------------------------
@@ -154,7 +173,7 @@ def _scoring_flattest(state: dict) -> Reveal:
     best = max(spread, key=spread.get)
     return Reveal(best, f"{best} gives the flattest weights",
                   "how spread the weights are (mean entropy of the rows): "
-                  + ", ".join(f"{m} {e:.2f}" for m, e in spread.items()),
+                  + ", ".join(f"{m} {number(e)}" for m, e in spread.items()),
                   "the flattest weights come from the scores that differ least from key to key.",
                   _bars(spread, spread.values()), "how spread the weights are (entropy)")
 
@@ -163,7 +182,7 @@ def _scoring_first_row(state: dict) -> Reveal:
     sentence = ex.cat_sentence()
     base = attention_from_embeddings(sentence.x, sentence.w_q, sentence.w_k, sentence.w_v)
     t = scored_attention(base.q, base.k, base.v, "scaled_dot", mask=causal_mask(len(sentence.tokens)))
-    own = f"{t.weights[0, 0]:.0f}"
+    own = f"{t.weights[0, 0]:.0f}"  # the choices are whole numbers
     return Reveal(own, "it keeps all of its weight: 1" if own == "1" else f"it gives itself {own}",
                   f"first row: {_shares(sentence.tokens, t.weights[0])}",
                   "a causal mask lets a token see only itself and what came before: the first token sees only "
@@ -181,7 +200,7 @@ def _multihead_causal(state: dict) -> Reveal:
     later = float(row[1:].sum())
     said = "it gives them none: exactly 0" if f"{later:.0f}" == "0" else f"it gives them {later:.0f}"
     return Reveal(f"{later:.0f}", said,
-                  f"weight of the first word on the words after it: {later:.3f}",
+                  f"weight of the first word on the words after it: {number(later)}",
                   "the mask sets every later word's score to −∞ before softmax: its weight is exactly 0.",
                   _bars(hang.tokens, row), f"weights of “{hang.tokens[0]}”, head 1, causal mask on")
 
@@ -192,7 +211,8 @@ def _multihead_sharp(state: dict) -> Reveal:
     most = ex.SOURCE_SENTENCE[int(row.argmax())]
     return Reveal(most, f"“chat” reads “{most}” most", f"“chat” reads: {_shares(ex.SOURCE_SENTENCE, row)}",
                   "a sharper s widens the gaps between the scores: “chat” ends up reading almost only the English "
-                  "word that shares its meaning.", _bars(ex.SOURCE_SENTENCE, row), "what “chat” reads, s = 6")
+                  "word that shares its meaning.", _bars(ex.SOURCE_SENTENCE, row),
+                  f"what “chat” reads, s = {state['mh.sharp']:g}")
 
 
 # --- Ambiguity in a toy model ------------------------------------------------------------------------------
@@ -200,7 +220,8 @@ def _toy_bank(state: dict) -> Reveal:
     r = bank_attention(state["toy.bank0"], state["toy.pull"])
     nature, finance = r.sense
     sense = "nature" if nature > finance else "finance"
-    return Reveal(sense, f"“bank” leans to {sense}", f"output of “bank”: nature {nature:.2f}, finance {finance:.2f}",
+    return Reveal(sense, f"“bank” leans to {sense}",
+                  f"output of “bank”: nature {number(nature)}, finance {number(finance)}",
                   "“bank” asks for context words; “river” is the one that answers, and its value points to nature.",
                   _bars(("nature", "finance"), (nature, finance)), "the output of “bank”, sense by sense")
 
@@ -211,7 +232,7 @@ def _toy_it(state: dict) -> Reveal:
     nouns = [i for i, t in enumerate(r.tokens) if t in ("animal", "street")]
     best = r.tokens[max(nouns, key=lambda i: row[i])]
     return Reveal(best, f"“it” looks at “{best}” most",
-                  "layer 2, “it”: " + ", ".join(f"{r.tokens[i]} {row[i]:.2f}" for i in nouns),
+                  "layer 2, “it”: " + ", ".join(f"{r.tokens[i]} {number(row[i])}" for i in nouns),
                   "in layer 1 “it” reads what the predicate wants (“wide”: something spatial); in layer 2 it looks "
                   "for the noun that is spatial.", _bars([r.tokens[i] for i in nouns], [row[i] for i in nouns]),
                   "what “it” reads in layer 2")
@@ -219,23 +240,26 @@ def _toy_it(state: dict) -> Reveal:
 
 # --- Word order and positions ------------------------------------------------------------------------------
 def _order(state: dict) -> Reveal:
+    """Shuffling and the weights, on the pair of words positions change most (both questions show it)."""
     cat = ex.cat_sentence()
     perm = shuffled_order(len(cat.tokens), state["pos.shuffle"])
-    demo = order_demo(list(cat.tokens), cat.x, cat.w_q, cat.w_k, cat.w_v, perm, positions=state["pos.add"])
-    changes = demo.max_weight_change > 1e-9
-    change = f"{demo.max_weight_change:.3g}" if changes else "0 (to rounding)"
+    demo, with_positions = (order_demo(list(cat.tokens), cat.x, cat.w_q, cat.w_k, cat.w_v, perm, positions=on)
+                            for on in (state["pos.add"], True))
+    change = np.abs(with_positions.weights - with_positions.weights_unshuffled)
+    i, j = np.unravel_index(int(np.argmax(change)), change.shape)
+    pair = f"“{cat.tokens[i]}” → “{cat.tokens[j]}”"
+    written, shuffled = demo.weights[i, j], demo.weights_unshuffled[i, j]
+    changes = number(demo.max_weight_change) != number(0)  # a change the page's three decimals can show
     return Reveal("yes" if changes else "no", "they change" if changes else "they stay the same",
-                  f"largest change of any weight: {change}",
+                  f"weight of {pair}: {number(written)} as written, {number(shuffled)} shuffled; largest change of "
+                  f"any weight: {number(demo.max_weight_change)}",
                   "with positions, a word's vector depends on its place, so its scores change when it moves"
                   if changes else "without positions each word's vector is the same wherever it stands: its "
-                  "weights move with it, unchanged.", _bars(("largest change",), (demo.max_weight_change,)),
-                  "largest change of any weight")
+                  "weights move with it, unchanged.",
+                  _bars((f"{pair}, as written", f"{pair}, shuffled"), (written, shuffled)), f"weight of {pair}")
 
 
 # --- The bottleneck ----------------------------------------------------------------------------------------
-WEIGHTS = Path(__file__).parents[1] / "seq2seq_weights.npz"  # attention.seq2seq.WEIGHTS (that module imports torch)
-
-
 SHARES = ("most of them", "about half", "almost none")  # the bottleneck question's choices
 
 
@@ -245,20 +269,31 @@ def share_in_words(share: float) -> str:
 
 
 def _bottleneck(state: dict) -> Reveal:
+    """The share of n-digit sequences each model reversed when saved, and why, from what training recorded
+    (attention.seq2seq_record): whether the models practised n digits is read there, not written here."""
     n = len(state["bn.digits"].split())
-    at = {}
-    with np.load(WEIGHTS) as data:  # "<variant>/accuracy": lengths, sequences, digits (seq2seq_training writes it)
-        for variant in ("bottleneck", "attentive"):
-            lengths, sequences, _ = data[f"{variant}/accuracy"]
-            at[variant] = dict(zip(lengths.astype(int).tolist(), sequences, strict=True))
-    share = float(at["bottleneck"][n])
+    record = read_record()
+    share, attentive = (record.share_reversed(v, n) for v in ("bottleneck", "attentive"))
+    trained = (f"{n} digits is among the lengths both models were trained on" if record.trained_on(n) else
+               f"{n} digits is {'longer' if n > record.train_lengths[1] else 'shorter'} than anything the models "
+               "were trained on") + f" ({record.lengths_in_words()})"
+    held = ("one vector still holds every digit of so short an input" if share_in_words(share) == SHARES[0] else
+            "one vector must hold every digit of the input, and that many digits do not fit in it"
+            + (", even at a length it practised" if record.trained_on(n) else ""))
     return Reveal(share_in_words(share), f"it reverses {share_in_words(share)} of them exactly",
-                  f"sequences of {n} digits reversed exactly: one context vector {share:.0%}, attention "
-                  f"{at['attentive'][n]:.0%}", "one vector must hold every digit of the input, and a longer input "
-                  "than it was trained on overflows it; attention instead reads, at each step, the encoder states "
-                  "around the digit it is about to write.",
-                  _bars(("one context vector", "attention"), (share, at["attentive"][n])),
-                  f"share of {n}-digit sequences reversed exactly")
+                  f"sequences of {n} digits reversed exactly: one context vector {percent(share)}, attention "
+                  f"{percent(attentive)}", f"{trained}: {held}; attention instead reads, at each step, the encoder "
+                  "states around the digit it is about to write.",
+                  _bars(("one context vector", "attention"), (share, attentive)),
+                  f"share of {n}-digit sequences reversed exactly", percent=True)
+
+
+def _trained_lengths() -> str:
+    """"1 to 20 digits", as training recorded them (no weights: the page says how to train them, asks nothing)."""
+    try:
+        return read_record().lengths_in_words()
+    except (FileNotFoundError, KeyError):
+        return "the lengths training recorded"
 
 
 QUESTIONS = (
@@ -276,17 +311,20 @@ QUESTIONS = (
     Question("self.sum", "self_attention", "After softmax, what do the weights of “Thinking” add up to?",
              ("1", "it depends on the scores"), (("self.example", "Thinking Machines"), ("self.query", 0)), _self_sum),
     Question("scaling.unscaled", "scaling", "Without ÷√d, what happens to the largest weight as d grows from 8 to "
-             "512?", ("it approaches 1", "it stays about the same"), (("scaling.d", 512),), _scaling_unscaled),
+             "512?", ("it approaches 1", "it stays about the same"), SCALING_STATE, _scaling_unscaled),
     Question("scaling.scaled", "scaling", "And with ÷√d: at d = 512, does the largest weight approach 1 as well?",
-             ("yes", "no"), (("scaling.d", 512),), _scaling_scaled),
+             ("yes", "no"), SCALING_STATE, _scaling_scaled),
     Question("scoring.flattest", "scoring", "Which scoring function gives the flattest weights on these inputs?",
              METHODS, (("scoring.causal", False),), _scoring_flattest),
     Question("scoring.first", "scoring", "With the causal mask on, how much weight does “Cat” (the first token) "
              "give itself?", ("0", "1"), (("scoring.causal", True),), _scoring_first_row),
     Question("mh.causal", "multihead", "With the causal mask on, how much weight can the first word give to the "
              "words after it?", ("0", "1"), (("mh.causal", True),), _multihead_causal),
-    Question("mh.sharp", "multihead", "In the toy translation, raise the sharpness s to 6: which English word does "
-             "“chat” read most?", tuple(dict.fromkeys(ex.SOURCE_SENTENCE)), (("mh.sharp", 6.0),), _multihead_sharp),
+    Question("mh.sharp", "multihead", "A toy translation: the French words of “le chat était assis sur le tapis” "
+             "each read the English words of “the cat sat on the mat”, their queries against the English keys. A "
+             "sharpness s multiplies every query and key (W_Q = W_K = s·I): the larger s, the wider apart the "
+             "scores. At s = 6, which English word does “chat” read most?", tuple(dict.fromkeys(ex.SOURCE_SENTENCE)),
+             (("mh.sharp", 6.0),), _multihead_sharp),
     Question("toy.bank", "toy_ambiguity", "In “I sat on the river bank”, which sense does “bank” lean to?",
              ("nature", "finance"), (("toy.bank0", ex.BANK_SENTENCES[0]), ("toy.pull", 4.0)), _toy_bank),
     Question("toy.it", "toy_ambiguity", "“…because it was too wide”: which noun does “it” look at most in layer 2?",
@@ -295,8 +333,8 @@ QUESTIONS = (
              "given words change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", False)), _order),
     Question("pos.with", "positions", "Now add positions (sinusoidal, below) and shuffle again: do the weights "
              "change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", True)), _order),
-    Question("bn.long", "bottleneck", "Both models were trained on sequences of 1 to 20 digits. At 20 digits, how "
-             "many sequences does the model with one context vector reverse exactly?", SHARES,
+    Question("bn.long", "bottleneck", f"Both models were trained on sequences of {_trained_lengths()}. At 20 "
+             "digits, how many sequences does the model with one context vector reverse exactly?", SHARES,
              (("bn.digits", "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4"),), _bottleneck),
 )
 

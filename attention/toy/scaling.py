@@ -40,6 +40,7 @@ class ScalingStudy:
     max_weight_unscaled: np.ndarray  # (D,) mean of the largest weight (1 = saturated)
     max_weight_scaled: np.ndarray  # (D,)
     n_keys: int
+    draws: int  # random draws (a query and n_keys keys each) averaged at every d
 
     @property
     def uniform_entropy(self) -> np.ndarray:
@@ -78,4 +79,4 @@ def scaling_study(dims=DIMS, *, n_keys: int = 8, n_draws: int = 200, temperature
     cols = np.array(rows).T
     return ScalingStudy(dims=dims, var_scores=cols[0], var_scaled=cols[1], entropy_unscaled=cols[2],
                         entropy_scaled=cols[3], max_weight_unscaled=cols[4], max_weight_scaled=cols[5],
-                        n_keys=n_keys)
+                        n_keys=n_keys, draws=n_draws)
