@@ -68,13 +68,18 @@ class Focus:
     text: str | None = None  # the sentence; None: the page's example sentence
     layer: int = 0
     head: int = 0  # the one head shown where a page shows one (always a head: see `aggregation`)
+    head_picked: bool = False  # the visitor picked this layer and head (a click, a box, a link, a question); until
+    # then a view that follows a ranked result shows its top head instead (`following`), kept here as shown
     aggregation: str = "head"  # how a layer's heads are shown: "head" (the one above) or "mean", "max", ...
     query: TokenAt | None = None  # the token followed; None: the page's default token
     words: bool = False  # the reading switches (attention.models.Reading): words, not pieces
     without_sinks: bool = False  # each head's sinks removed and rows rescaled
     log: bool = False  # weights coloured by log10
     target: str | None = None  # the contrast's expected next token, exactly as the tokenizer reads it (" Mary")
-    foil: str | None = None  # its alternative (" John"); None for either: the example's
+    foil: str | None = None  # its alternative (" John")
+    corrupt: str | None = None  # the corrupted prompt patched into (What heads do)
+    picked_for: str | None = None  # the text target, foil and corrupt were picked for: they hold for it alone
+    # (`picks_hold`); for any other text the pages derive their own (attention.models.contrast_words)
     pair: WordPair | None = None  # Ambiguous words' two sentences; None: its first example
     image_format: str = "png"  # what the charts' camera button saves, one of IMAGE_FORMATS
 
@@ -94,8 +99,28 @@ class Focus:
             raise ValueError(f"image format must be one of {', '.join(IMAGE_FORMATS)}, not {self.image_format!r}")
 
     def replace(self, **changes) -> Focus:
-        """A copy with some fields changed (dataclasses.replace, checked)."""
+        """A copy with some fields changed (dataclasses.replace, checked). Setting the layer or the head is
+        picking a head (head_picked), unless head_picked is given too."""
+        if ("layer" in changes or "head" in changes) and "head_picked" not in changes:
+            changes["head_picked"] = True
         return dataclasses.replace(self, **changes)
+
+    def following(self, layer: int, head: int) -> Focus:
+        """The focus a view that follows a ranked result shows: the head the visitor picked, else the result's
+        top head (layer, head, from 0), which is not a pick (the next ranking's top replaces it)."""
+        if self.head_picked:
+            return self
+        return dataclasses.replace(self, layer=layer, head=head, aggregation="head")
+
+    def picks_hold(self) -> bool:
+        """Whether the target, foil and corrupted prompt picked (if any) were picked for the text in focus."""
+        return self.picked_for == self.text
+
+    def with_picks(self, text: str, **picks) -> Focus:
+        """Target, foil or corrupt (picks, None: not picked) picked for `text`, the text on screen, which becomes
+        the focus's text. Picks made for another text are dropped: they did not hold here."""
+        kept = {} if self.picks_hold() and self.text == text else {"target": None, "foil": None, "corrupt": None}
+        return self.replace(text=text, picked_for=text, **{**kept, **picks})
 
     def with_model(self, model: ModelChoice) -> Focus:
         """Another model (a result opened from a file is closed). The token followed stays: `fitted` finds it
@@ -120,7 +145,7 @@ class Focus:
         for each thing changed: a layer or head past the model's last is clamped to it; a token followed that
         is now elsewhere (another sentence, another tokenizer) is followed there, the occurrence nearest its old
         position; one the text does not have is dropped (the page follows its default token)."""
-        notes, changes = [], {}
+        notes, changes = [], {}  # a layer or head clamped is not a pick: dataclasses.replace, not self.replace
         if self.layer >= n_layers:
             changes["layer"] = n_layers - 1
             notes.append(f"Layer {self.layer + 1} is past this model's {n_layers} layers: layer {n_layers} is shown.")
@@ -131,7 +156,7 @@ class Focus:
         if self.query is not None and tokens is not None:
             changes["query"], note = _found(self.query, [str(t) for t in tokens])
             notes += [note] if note else []
-        return (self.replace(**changes) if changes else self), tuple(notes)
+        return (dataclasses.replace(self, **changes) if changes else self), tuple(notes)
 
     # --- the URL ---------------------------------------------------------------------------------------------
     def to_params(self) -> dict[str, str]:
@@ -149,7 +174,8 @@ class Focus:
                 out["precision_b"] = self.other.dtype
         if self.text is not None and len(self.text) <= LINK_TEXT_CHARS:
             out["text"] = self.text
-        out["layer"], out["head"] = str(self.layer + 1), str(self.head + 1)
+        if self.head_picked or (self.layer, self.head) != (0, 0):  # a link shows the head on screen (picked
+            out["layer"], out["head"] = str(self.layer + 1), str(self.head + 1)  # once opened, as a link names it)
         if self.aggregation != "head":
             out["agg"] = self.aggregation
         if self.query is not None:
@@ -157,8 +183,8 @@ class Focus:
         for name, field in (("words", "words"), ("no_sinks", "without_sinks"), ("log", "log")):
             if getattr(self, field):
                 out[name] = "true"
-        for name in ("target", "foil"):
-            if getattr(self, name) is not None:
+        for name in ("target", "foil", "corrupt"):  # picks for another text do not hold: not in the link
+            if getattr(self, name) is not None and self.picks_hold():
                 out[name] = getattr(self, name)
         if self.pair is not None:
             out.update(pair_a=self.pair.a, pair_b=self.pair.b, pair_word=self.pair.word)
@@ -206,7 +232,7 @@ class Focus:
         for name in ("layer", "head"):
             value = number(name, 1)
             if value is not None:
-                changes[name] = value - 1
+                changes[name], changes["head_picked"] = value - 1, True
         if "agg" in params:
             changes["aggregation"] = str(params["agg"])
         position = number("query", 0)
@@ -215,9 +241,9 @@ class Focus:
         for name, field in (("words", "words"), ("no_sinks", "without_sinks"), ("log", "log")):
             if name in params:
                 changes[field] = str(params[name]).lower() == "true"
-        for name in ("target", "foil"):
-            if name in params:
-                changes[name] = str(params[name])
+        for name in ("target", "foil", "corrupt"):
+            if name in params:  # a link's picks are for the link's text
+                changes[name], changes["picked_for"] = str(params[name]), changes["text"]
         if all(f"pair_{part}" in params for part in ("a", "b", "word")):
             changes["pair"] = WordPair(*(str(params[f"pair_{part}"]) for part in ("a", "b", "word")))
         if "images" in params:
@@ -245,8 +271,8 @@ def _found(query: TokenAt, tokens: list[str]) -> tuple[TokenAt | None, str | Non
     return None, f"“{token}” is not among this text's tokens: the page's default token is followed."
 
 
-PARAMS = ("model", "precision", "model_b", "precision_b", "text", "layer", "head", "agg", "query", "words",
-          "no_sinks", "log", "target", "foil", "pair_a", "pair_b", "pair_word", "images")  # what Focus.to_params writes
+PARAMS = ("model", "precision", "model_b", "precision_b", "text", "layer", "head", "agg", "query", "words", "no_sinks",
+          "log", "target", "foil", "corrupt", "pair_a", "pair_b", "pair_word", "images")  # what Focus.to_params writes
 
 
 def with_visible_spaces(token: str) -> str:

@@ -13,12 +13,14 @@ from attention.models import (
     BUNDLED,
     DEFAULT_DECODER,
     Contrast,
+    ContrastWords,
     Focus,
     LoadedModel,
     ModelAttention,
     ModelChoice,
     WordPair,
     contrast,
+    contrast_words,
     model_label,
     spaced_alternative,
 )
@@ -35,10 +37,11 @@ OWN_SENTENCE = "your own sentence"  # the example picker's value when the senten
 
 
 # --- predictions: example, target and foil -----------------------------------------------------------------
-def prediction_example(focus: Focus, *, slot: str) -> tuple[str, str, str]:
+def prediction_example(focus: Focus, *, slot: str) -> str:
     """The example picker of the pages that read a prediction. It shows the example whose prompt is the
-    sentence (else "your own sentence"); picking one sets the sentence, target and foil. Returns the
-    (prompt, target, foil) the page starts from: the example shown, else the first."""
+    sentence (else "your own sentence"); picking one sets the sentence (its target and foil are the example's
+    own: attention.models.contrast_words). Returns the prompt the page starts from: the example shown, else the
+    first."""
     examples = ex.PREDICTION_EXAMPLES
     first = next(iter(examples))
     text = examples[first][0] if focus.text is None else focus.text
@@ -47,51 +50,57 @@ def prediction_example(focus: Focus, *, slot: str) -> tuple[str, str, str]:
     key = show(f"{slot}.example", matched or OWN_SENTENCE)
     st.selectbox("Example", options, key=key, on_change=on_change(key, _pick_example),
                  help="Each example is a prompt, the next token expected (target) and an alternative (foil).")
-    return examples[matched or first]
+    return examples[matched or first][0]
 
 
 def _pick_example(focus: Focus, name: str) -> Focus:
     if name not in ex.PREDICTION_EXAMPLES:
         return focus
-    prompt, target, foil = ex.PREDICTION_EXAMPLES[name]
-    return focus.with_text(prompt).replace(target=target, foil=foil)
+    return focus.with_text(ex.PREDICTION_EXAMPLES[name][0])  # picks for another text stay, and do not hold here
 
 
 def prediction_start(*, page: str, slot: str, model: str) -> tuple[Focus, Source, str, ModelAttention,
-                                                                   LoadedModel, tuple[str, str]]:
+                                                                   LoadedModel, ContrastWords | None]:
     """What both pages that read a prediction start with: the example picker, the sentence and model (the
-    bundled decoder, `model`, by default), the model's result on it, and the focus fitted to it. Returns
-    (focus, source, text, result, model, the example's (target, foil))."""
+    bundled decoder, `model`, by default), the model's result on it, the focus fitted to it, and the target,
+    foil and corrupted prompt for this text (attention.models.contrast_words: picked for it, the example's
+    own, or derived from it; None for a model that predicts no next token). Returns (focus, source, text,
+    result, model, words)."""
     focus = on_page()
     if arrived_by_path(page) and focus.model is not None and focus.model.name in BUNDLED \
             and BUNDLED[focus.model.name].architecture == "encoder-only":  # the path opens it on a model that predicts
         focus = put(focus.replace(model=ModelChoice(DEFAULT_DECODER, focus.model.dtype), query=None),
                     (f"{model_label(focus.model)} predicts no next token: the path opens this page on "
                      f"{model_label(DEFAULT_DECODER)}, which does.",))
-    prompt, target, foil = prediction_example(focus, slot=slot)
+    prompt = prediction_example(focus, slot=slot)
     source, text = sentence_and_model(focus, slot=slot, default_text=prompt, default_model=model)
     att = attention_or_stop(source, text)
     focus = fit(att)
-    return focus, source, text, att, model_or_stop(source), (target, foil)
+    loaded = model_or_stop(source)
+    words = None if att.next_logits is None else contrast_words(focus, att, loaded.tokenizer)
+    return focus, source, text, att, loaded, words
 
 
-def target_and_foil(focus: Focus, att: ModelAttention, tokenizer, defaults: tuple[str, str], *,
-                    slot: str) -> Contrast:
+def target_and_foil(att: ModelAttention, tokenizer, words: ContrastWords, *, slot: str) -> Contrast:
     """The target and foil inputs side by side (a space shown as ␣: " Mary" and "Mary" are different tokens),
-    read once into a Contrast (attention.models.contrast), what each word became, and m in a formula; words
-    that cannot be read end the page with their message."""
+    showing `words` (contrast_words: picked for this text, the example's own, or derived from it, said under
+    them, with any pick made for another text), read once into a Contrast (attention.models.contrast), what
+    each word became, and m in a formula; words that cannot be read end the page with their message. Typing
+    one picks it for this text."""
     c1, c2 = st.columns(2)
-    words = (focus.target if focus.target is not None else defaults[0],
-             focus.foil if focus.foil is not None else defaults[1])
-    for col, field, label, word in ((c1, "target", "expected next token (target)", words[0]),
-                                    (c2, "foil", "an alternative (foil)", words[1])):
+    for col, field, label, word in ((c1, "target", "expected next token (target)", words.target),
+                                    (c2, "foil", "an alternative (foil)", words.foil)):
         key = show(f"{slot}.{field}", with_visible_spaces(word))
-        col.text_input(label, key=key, max_chars=40, on_change=on_change(key, functools.partial(_set_token, field)),
+        col.text_input(label, key=key, max_chars=40,
+                       on_change=on_change(key, pick_setter(field, words)),
                        help=f"The token exactly as the model reads it; a space is shown as ␣. After a word the "
                             f"model writes “{with_visible_spaces(' Mary')}”, a token of its own: “Mary” without "
                             "the space is another token.")
+    st.caption(f"Target and foil: {md(words.how)}.")
+    if words.note:
+        st.caption(f":material/info: {md(words.note)}")
     try:
-        made = contrast(att, tokenizer, *words)  # tokenized here, once, for everything the page reads
+        made = contrast(att, tokenizer, words.target, words.foil)  # tokenized here, once, for everything the page reads
     except ValueError as err:
         st.warning(md(err))
         st.stop()
@@ -110,13 +119,23 @@ def target_and_foil(focus: Focus, att: ModelAttention, tokenizer, defaults: tupl
     return made
 
 
-def token_setter(field: str):
-    """An on_change setter for a target or foil box (a space shown as ␣): the token into the focus's `field`."""
-    return functools.partial(_set_token, field)
+def token_setter(field: str, text: str, target: str, foil: str):
+    """An on_change setter for a target or foil box (a space shown as ␣) of a page that reads `text`: the token
+    picked for that text (Focus.with_picks), with the target and foil the page showed beside it."""
+    return functools.partial(_pick_token, field, text, (("target", target), ("foil", foil)))
 
 
-def _set_token(field: str, focus: Focus, shown_word: str) -> Focus:
-    return focus.replace(**{field: from_visible_spaces(shown_word or "")})
+def pick_setter(field: str, words: ContrastWords):
+    """An on_change setter for a box that picks the target, foil or corrupted prompt (`field`) for the text on
+    screen (Focus.with_picks: the pick holds for that text only). The target and foil shown beside it (`words`)
+    are picked with it: what the visitor saw stays as it was."""
+    return token_setter(field, words.text, words.target, words.foil)
+
+
+def _pick_token(field: str, text: str, beside, focus: Focus, shown: str) -> Focus:
+    typed = shown or ""  # a token's ␣ is its space; a prompt is taken as typed
+    picked = typed if field == "corrupt" else from_visible_spaces(typed)
+    return focus.with_picks(text, **{**dict(beside), field: picked})
 
 
 # --- Ambiguous words: one word in two sentences ------------------------------------------------------------

@@ -87,14 +87,25 @@ def _publish(focus: Focus) -> None:
     st.session_state[_WRITTEN] = params
 
 
+def following(focus: Focus, layer: int, head: int) -> Focus:
+    """Where a view follows a ranked result: its top head (layer, head, from 0) becomes the focus's head unless
+    the visitor picked one (Focus.following), kept and written into the URL like any head shown. Returns it."""
+    followed = focus.following(layer, head)
+    if followed != focus:
+        _publish(followed)
+    return followed
+
+
 def show(key: str, value) -> str:
-    """Before the widget keyed `key` is drawn: set it to `value`, what the focus holds. Returns the key."""
-    if st.session_state.get(key, _UNSET) != value:
-        st.session_state[key] = value
+    """Before the widget keyed `key` is drawn: set it to `value`, what the focus holds. Returns the key.
+
+    Set on every run, not only when the value differs: a widget a run did not draw (the page stopped above it)
+    is drawn again by the browser from its default, while its state here still held the focus's value, so a
+    value set only "when changed" left the control showing layer 1 over a chart of layer 3 (issue 59). A value
+    set this run is sent to the browser with the widget."""
+    st.session_state[key] = value
     return key
 
-
-_UNSET = object()
 
 
 def on_change(key: str, setter: Callable[[Focus, object], Focus]) -> Callable[[], None]:

@@ -17,6 +17,7 @@ import streamlit as st
 
 from attention.figures import reveal_bars
 from attention.focus import with_visible_spaces
+from attention.glossary import definition
 from pages._focus import current, put, update
 from pages._learner import Answered, answer, forget, record, skip, skipped
 from pages._path import path_links
@@ -33,14 +34,22 @@ def verdict(choice: str, reveal) -> str:
     return f"You said “{md(shown_choice(choice))}”; {said}."
 
 
-def predict_then_see(questions, results: dict | None = None) -> bool:
+def predict_then_see(questions, results: dict | None = None, *, shown=None) -> bool:
     """Ask the questions in order, each once the one before is answered; an answered one shows its verdict,
     numbers, bars and why. Toy questions solve from their own state; model questions from the page's
-    `results`. Returns whether every question is answered."""
+    `results`. `shown`: what the page shows (its ModelChoice, or a saved result): a model question about
+    another model is then not asked, and never switches the model on a commit; a button shows its model
+    first. Returns whether every question is answered."""
     n = len(questions)
     for i, q in enumerate(questions):
         answered = answer(q.key)
         with st.container(border=True, key=f"lesson-{q.key.replace('.', '-')}"):
+            if answered is None and not _on_screen(q, shown):
+                st.markdown(f"**Question {i + 1} of {n} · predict, then see.** This question is about {md(q.about)}; "
+                            "the page shows another model now.")
+                st.button("Show it here, then ask", key=f"lesson.show.{q.key}", icon=":material/tune:",
+                          on_click=functools.partial(_show_here, q))
+                return False
             st.markdown(f"**Question {i + 1} of {n} · predict, then see.** {md(q.ask)}")
             if answered is None:
                 _ask(q, results)
@@ -54,6 +63,22 @@ def predict_then_see(questions, results: dict | None = None) -> bool:
                     return False
             _show(q, answered)
     return True
+
+
+def _on_screen(q, shown) -> bool:
+    """Whether a question's model is the one the page shows (`shown` None: the page does not say). A model is its
+    name: the same model in another precision is still the question's subject (committing keeps the precision)."""
+    model = dict(getattr(q, "focus", ())).get("model")
+    return shown is None or model is None or getattr(shown, "name", shown) == model.name
+
+
+def _question_focus(q, focus) -> dict:
+    """The focus fields a model question sets: its example, in the precision the page already shows its model in."""
+    fields = dict(q.focus)
+    model = fields.get("model")
+    if model is not None and focus.model is not None and focus.model.name == model.name and focus.saved is None:
+        fields["model"] = focus.model
+    return fields
 
 
 def questions_first(questions, path: str) -> None:
@@ -76,6 +101,8 @@ def _a_view_link(questions) -> bool:
 
 
 def _ask(q, results) -> None:
+    for term in getattr(q, "terms", ()):  # what the answer rests on, said before it is asked
+        st.markdown(f"*{md(term)}*: {md(definition(term))}")
     with st.form(f"lesson.form.{q.key}", border=False):
         st.radio("Your prediction", q.choices, index=None, key=f"lesson.choice.{q.key}", horizontal=True,
                  format_func=shown_choice)
@@ -109,6 +136,13 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
+def _show_here(q) -> None:
+    """A question about another model than the page's: the page set to the question's example, and the learner's
+    focus kept, to be given back once answered ("Back to your text")."""
+    st.session_state.setdefault(BEFORE, {})[q.key] = current()
+    update(**dict(q.focus))
+
+
 def _commit(q, results) -> None:
     choice = st.session_state.get(f"lesson.choice.{q.key}")
     if choice is None:
@@ -119,15 +153,16 @@ def _commit(q, results) -> None:
     else:  # a model question: judged once the page has run on its example (predict_then_see)
         record(q.key, Answered(choice))
         before = current()
-        if before != before.replace(**dict(q.focus)):  # the learner's own sentence or model: kept to go back to
+        fields = _question_focus(q, before)
+        if before != before.replace(**fields):  # the learner's own sentence or model: kept to go back to
             st.session_state.setdefault(BEFORE, {})[q.key] = before
-        update(**dict(q.focus))
+        update(**fields)
 
 
 def _set_state(q) -> None:
     """The page set to a question's own state: a model question's focus, or a toy page's widgets."""
     if hasattr(q, "focus"):
-        update(**dict(q.focus))
+        update(**_question_focus(q, current()))
         return
     for key, value in q.state:
         st.session_state[key] = value

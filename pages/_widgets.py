@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from attention.focus import VISIBLE_SPACE
+from attention.glossary import definition
 from attention.models import (
     BUNDLED,
     DEFAULT_ENCODER,
@@ -32,6 +34,7 @@ from attention.models import (
     local_models,
     model_label,
     model_name,
+    shown_tokens,
     word_groups,
 )
 from pages._focus import current, on_change, put, setting, show, shown, update
@@ -166,22 +169,27 @@ def fit(att: ModelAttention | None = None, *, n_layers: int | None = None, n_hea
 # --- layer, head, token ------------------------------------------------------------------------------------
 def layer_and_head(col_layer, col_head, focus: Focus, n_layers: int, n_heads: int, *, slot: str,
                    head_disabled: bool = False, kinds: Callable[[int], str] | None = None) -> tuple[int, int]:
-    """The Layer and Head inputs (from 1 on screen) of a fitted focus. Returns 0-based (layer, head).
+    """The Layer and Head inputs (from 1 on screen) of a fitted focus (or of Focus.following: a ranked result's
+    top head). Changing either picks the head the two show. Returns 0-based (layer, head).
     `kinds`: each layer's kind (ModelAttention.layer_kind), said under the Layer input."""
-    layer, head = layer_input(col_layer, focus, n_layers, slot=slot, kinds=kinds), min(focus.head, n_heads - 1)
+    head = min(focus.head, n_heads - 1)
+    layer = layer_input(col_layer, focus, n_layers, slot=slot, kinds=kinds, head=head)
     key = show(f"{slot}.head", head + 1)
-    col_head.number_input("Head", 1, n_heads, key=key, disabled=head_disabled, on_change=on_change(key, _set_head))
+    col_head.number_input("Head", 1, n_heads, key=key, disabled=head_disabled,
+                          on_change=on_change(key, functools.partial(_set_head, layer)))
     return layer, head
 
 
-def layer_input(col, focus: Focus, n_layers: int, *, slot: str, kinds: Callable[[int], str] | None = None) -> int:
+def layer_input(col, focus: Focus, n_layers: int, *, slot: str, kinds: Callable[[int], str] | None = None,
+                head: int | None = None) -> int:
     """The Layer input alone (from 1 on screen). Returns the 0-based layer. `kinds`: each layer's kind
-    (ModelAttention.layer_kind: "global", "local, window 512"), said under the input where layers differ."""
+    (ModelAttention.layer_kind: "global", "local, window 512"), said under the input where layers differ.
+    `head`: the head shown beside it, picked with the new layer."""
     layer = min(focus.layer, n_layers - 1)
     key = show(f"{slot}.layer", layer + 1)
     said = [kinds(i) for i in range(n_layers)] if kinds else []
     globals_ = [str(i + 1) for i, kind in enumerate(said) if kind == "global"]
-    col.number_input("Layer", 1, n_layers, key=key, on_change=on_change(key, _set_layer),
+    col.number_input("Layer", 1, n_layers, key=key, on_change=on_change(key, functools.partial(_set_layer, head)),
                      help=f"Global layers (every earlier token): {', '.join(globals_)}. The others are local: a "
                           "sliding window of recent tokens." if any(said) and globals_ else None)
     if any(said):
@@ -189,12 +197,14 @@ def layer_input(col, focus: Focus, n_layers: int, *, slot: str, kinds: Callable[
     return layer
 
 
-def _set_layer(focus: Focus, shown_layer: int | None) -> Focus:
-    return focus if shown_layer is None else focus.replace(layer=int(shown_layer) - 1)
+def _set_layer(head: int | None, focus: Focus, shown_layer: int | None) -> Focus:
+    if shown_layer is None:
+        return focus
+    return focus.replace(layer=int(shown_layer) - 1, **({} if head is None else {"head": head}))
 
 
-def _set_head(focus: Focus, shown_head: int | None) -> Focus:
-    return focus if shown_head is None else focus.replace(head=int(shown_head) - 1, aggregation="head")
+def _set_head(layer: int, focus: Focus, shown_head: int | None) -> Focus:
+    return focus if shown_head is None else focus.replace(layer=layer, head=int(shown_head) - 1, aggregation="head")
 
 
 def query_picker(col, focus: Focus, att: ModelAttention, *, slot: str, default: int | None = None,
@@ -202,13 +212,14 @@ def query_picker(col, focus: Focus, att: ModelAttention, *, slot: str, default: 
     """The token (or, reading words, the word) followed: the focus's, else `default` (the page's; the
     seeds' "bank" when the text has it, else its last word). Returns its index among the tokens, or among the words."""
     position = focus.query_or(default_focus(att.tokens, special=att.special) if default is None else default)
-    units = att.tokens if grouping is None else grouping.words
+    units = shown_tokens(att) if grouping is None else grouping.words
     index = position if grouping is None else grouping.word_of(position)
     firsts = None if grouping is None else tuple(pieces[0] for pieces in grouping.pieces)
     key = show(labelled_key(f"{slot}.query", units), index)
     pin = source if isinstance(source, ModelChoice) else None
+    spaced = grouping is None and any(str(unit).startswith(VISIBLE_SPACE) for unit in units)
     col.selectbox(label or ("Word" if grouping is not None else "Token"), range(len(units)),
-                  format_func=token_labels(units), key=key,
+                  format_func=token_labels(units), key=key, help=definition(VISIBLE_SPACE) if spaced else None,
                   on_change=on_change(key, functools.partial(_pick_query, tuple(att.tokens), firsts, att.text, pin)))
     if any(str(unit).startswith("⟨") for unit in units):
         col.caption("⟨f0 9f⟩: a token that is only part of a character (an emoji, say), by its bytes in hex: the "

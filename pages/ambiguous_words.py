@@ -14,15 +14,17 @@ from attention.models import (
     TokenAt,
     compare_word,
     difference_by_token,
+    embedding_positions,
     head_name,
     model_questions_for,
     query_row,
+    shown_tokens,
 )
 from pages._examples import pair_boxes, pair_example
 from pages._export import chart_config, export_row
 from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop
+from pages._jobs import attention_or_stop, model_or_stop, result_of
 from pages._lessons import predict_then_see
 from pages._path import intro, path_links
 from pages._text import md
@@ -51,10 +53,10 @@ except ValueError as err:
     st.stop()
 focus = fit(n_layers=a.n_layers, n_heads=a.n_heads)  # not its tokens: the token followed is in the visit's text
 L, H = a.n_layers, a.n_heads
-predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b})
+predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b}, shown=name)
 reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
-st.subheader(f"Where “{md(a.tokens[cmp.ia])}” looks")
+st.subheader(f"Where “{md(shown_tokens(a)[cmp.ia])}” looks")
 c1, c2 = st.columns(2)
 layer = layer_input(c1, focus, L, slot="amb", kinds=a.layer_kind)
 head = head_or_mean(c2, focus, H, slot="amb")
@@ -74,7 +76,7 @@ if row.reading.words or row.reading.without_sinks:
                + ("Without sinks: each row rescaled to sum to 1 without the first/special tokens and any token "
                   "that holds most rows. " if row.reading.without_sinks else "")
                + "The comparisons below stay on tokens.")
-if st.button(f"Follow “{a.tokens[cmp.ia]}” of sentence A on Model heads", icon=":material/grid_view:",
+if st.button(f"Follow “{shown_tokens(a)[cmp.ia]}” of sentence A on Model heads", icon=":material/grid_view:",
              key="amb.follow", help="These two sentences are this page's own; the other model pages show the visit's "
                                     "sentence. This makes sentence A that sentence, with the word followed."):
     update(text=s1, query=TokenAt(cmp.ia, a.tokens[cmp.ia]), **({"model": name} if isinstance(name, ModelChoice)
@@ -103,7 +105,8 @@ st.latex(r"\cos(h^{A}_\ell, h^{B}_\ell) = "
 st.plotly_chart(figures.line_chart(range(L + 1), {"cosine similarity": cmp.cosine},
                                x_title="layer (0 = embeddings)", y_title="cosine"),
                 width="stretch", key="amb.cosine")
-st.caption("Layer 0 is the word's embedding plus its position (identical when the word sits at the same "
-           "position in both sentences); each layer mixes in context through attention, so the senses drift apart.")
+layer_zero = result_of(embedding_positions, "Measuring the embeddings…", model_or_stop(name))  # from the model
+st.caption(f"{md(layer_zero.layer_zero())}. Each layer mixes in context through attention, so the senses drift "
+           "apart.")
 
 path_links("pages/ambiguous_words.py")

@@ -19,7 +19,7 @@ from attention.models import (
 )
 from pages._canvas import canvas_heatmap
 from pages._clicks import head_opener, open_head_buttons
-from pages._focus import on_page
+from pages._focus import following, on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
 from pages._labels import label_of
@@ -97,8 +97,10 @@ else:
                      height=min(400, 40 + 35 * len(labelled)))
 
 st.subheader("Open a head (or click a cell above)")
+top = None if labels is None else roles.strongest(role)  # the ranked result above: its top head opens here,
+shown = focus if top is None else following(focus, top[0], top[1])  # until the visitor picks another
 c1, c2, c3 = st.columns([1, 1, 2])
-layer, head = layer_and_head(c1, c2, focus, L, H, slot="atlas", kinds=att.layer_kind)
+layer, head = layer_and_head(c1, c2, shown, L, H, slot="atlas", kinds=att.layer_kind)
 head_type = head_survey.head_types[layer, head] or "no clear type"
 role_md = "**not measured**" if labels is None else f"**{labels[layer, head] or 'no role'}**"
 if labels is not None:  # a head labelled by its strongest role may pass the threshold in others too: say so
@@ -107,6 +109,8 @@ if labels is not None:  # a head labelled by its strongest role may pass the thr
 c3.markdown(f"{head_words(layer, head).capitalize()}: **{head_type}** on your text, {role_md} "
             f"on the probe; entropy {head_survey.entropy[layer, head]:.2f} nats, mean distance "
             f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
+if top is not None and not focus.head_picked:
+    st.caption(f"Opened: the strongest {ROLES[role][0]} head on the probe. Pick another, or click a cell above.")
 open_head_buttons(layer, head, key="atlas.open")
 if probe is not None:
     canvas_heatmap(view_canvas(zoom(probe, "head", layer=layer, head=head),

@@ -14,6 +14,7 @@ from attention.models import (
     head_name,
     line_view,
     model_questions_for,
+    shown_tokens,
     survey,
     token_focus,
     zoom,
@@ -41,7 +42,7 @@ focus = on_page()
 name, text = sentence_and_model(focus, slot="heads")
 att = attention_or_stop(name, text)
 focus = fit(att)
-predict_then_see(model_questions_for("model_heads"), {"att": att})
+predict_then_see(model_questions_for("model_heads"), {"att": att}, shown=name)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 on_gpu = f", {att.device_nbytes / 1e6:.1f} MB of it on the GPU" if att.device_nbytes else ""
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
@@ -143,7 +144,7 @@ def token_section(att: ModelAttention, focus, name, reading, grouping):
     """Where the token followed looks in every layer and head; returns the units shown (tokens or words)."""
     L, H = att.n_layers, att.n_heads
     st.subheader("Where does one token look, in every head?")
-    units = att.tokens if grouping is None else grouping.words
+    units = shown_tokens(att) if grouping is None else grouping.words  # " bank" as "␣bank"
     followed = query_picker(st, focus, att, slot="heads", grouping=grouping, source=name)
     focus_view = token_focus(att, followed, reading=reading)
     if focus_view.empty:  # an empty frame 1,300 px tall said nothing: say why instead

@@ -23,31 +23,34 @@ from attention.models import (
     model_questions_for,
     next_tokens,
     query_row,
+    shown_tokens,
 )
 from attention.toy import examples as ex
 from pages._clicks import open_head_buttons
 from pages._examples import prediction_start, target_and_foil
 from pages._export import chart_config, export_row
-from pages._focus import changing, update
+from pages._focus import changing, following, put, update
 from pages._frame import ensure_app_frame
 from pages._jobs import result_of
 from pages._labels import label_of, token_labels
 from pages._lessons import predict_then_see
 from pages._path import intro, path_links
 from pages._text import md, md_token
-from pages._widgets import layer_and_head, reading_switches
+from pages._widgets import layer_and_head, query_picker, reading_switches
 
 ensure_app_frame()
 LAYER_HEADS = "layer · head"
+EXAMPLE_WORD = "pred.example_word"  # session key: an encoder example's word, followed once its sentence is read
 
 
 def vector_example() -> None:
-    """on_change of the encoder's example picker: its sentence becomes the visit's, its word this page's."""
+    """on_change of the encoder's example picker: its sentence becomes the visit's, and its word the token
+    followed once the page has read the sentence's tokens."""
     chosen = st.session_state["pred.vector_example"]
     if chosen is not None:
         sentence, word = ex.VECTOR_EXAMPLES[chosen]
         update(text=sentence, query=None)
-        st.session_state["pred.word"] = word
+        st.session_state[EXAMPLE_WORD] = word
 
 
 def effects_heatmap(effects, title: str, key: str):
@@ -62,9 +65,9 @@ intro("pages/predictions.py", "Attention weights say where a head looks, not whe
       "softmax turns the scores into probabilities), and then each head is **removed** in turn (an ablation) "
       "to see how much the prediction changes: a head that looks at “Mary” may or may not be the one that makes "
       "the model say “ Mary”.")
-focus, name, text, att, loaded, defaults = prediction_start(page="pages/predictions.py", slot="pred",
-                                                            model=DEFAULT_DECODER)
-predict_then_see(model_questions_for("predictions"), {"att": att, "tokenizer": loaded.tokenizer})
+focus, name, text, att, loaded, words = prediction_start(page="pages/predictions.py", slot="pred",
+                                                         model=DEFAULT_DECODER)
+predict_then_see(model_questions_for("predictions"), {"att": att, "tokenizer": loaded.tokenizer}, shown=name)
 reading = reading_switches(focus, att, slot="pred")
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
@@ -77,15 +80,14 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
               key="pred.decoder", on_click=changing(model=ModelChoice(DEFAULT_DECODER), query=None))
     st.selectbox("Example for an encoder", list(ex.VECTOR_EXAMPLES), index=None, key="pred.vector_example",
                  placeholder="choose one to fill the sentence and the word", on_change=vector_example)
-    followed = default_focus(att.tokens, special=att.special)
-    if st.session_state.get("pred.word") is None:  # the page's own box: the token the page follows at first
-        st.session_state["pred.word"] = att.tokens[followed]
-    word = st.text_input("Word to follow", key="pred.word", max_chars=40)
+    if (word := st.session_state.pop(EXAMPLE_WORD, None)) is not None:
+        focus = put(focus.with_query(default_focus(att.tokens, word, special=att.special), att.tokens))
+    followed = query_picker(st, focus, att, slot="pred", source=name, label="Token to follow")  # the visit's
     st.latex(r"\text{effect}^{(\ell,h)} = 1 - \cos\big(x^{\text{final}}_{w},\ x^{\text{final}}_{w}\,"
              r"\text{without head }(\ell,h)\big)")
     effects = result_of(head_ablation_cosine, "Ablating every head…", loaded, att,
-                        word, ablation=ablation)
-    effects_heatmap(effects, f"How far each head's removal moves “{att.tokens[effects.token]}”", "pred.vector")
+                        followed, ablation=ablation)
+    effects_heatmap(effects, f"How far each head's removal moves “{shown_tokens(att)[effects.token]}”", "pred.vector")
     st.caption("Attribution patching is not shown for this metric: 1 − cos is smallest (0) at the unablated "
                "vector, so its gradient there is zero and a first-order estimate would say 0 for every head. It "
                "needs a metric with a slope, such as a decoder's logit difference.")
@@ -146,7 +148,7 @@ if asked or st.session_state.get("pred.generated"):
 
 # --- 3. Target and foil -----------------------------------------------------------------------------------
 st.header("3 · Target and foil")
-contrast = target_and_foil(focus, att, loaded.tokenizer, defaults, slot="pred")
+contrast = target_and_foil(att, loaded.tokenizer, words, slot="pred")
 st.caption("Positive: the model prefers the target. A head's effect is m with the head removed, minus m: negative "
            "means the head supported the target.")
 
@@ -173,21 +175,30 @@ with c2:
 st.latex(r"\widehat{\text{effect}}^{(\ell,h)} = \sum_{\text{pos}} \big(z^{(\ell,h)}_{\text{removed}} - "
          r"z^{(\ell,h)}\big) \cdot \frac{\partial m}{\partial z^{(\ell,h)}}")
 ranked = (exact or estimate).ranked(15)
+agrees = None if exact is None else agreement(estimate, exact)
 rows = [{"layer": i + 1, "head": h + 1, **({"exact effect": exact.effect[i, h]} if exact else {}),
-         "estimate": estimate.effect[i, h]} for i, h, _ in ranked]  # no exact column before the scan ran
-if exact is not None:
+         "estimate": estimate.effect[i, h],
+         **({"estimate's sign": "wrong" if agrees.opposite[i, h] else "right"} if agrees else {})}
+        for i, h, _ in ranked]  # no exact column before the scan ran
+if agrees is not None:
+    wrong = agrees.opposite_heads()
+    shown_wrong = [f"{head_name(i, h)} ({agrees.pair(i, h, flag=False)})" for i, h, _, _ in wrong[:3]]
     st.caption(f"Rank correlation between the estimate and the exact effects over all heads: Spearman ρ = "
-               f"{agreement(estimate, exact).spearman:.2f} (1: the same order).")
+               f"{agrees.spearman:.2f} (1: the same order). "
+               + (f"The estimate has the wrong sign for {len(wrong)} of {agrees.opposite.size} heads, the largest: "
+                  f"{'; '.join(shown_wrong)}." if wrong else "The estimate has the right sign for every head."))
 st.dataframe(pd.DataFrame(rows).style.format(precision=3),
              hide_index=True, key="pred.ranked")
 
 # --- 5. A head's pattern ----------------------------------------------------------------------------------
 st.header("5 · What a head that matters looks at")
 c1, c2 = st.columns(2)
+top = ranked[0]  # the head that matters most opens here, until the visitor picks another
+focus = following(focus, top[0], top[1])
 layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pred", kinds=att.layer_kind)
 pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=reading)
 by_word = pattern.reading.words
-last = pattern.row_labels[0] if by_word else token_labels(att.tokens)(len(att.tokens) - 1)
+last = pattern.row_labels[0] if by_word else token_labels(shown_tokens(att))(len(att.tokens) - 1)
 st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
                                            title=f"{head_words(layer, head).capitalize()}: where the last "
                                            f"{'word' if by_word else 'token'} ({last}) looks"
@@ -195,9 +206,10 @@ st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
                       layer=layer, head=head), width="stretch", key="pred.pattern",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
-effect = (exact or estimate).effect[layer, head]
-st.caption(f"Removing it changes m by {effect:+.3f} ({'exact' if exact else 'estimated'}). The largest effects are "
-           f"at {head_words(ranked[0][0], ranked[0][1])}.")
+effect = (f"Removing it changes m by {agrees.pair(layer, head)}" if agrees else
+          f"Removing it changes m by {estimate.effect[layer, head]:+.3f} (estimated)")
+st.caption(f"{effect}. " + (f"The largest {'effect' if exact else 'estimate'} is at "
+                            f"{head_words(top[0], top[1])}" + ("" if focus.head_picked else ", opened here") + "."))
 open_head_buttons(layer, head, key="pred.open")
 
 path_links("pages/predictions.py")

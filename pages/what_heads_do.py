@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from attention import figures
+from attention.focus import with_visible_spaces
 from attention.models import (
     DEFAULT_DECODER,
     KINDS,
@@ -19,16 +20,17 @@ from attention.models import (
     head_words,
     logit_lens,
     model_label,
-    swap_words,
+    model_questions_for,
 )
-from pages._examples import prediction_start, target_and_foil
-from pages._focus import changing
+from pages._examples import pick_setter, prediction_start, target_and_foil
+from pages._focus import changing, following, on_change, show
 from pages._frame import ensure_app_frame
 from pages._jobs import (
     attention_or_stop,
     result_of,
 )
 from pages._labels import label_of
+from pages._lessons import predict_then_see
 from pages._path import intro, path_links
 from pages._text import md
 from pages._widgets import layer_and_head
@@ -40,8 +42,8 @@ intro("pages/what_heads_do.py", "The last step: a prediction, read part by part.
       "between them, the MLPs) **write** it directly into the output; how it **forms** layer by layer (the logit "
       "lens); where the information **enters** (patching a clean run into a corrupted one); and which earlier "
       "heads a head **reads** from, as an induction head does.")
-focus, name, text, att, loaded, defaults = prediction_start(page="pages/what_heads_do.py", slot="circ",
-                                                            model=DEFAULT_DECODER)
+focus, name, text, att, loaded, words = prediction_start(page="pages/what_heads_do.py", slot="circ",
+                                                         model=DEFAULT_DECODER)
 if att.next_logits is None:  # an encoder: nothing predicted, nothing to read part by part
     st.info(f"{md(model_label(name))} predicts no next token: this page reads a prediction. Its heads' roles are "
             "on the Head atlas.")
@@ -49,16 +51,16 @@ if att.next_logits is None:  # an encoder: nothing predicted, nothing to read pa
               on_click=changing(model=ModelChoice(DEFAULT_DECODER), query=None))
     path_links("pages/what_heads_do.py")
     st.stop()
-contrast = target_and_foil(focus, att, loaded.tokenizer, defaults, slot="circ")
+contrast = target_and_foil(att, loaded.tokenizer, words, slot="circ")
 st.caption("Positive m means the model prefers the target.")
+shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, contrast)
+predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name)  # before the shares are shown
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")
 # Two formulas, one under the other: side by side (in columns too) the first was cut at 800 px.
 st.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
 st.latex(r"\sum_p \text{share}(p) = m")
-shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att,
-                   contrast)
 st.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
                 width="stretch", key="circ.direct")
 if st.button("Compare with each head's total effect (remove every head)", icon=":material/science:",
@@ -83,29 +85,43 @@ st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))
 st.header("2 · How it forms: the logit lens")
 st.latex(r"\text{lens}_\ell(i) = \operatorname{softmax}\big(W_U\, \mathrm{norm}(x^{(\ell)}_i)\big)")
 lens = result_of(logit_lens, "Reading every layer…", loaded, att, target=contrast.target)
-show_target = st.toggle(f"Colour by the target's probability (“{md(contrast.target.token)}”)", key="circ.lens_target")
-st.plotly_chart(figures.lens_heatmap(lens, target=show_target), width="stretch", key="circ.lens")
+c1, c2 = st.columns(2)
+show_target = c1.toggle(f"Colour by the target's probability (“{md(with_visible_spaces(contrast.target.token))}”)",
+                        key="circ.lens_target")
+read = len(lens.tokens)
+every = read > figures.LENS_SHOWN and c2.toggle(f"Every position ({read})", key="circ.lens_every",
+                                                help=f"The last {figures.LENS_SHOWN} positions are shown, each cell "
+                                                     "wide enough to name its token; every position names them on "
+                                                     "hover only.")
+st.plotly_chart(figures.lens_heatmap(lens, target=show_target, last=None if every else figures.LENS_SHOWN),
+                width="stretch", key="circ.lens")
 last = lens.target_probability[:, -1]
 first_layer = next((i for i, p in enumerate(last) if p == last.max()), 0)
-st.caption(f"Each row reads the residual stream after a layer through the final norm and the unembedding; each "
-           f"cell names the token the model would predict there. At the last position the target reaches its "
-           f"highest probability, {last.max():.2f}, after layer {first_layer}.")
+shown_positions = read if every or read <= figures.LENS_SHOWN else figures.LENS_SHOWN
+st.caption("Each row reads the residual stream after a layer through the final norm and the unembedding; each "
+           "cell is the token the model would predict there (named in the cell where it fits, always on hover)"
+           + ("" if shown_positions == len(att.tokens) else f", at the last {shown_positions} of the text's "
+              f"{len(att.tokens)} positions")
+           + f". At the last position the target reaches its highest probability, {last.max():.2f}, after layer "
+             f"{first_layer}.")
 
 # --- 3. Where the information enters ----------------------------------------------------------------------
 st.header("3 · Where it enters: activation patching")
 st.latex(r"\text{effect} = \frac{m_{\text{patched}} - m_{\text{corrupt}}}{m_{\text{clean}} - m_{\text{corrupt}}}")
-names = [w.strip() for w in (contrast.target.token, contrast.foil.token)]
-try:
-    suggested = swap_words(text, *names)
-except ValueError:
-    suggested = text
-corrupt_text = st.text_input("Corrupted prompt (the same number of tokens)", value=suggested, key="circ.corrupt",
-                             max_chars=2000, help="By default the target and the foil swapped: the model should "
-                                                  "now prefer the foil.")
+key = show("circ.corrupt", (words.corrupt or text)[:2000])  # the box shows the clean prompt when none is derived
+corrupt_text = st.text_input("Corrupted prompt (the same number of tokens)", key=key, max_chars=2000,
+                             on_change=on_change(key, pick_setter("corrupt", words)),
+                             help="By default the target and the foil swapped, when both are names in the prompt: "
+                                  "the model should now prefer the foil.")
+if not words.corrupt_picked and words.corrupt is not None:
+    st.caption(f"The target and the foil swapped: “{md(contrast.target.token.strip())}” and "
+               f"“{md(contrast.foil.token.strip())}” trade places.")
 site = st.radio("Patch", list(SITES), format_func=label_of(SITES), horizontal=True, key="circ.site")
 if corrupt_text.strip() == text.strip():  # e.g. a prompt without both words to swap: nothing to restore, and
-    st.info("The corrupted prompt is the clean one: change a word that matters for the prediction above (a name, "
-            "a country) to see where it enters.")  # the rest of the page (and the path's end) goes on
+    st.info("The corrupted prompt is the clean one"
+            + ("" if words.corrupt_picked else ": the target and the foil are not two names in this prompt to swap")
+            + ". Change a word that matters for the prediction above (a name, a country) to see where it "
+              "enters.")  # the rest of the page (and the path's end) goes on
 elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") or \
         st.session_state.get(f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"):
     st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"] = True
@@ -127,15 +143,15 @@ elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") 
 # --- 4. Which heads a head reads ---------------------------------------------------------------------------
 st.header("4 · Which heads it reads: composition")
 roles = result_of(head_roles, "Running the induction probe…", loaded)
-inductions = roles.induction
-best = divmod(int(inductions.argmax()), inductions.shape[1])
+*best, best_score = roles.strongest("induction")
 st.markdown(f"The strongest induction head here is **{head_words(best[0], best[1])}** (score "
-            f"{inductions[best]:.2f} on the probe). An induction head finds the earlier occurrence of the current "
+            f"{best_score:.2f} on the probe). An induction head finds the earlier occurrence of the current "
             "token through its **keys**: it reads a previous-token head by K-composition (Elhage et al. 2021).")
 st.button("Read that head", icon=":material/arrow_downward:", key="circ.induction",
           on_click=changing(layer=best[0], head=best[1], aggregation="head"))
-c1, c2 = st.columns(2)
-layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="circ", kinds=att.layer_kind)
+c1, c2 = st.columns(2)  # the strongest induction head opens here, until the visitor picks another
+layer, head = layer_and_head(c1, c2, following(focus, *best), att.n_layers, att.n_heads, slot="circ",
+                             kinds=att.layer_kind)
 try:
     comp = composition(loaded, layer, head)
 except ValueError as err:

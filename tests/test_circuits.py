@@ -9,10 +9,10 @@ import torch
 
 from attention.models import attend
 from attention.models.analyses.composition_scores import composition, head_matrices
-from attention.models.analyses.patching import activation_patching, swap_words
+from attention.models.analyses.patching import activation_patching
 from attention.models.analyses.readout import direct_logit_attribution, logit_lens, residual_stream
 from attention.models.analyses.roles import probe_attention, probe_ids, roles_of
-from attention.models.analyses.target_foil import contrast
+from attention.models.analyses.target_foil import contrast, swap_words
 from tests.numerics import float32_approx
 from tests.test_stats import fake_attention
 from tests.tiny_models import build

@@ -1,6 +1,8 @@
 """The typed focus (attention.focus): one value for what a visit looks at, checked against a model's result,
 written into a URL and read back."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -78,8 +80,11 @@ _focuses = st.builds(
     layer=st.integers(0, 40), head=st.integers(0, 40), aggregation=st.sampled_from(["head", "mean", "rollout"]),
     query=st.none() | st.builds(TokenAt, st.integers(0, 600), st.just("")),
     words=st.booleans(), without_sinks=st.booleans(), log=st.booleans(),
-    target=st.none() | _texts, foil=st.none() | _texts,
-    pair=st.none() | st.builds(WordPair, _texts, _texts, _texts), image_format=st.sampled_from(["png", "svg"]))
+    target=st.none() | _texts, foil=st.none() | _texts, corrupt=st.none() | _texts, head_picked=st.booleans(),
+    pair=st.none() | st.builds(WordPair, _texts, _texts, _texts), image_format=st.sampled_from(["png", "svg"])
+).map(lambda f: dataclasses.replace(  # what a link can hold: a head not picked is the page's own, and picks are
+    f, layer=f.layer if f.head_picked else 0, head=f.head if f.head_picked else 0,  # for the link's text
+    picked_for=f.text if (f.target, f.foil, f.corrupt) != (None, None, None) else None))
 
 
 @settings(max_examples=200, deadline=None)
@@ -97,7 +102,8 @@ def test_a_link_names_a_whole_focus_but_keeps_what_no_link_can_hold():
     params = session.to_params()
     assert "text" not in params
     back, _ = Focus.from_params({"layer": "2"}, session)
-    assert back == Focus(text=long, saved="abc123", image_format="svg", layer=1)  # words: the link's default
+    assert back == Focus(text=long, saved="abc123", image_format="svg", layer=1, head_picked=True)  # words: the
+    # link's default
     back, _ = Focus.from_params({"model": "smollm2", "text": "short"}, session)
     assert back.saved is None and back.text == "short"  # a model named: the file is closed
 
@@ -112,3 +118,37 @@ def test_a_link_that_cannot_be_read_says_so_and_keeps_the_rest():
 def test_a_space_in_a_token_is_shown_and_read_back():
     assert with_visible_spaces(" Mary") == "␣Mary" and from_visible_spaces("␣Mary") == " Mary"
     assert from_visible_spaces(" Mary") == " Mary"  # a space typed as a space is one too
+
+
+def test_a_head_not_picked_follows_a_ranked_result_and_a_pick_stays():
+    """Issue 59: after the exact scan the head view stayed on L1H1. A view that follows a ranked result shows its
+    top head until the visitor picks one; a clamp to fit a model is not a pick."""
+    fresh = Focus()
+    assert (fresh.following(23, 3).layer, fresh.following(23, 3).head) == (23, 3)
+    followed = fresh.following(23, 3)
+    assert not followed.head_picked and followed.to_params()["layer"] == "24"  # a link shows the head on screen
+    assert Focus.from_params(followed.to_params())[0].head_picked  # and, opened, names it
+    picked = fresh.replace(layer=2, head=5)
+    assert picked.head_picked and (picked.following(23, 3).layer, picked.following(23, 3).head) == (2, 5)
+    assert picked.to_params()["layer"] == "3" and Focus.from_params(picked.to_params())[0].head_picked
+    clamped, _ = Focus(layer=40).fitted(n_layers=6, n_heads=12)
+    assert clamped.layer == 5 and not clamped.head_picked
+    assert not Focus.from_params({"text": "a"})[0].head_picked
+
+
+def test_a_target_foil_or_corrupted_prompt_holds_for_the_text_it_was_picked_for():
+    """Issue 59: " Mary" and " John" were read on a prompt about Anna and Peter. A pick remembers its text: on
+    another text it does not hold (and is not written into a link), back on its text it holds again, and a pick
+    on a new text drops the picks made for the old one."""
+    mary = "When Mary and John went to the store, John gave a drink to"
+    anna = "When Anna and Peter went to the park, Peter gave a ball to"
+    picked = Focus().with_picks(mary, target=" Mary", foil=" John")
+    assert picked.text == mary and picked.picks_hold() and picked.to_params()["target"] == " Mary"
+    moved = picked.with_text(anna)
+    assert not moved.picks_hold() and "target" not in moved.to_params() and moved.target == " Mary"
+    assert moved.with_text(mary).picks_hold()
+    again = moved.with_picks(anna, corrupt="When Peter and Anna went to the park, Anna gave a ball to")
+    assert again.picks_hold() and again.target is None and again.foil is None and again.corrupt.startswith("When Peter")
+    assert again.with_picks(anna, target=" Anna").corrupt == again.corrupt  # picks for one text add up
+    back, _ = Focus.from_params(again.to_params())
+    assert back.picks_hold() and back.corrupt == again.corrupt

@@ -34,7 +34,7 @@ NEWER_TEXT_BOXES = {  # the text boxes the list above does not reach: id -> (pag
                       [("text_input", "circ.corrupt", 2_000), ("text_input", "circ.target", 40)]),
     "predictions": ("pages/predictions.py", None, [("text_input", "pred.target", 40)]),
     "predictions, an encoder": ("pages/predictions.py", ("selectbox", "pred.model", "minilm"),
-                                [("text_input", "pred.word", 40)]),
+                                [("text_area", "pred.text", 2_000)]),  # the token followed, fitted to each
     "positions": ("pages/positions.py", ("toggle", "pos.real", True), [("text_input", "pos.text", 400)]),
     "bottleneck": ("pages/bottleneck.py", None, [("text_input", "bn.digits", 200)]),
 }

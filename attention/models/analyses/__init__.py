@@ -6,7 +6,8 @@ survey a corpus.
     >>> direct_logit_attribution(m, att, pair).heads               # (L, H) each head's direct share of m
 
 Modules:
-    target_foil     a target and a foil token, tokenized once, and the metric m = logit(target) - logit(foil)
+    target_foil     a target and a foil token, tokenized once, and the metric m = logit(target) - logit(foil);
+                    which two (and the corrupted prompt) a text gets: picked, an example's, or derived from it
     edits           runs with heads' outputs or the residual stream edited, batched (ablation, patching)
     head_effects    each head removed, exactly or by attribution patching, and how well the two agree
     readout         the residual stream through the unembedding: direct logit attribution, the logit lens
@@ -23,6 +24,7 @@ Modules:
     qk_families     which families' scores are split, and where each block keeps what q and k read
     qk_stream       the residual stream at a layer as a sum of the parts that wrote it (StreamParts)
     predictions     the next token and step-by-step generation (the Predictions page)
+    embedding_positions  whether a model's layer-0 vectors carry each token's position (measured)
 
 Each takes a LoadedModel (attention.models.forward) and, where it reads a text, its ModelAttention.
 """
@@ -47,6 +49,7 @@ from attention.models.analyses.corpus_survey import (
     load_corpus_survey,
     survey_bytes,
 )
+from attention.models.analyses.embedding_positions import EmbeddingPositions, embedding_positions
 from attention.models.analyses.head_effects import (
     ABLATIONS,
     HeadEffects,
@@ -56,7 +59,7 @@ from attention.models.analyses.head_effects import (
     head_ablation,
     head_ablation_cosine,
 )
-from attention.models.analyses.patching import SITES, Patching, activation_patching, swap_words
+from attention.models.analyses.patching import SITES, Patching, activation_patching
 from attention.models.analyses.predictions import MAX_NEW_TOKENS, Generation, NextTokens, generate, next_tokens
 from attention.models.analyses.qk_attribution import (
     QKAttribution,
@@ -82,18 +85,30 @@ from attention.models.analyses.roles import (
     probe_ids,
     roles_of,
 )
-from attention.models.analyses.target_foil import Contrast, TokenChoice, contrast, spaced_alternative
+from attention.models.analyses.target_foil import (
+    Contrast,
+    ContrastWords,
+    DerivedWords,
+    TokenChoice,
+    contrast,
+    contrast_words,
+    derived_words,
+    prompt_names,
+    spaced_alternative,
+    swap_words,
+    swapped_prompt,
+)
 
 __all__ = [
     "ABLATIONS", "CORPUS_FORMATS", "LENS_MAX_POSITIONS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "QK_FAMILIES",
-    "ROLES",
-    "ROLE_THRESHOLD", "SITES", "Composition", "Contrast", "Corpus", "CorpusSurvey", "Generation", "HeadEffects",
-    "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKAttribution", "QKProjection",
-    "ScanAgreement", "TokenChoice", "TopExample", "activation_patching", "agreement", "attribution_patching",
-    "composition", "contrast", "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution",
-    "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices", "listed_corpora",
-    "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed", "part_in_words",
-    "probe_attention", "probe_ids", "qk_attribution", "qk_projection", "read_corpus", "roles_of",
-    "spaced_alternative", "survey_bytes",
-    "survey_file", "survey_file_on_ray", "swap_words",
+    "ROLES", "ROLE_THRESHOLD", "SITES", "Composition", "Contrast", "Corpus", "CorpusSurvey", "Generation",
+    "HeadEffects", "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKAttribution",
+    "QKProjection", "ContrastWords", "DerivedWords", "EmbeddingPositions", "ScanAgreement", "TokenChoice",
+    "TopExample", "activation_patching", "agreement", "attribution_patching", "composition", "contrast",
+    "contrast_words", "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution", "derived_words",
+    "embedding_positions", "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices",
+    "listed_corpora", "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed",
+    "part_in_words", "probe_attention", "probe_ids", "prompt_names", "qk_attribution", "qk_projection", "read_corpus",
+    "roles_of", "spaced_alternative", "survey_bytes", "survey_file", "survey_file_on_ray", "swap_words",
+    "swapped_prompt",
 ]

@@ -64,18 +64,48 @@ def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class ScanAgreement:
-    """How well attribution patching ranks the heads as the exact scan does."""
+    """How well attribution patching ranks the heads as the exact scan does, and where it fails outright: the
+    heads whose estimate has the opposite sign of their exact effect (it says the head helps where removing it
+    hurts, or the reverse)."""
 
     estimate: HeadEffects
     exact: HeadEffects
     spearman: float  # rank correlation of the two over all heads: 1 = the same order
+    opposite: np.ndarray  # (L, H) bool: the estimate's sign is the opposite of the exact effect's
+
+    def opposite_heads(self) -> list[tuple[int, int, float, float]]:
+        """(layer, head, exact, estimate) of every head whose estimate has the wrong sign, 0-based, the largest
+        exact effect first."""
+        layers, heads = np.nonzero(self.opposite)
+        found = [(int(i), int(h), float(self.exact.effect[i, h]), float(self.estimate.effect[i, h]))
+                 for i, h in zip(layers, heads, strict=True)]
+        return sorted(found, key=lambda row: -abs(row[2]))
+
+    def pair(self, layer: int, head: int, *, flag: bool = True) -> str:
+        """One head's exact effect and its estimate as the pages say them, with the estimate's failure beside it
+        when its sign is wrong: "exact −3.850, estimate +0.330 (the wrong sign)" (flag=False: where the sentence
+        around it says so already)."""
+        exact, estimate = self.exact.effect[layer, head], self.estimate.effect[layer, head]
+        wrong = " (the wrong sign)" if flag and self.opposite[layer, head] else ""
+        return f"exact {_signed(exact)}, estimate {_signed(estimate)}{wrong}"
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3f}".replace("-", "−")  # a minus sign, not a hyphen
+
+
+def opposite_signs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where two arrays of effects disagree in sign (one positive, the other negative; a zero disagrees with
+    nothing). Shapes: (L, H) x2 -> (L, H) bool."""
+    return np.sign(a) * np.sign(b) < 0
 
 
 def agreement(estimate: HeadEffects, exact: HeadEffects) -> ScanAgreement:
     """The estimate against the exact scan of the same metric; ValueError when they measure different things."""
     if estimate.metric != exact.metric or estimate.effect.shape != exact.effect.shape:
         raise ValueError(f"the estimate measures {estimate.metric} and the scan {exact.metric}: nothing to compare")
-    return ScanAgreement(estimate, exact, rank_correlation(estimate.effect, exact.effect))
+    return ScanAgreement(estimate, exact, rank_correlation(estimate.effect, exact.effect),
+                         opposite_signs(estimate.effect, exact.effect))
 
 
 def _check(ablation: str) -> None:
@@ -111,12 +141,15 @@ def head_ablation(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, 
                        estimated=False, metric=contrast.metric, contrast=contrast)
 
 
-def head_ablation_cosine(loaded: LoadedModel, att: ModelAttention, word: str, *, ablation: str = "zero",
+def head_ablation_cosine(loaded: LoadedModel, att: ModelAttention, word: str | int, *, ablation: str = "zero",
                          progress: Callable[[float, str], None] | None = None) -> HeadEffects:
     """For encoders (no next token): remove each head in turn; effect on 1 - cos of `word`'s final vector
-    with and without the head (0 on the clean model)."""
+    with and without the head (0 on the clean model). `word`: the token's position, or a word (its first
+    occurrence)."""
     _check(ablation)
-    i = find_word(att.tokens, word)
+    i = word if isinstance(word, int) else find_word(att.tokens, word)
+    if not 0 <= i < len(att.tokens):
+        raise ValueError(f"This text has {len(att.tokens)} tokens: there is no token {i} to follow.")
     setup = edit_setup(loaded, att)
     clean = setup.clean.last_hidden_state[0, i].double()  # (D,)
 

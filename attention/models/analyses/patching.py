@@ -19,7 +19,6 @@ Shapes: L layers, H heads, n tokens (the same for both prompts).
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,7 +39,7 @@ from attention.models.analyses.edits import (
 from attention.models.analyses.target_foil import Contrast
 from attention.models.forward.device import LONG_WORK_TOKENS, work_threads
 from attention.models.forward.model import LoadedModel
-from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.model_attention import ModelAttention, shown_tokens
 
 SITES = {"residual": "the residual stream at one layer and position", "heads": "one head's output, every position"}
 
@@ -54,19 +53,6 @@ class Patching:
     tokens: tuple[str, ...]  # the clean prompt's tokens
     corrupt_tokens: tuple[str, ...]
     contrast: Contrast
-
-
-def swap_words(text: str, a: str, b: str) -> str:
-    """`text` with every whole-word `a` and `b` exchanged: a corrupt prompt from a clean one (swap the
-    names in "When Mary and John went to the store, John gave a drink to")."""
-    if not a.strip() or not b.strip() or a.strip() == b.strip():
-        raise ValueError("Name two different words to swap.")
-    words = {a.strip(): b.strip(), b.strip(): a.strip()}
-    pattern = r"\b(" + "|".join(re.escape(w) for w in words) + r")\b"
-    swapped = re.sub(pattern, lambda m: words[m.group(0)], text)
-    if swapped == text:
-        raise ValueError(f"Neither “{a}” nor “{b}” is a word of the prompt.")
-    return swapped
 
 
 def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: ModelAttention, contrast: Contrast, *,
@@ -100,8 +86,8 @@ def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: Mod
                           read, progress, base=True, verb="Patched heads:")
             shape = (L, into.n_heads)
     effect = (values.reshape(shape) - m_corrupt) / (contrast.baseline - m_corrupt)
-    return Patching(site=site, effect=effect, clean=contrast.baseline, corrupt=m_corrupt, tokens=clean.tokens,
-                    corrupt_tokens=corrupt.tokens, contrast=contrast)
+    return Patching(site=site, effect=effect, clean=contrast.baseline, corrupt=m_corrupt, tokens=shown_tokens(clean),
+                    corrupt_tokens=shown_tokens(corrupt), contrast=contrast)
 
 
 def _final_stream(loaded: LoadedModel, setup: EditSetup) -> torch.Tensor:

@@ -58,6 +58,13 @@ class HeadRoles:
         names = np.array([ROLES[f][0] for f in fields], dtype=object)[best]
         return np.where(scores.max(0) > threshold, names, "").astype(str)
 
+    def strongest(self, role: str) -> tuple[int, int, float]:
+        """The head with the highest `role` score (a key of ROLES): (layer, head, score), 0-based; the first in
+        layer order on a tie."""
+        scores = getattr(self, role)  # (L, H)
+        layer, head = divmod(int(np.argmax(scores)), scores.shape[1])
+        return layer, head, float(scores[layer, head])
+
     def passed(self, layer: int, head: int, threshold: float = ROLE_THRESHOLD) -> tuple[tuple[str, float], ...]:
         """Every role head (layer, head), from 0, scores above `threshold`: (its label, the score), strongest
         first. `labels` keeps only the first; a head can pass several (SmolLM2's L19H8: first-token and

@@ -12,11 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention.focus import ModelChoice, TokenAt, WordPair, with_visible_spaces
+from attention.focus import ModelChoice, TokenAt, WordPair, from_visible_spaces, with_visible_spaces
+from attention.models.forward.model_attention import shown_tokens
 from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, model_label
 from attention.models.recorded.views import Reading, query_row
+from attention.naming import head_words
 from attention.toy import examples as ex
 from attention.toy.questions import Reveal
+from attention.toy.rounding import number
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class ModelQuestion:
     focus: tuple[tuple[str, object], ...]  # (Focus field, value): what the page shows when the answer does
     solve: Callable[[dict], Reveal]  # from the page's results, {"a": ModelAttention, ...} (the page says which)
     about: str = ""  # its example in words: "Committing shows {about} on this page"
+    terms: tuple[str, ...] = ()  # glossary terms its answer rests on that the path may not have said yet: the
+    # question says each (attention.glossary.definition) before it is answered
 
     def reveal(self, results: dict) -> Reveal:
         """The answer, solved from the page's own results at the question's focus."""
@@ -48,7 +53,7 @@ def _looks_at(word: str, reading: Reading, layer: int, *, result: str, text: str
         i = att.tokens.index(word)
         row = query_row(att, i, layer=layer, reading=reading).matrix[0]
         order = np.argsort(-row)[:3]
-        top = ", ".join(f"{att.tokens[j]} {row[j]:.2f}" for j in order)
+        top = ", ".join(f"{att.tokens[j]} {number(row[j])}" for j in order)
         most = att.tokens[int(order[0])]
         return Reveal(most, f"“{word}” looks at “{most}” most",
                       f"{model_label(att.model_name)}, layer {layer + 1}, mean of the heads: {top}", why,
@@ -76,10 +81,61 @@ def _next_token(results: dict) -> Reveal:
     choice = tokenizer.decode([int(top[0])])
     shown = with_visible_spaces(choice)
     return Reveal(choice, f"{model_label(att.model_name)} predicts “{shown}”",
-                  f"probability of “{shown}”: {p[top[0]]:.2f}", "the model's last position, read through its "
+                  f"probability of “{shown}”: {number(p[top[0]])}", "the model's last position, read through its "
                   "output layer: the capital is the continuation it has seen most often after such a sentence.",
                   tuple((with_visible_spaces(tokenizer.decode([int(t)])), float(p[t])) for t in top),
                   "probability of each next token")
+
+
+def _head_looks_at(layer: int, head: int, text: str) -> Callable[[dict], Reveal]:
+    """What the last token of `text` looks at most in one head (0-based), from the page's result "att": the
+    key with the largest weight, as its token with its leading space (" bank"), and the token that followed
+    the last token's earlier copy (where an induction head looks)."""
+    def solve(results: dict) -> Reveal:
+        att = results["att"]
+        if att.text != text:
+            raise ValueError("the page shows another sentence now")
+        shown, ids = shown_tokens(att), np.asarray(att.token_ids)
+        i = len(shown) - 1
+        row = np.asarray(att.head_weights(layer, head)[i], dtype=np.float64)
+        order = [int(j) for j in np.argsort(-row, kind="stable")[:4]]
+        most = order[0]
+        earlier = [int(j) for j in np.flatnonzero(ids[:i] == ids[i])]
+        after = f"“{shown[earlier[-1] + 1]}”, the token after its earlier copy" if earlier else "no earlier copy"
+        return Reveal(from_visible_spaces(shown[most]), f"the last “{shown[i]}” looks at “{shown[most]}” most",
+                      f"{model_label(att.model_name)}, {head_words(layer, head)}: "
+                      + ", ".join(f"“{shown[j]}” {number(row[j])}" for j in order),
+                      f"{after}: a head that looks there (an induction head) lets the model continue a pattern it "
+                      "has seen; “why this key”, below, splits that score into the earlier heads that make it",
+                      tuple((f"{j}: {shown[j]}", float(row[j])) for j in order),
+                      f"what the last “{shown[i]}” looks at, {head_words(layer, head)}")
+    return solve
+
+
+REPEATED = "I sat on the river bank and watched the water. I sat on the river"  # Inside one head's question
+WRITERS = ("the heads", "the MLPs", "the embeddings")  # What heads do's question: the parts of m
+
+
+def _writers(text: str) -> Callable[[dict], Reveal]:
+    """Which parts write the most of m directly on `text`, from the page's direct logit attribution "shares"
+    (attention.models.direct_logit_attribution): all heads, all MLPs, the embeddings."""
+    def solve(results: dict) -> Reveal:
+        shares = results["shares"]
+        if shares.contrast.text != text:
+            raise ValueError("the page shows another prompt now")
+        parts = dict(zip(WRITERS, (float(shares.heads.sum()), float(shares.mlps.sum()), float(shares.embeddings)),
+                         strict=True))
+        most = max(parts, key=parts.get)
+        written = ", ".join(f"{part} {number(share, signed=True)}".replace("-", "−") for part, share in parts.items())
+        return Reveal(most, f"{most} write the most of m directly", f"of m = {number(shares.model)}, {written}",
+                      "a part's direct share is what it adds to the last position's residual stream, read through "
+                      "the final norm and the output layer; the shares add up to m. Section 1 shows each head's and "
+                      "each MLP's", tuple(parts.items()), "direct share of m")
+    return solve
+
+
+_EXAMPLES_OWN = (("target", None), ("foil", None), ("corrupt", None), ("picked_for", None))  # no picks: an
+# example's prompt reads its own target and foil
 
 
 OTTER = "The otter dove into the cold river and came back up with a fish."  # Model heads' question, not its default
@@ -91,12 +147,12 @@ QUESTIONS = (
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("text", OTTER), ("query", TokenAt(7, "river")),
                    ("layer", 2), ("aggregation", "mean"), ("without_sinks", False)),
                   _looks_at("river", Reading(), 2, result="att", text="the sentence", why=SINK_WHY),
-                  about="the otter sentence in MiniLM-L6"),
+                  about="the otter sentence in MiniLM-L6", terms=("sink",)),
     ModelQuestion("amb.it_sink", "ambiguous_words", "In MiniLM, in “…because it was too tired”, which token "
                   "will “it” look at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
                    ("without_sinks", False)),
-                  _it_looks_at(Reading(), 4), about="the two sentences with “it”, in MiniLM-L6"),
+                  _it_looks_at(Reading(), 4), about="the two sentences with “it”, in MiniLM-L6", terms=("sink",)),
     ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks and go down to layer 3, the middle of "
                   "the model: which token does “it” look at most there?", ("animal", "street", "tired", "because"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 2), ("aggregation", "mean"),
@@ -105,8 +161,23 @@ QUESTIONS = (
     ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
                   "predict next?", (" Paris", " London", " a", " the"),
                   (("model", ModelChoice(DEFAULT_DECODER)), ("text", _CAPITAL[0]), ("query", None),
-                   ("target", _CAPITAL[1]), ("foil", _CAPITAL[2])),
+                   *_EXAMPLES_OWN),  # the example's own target and foil (attention.models.contrast_words)
                   _next_token, about="“The capital of France is”, in SmolLM2-135M"),
+    ModelQuestion("circ.writers", "what_heads_do", f"In SmolLM2, after “{_CAPITAL[0]}”, m = logit(“"
+                  f"{with_visible_spaces(_CAPITAL[1])}”) − logit(“{with_visible_spaces(_CAPITAL[2])}”). Which "
+                  "part writes the most of m straight into the output: all the heads together, all the MLPs "
+                  "together, or the embeddings?", WRITERS,
+                  (("model", ModelChoice(DEFAULT_DECODER)), ("saved", None), ("text", _CAPITAL[0]), ("query", None),
+                   *_EXAMPLES_OWN),
+                  _writers(_CAPITAL[0]), about="“The capital of France is”, in SmolLM2-135M", terms=("MLP",)),
+    ModelQuestion("inside.induction", "inside_head", f"SmolLM2 reads a sentence, then starts it again: "
+                  f"“{REPEATED}”. In layer 19, head 7, which token does the last “river” look at most?",
+                  (" bank", " river", " the", "I"),
+                  (("model", ModelChoice(DEFAULT_DECODER)), ("saved", None), ("text", REPEATED),
+                   ("query", TokenAt(15, "river")),
+                   ("layer", 18), ("head", 6), ("aggregation", "head"), ("words", False), ("without_sinks", False)),
+                  _head_looks_at(18, 6, REPEATED),
+                  about="the sentence read twice, in layer 19, head 7 of SmolLM2-135M"),
 )
 
 
