@@ -11,6 +11,8 @@ two ways.
 TERMS: dict[str, str] = {
     "token": "A piece of text the model reads as one unit: a word, part of a word or a punctuation mark. "
              "A sentence becomes a list of tokens.",
+    "␣": "A space at the start of a token, made visible: “␣the” (as in “on the”) and “the” (at the start of a "
+         "text) are two different tokens to the model.",
     "embedding": "The list of numbers (a vector) a model uses for a token. Similar tokens get similar vectors.",
     "vector": "A list of numbers, read as a point or an arrow in space.",
     "dot product": "Multiply two vectors number by number and add up: large when they point the same way, "
@@ -20,7 +22,9 @@ TERMS: dict[str, str] = {
            "product. Written k.",
     "value": "What a token hands over when it is attended to: its vector times W_V. The output is a weighted "
              "sum of values. Written v.",
-    "score": "How well a query matches a key: their dot product (divided by √d_k). Any number, before softmax.",
+    "score": "How well a query matches a key: their dot product q·k. Any number.",
+    "scaled score": "The score divided by √d_k (more generally, times the model's scale) so that it does not grow "
+                    "with the vectors' length: what softmax turns into weights.",
     "softmax": "Turns scores into weights that are positive and add up to 1: e to the power of each score, "
                "divided by their sum. The largest score gets the largest weight.",
     "weight": "The share of attention a query gives one key: between 0 and 1, and a query's weights add up "
@@ -67,6 +71,10 @@ TERMS: dict[str, str] = {
                 "find where the difference between the two enters.",
     "induction head": "A head that finds an earlier copy of the current token and looks at the token that "
                       "came after it, so the model can repeat a pattern.",
+    "previous-token head": "A head that looks at the token right before the current one. An induction head "
+                           "reads what it wrote.",
+    "MLP": "The small neural network in each layer, after attention (a multi-layer perceptron). It works on each "
+           "token's vector alone.",
 }
 
 

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 
 def token_labels(tokens) -> Callable[[int], str]:
-    """A selectbox's format_func for token positions: 3 -> "3: bank"."""
+    """A selectbox's format_func for token positions: 3 -> "3: bank". A model's tokens come as
+    attention.models.shown_tokens(att) labels them (" bank" as "␣bank"), never att.tokens bare."""
     return functools.partial(_token_label, tuple(tokens))
 
 

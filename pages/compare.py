@@ -3,7 +3,8 @@
 import streamlit as st
 
 from attention import figures
-from attention.focus import with_visible_spaces
+from attention.focus import VISIBLE_SPACE, with_visible_spaces
+from attention.glossary import definition
 from attention.models import (
     COMPARISONS,
     DEFAULT_DECODER,
@@ -22,6 +23,7 @@ from attention.models import (
     load_comparison,
     model_label,
     next_tokens,
+    own_strongest,
 )
 from pages._clicks import head_opener, picked_head
 from pages._examples import token_setter
@@ -148,11 +150,12 @@ values_a = values_b = None
 if opened is not None:
     st.info("What heads do is measured by running each model again: close the file (above) to measure it.")
 else:
+    beside = ("each model's own strongest heads side by side" if cmp.words
+              else "each head of A beside the same head of B")
     measure = st.segmented_control("Measure in both", list(HEAD_MEASURES), format_func=label_of(HEAD_MEASURES),
-                                   key="cmp.measure", help="Each measure runs both models again; each head of A is "
-                                   "shown beside its counterpart in B.")
+                                   key="cmp.measure", help=f"Each measure runs both models again: {beside}.")
     if measure is None:
-        st.caption("Pick a measure above: its value for each head of A beside its counterpart in B.")
+        st.caption(f"Pick a measure above: {beside}.")
     else:
         st.caption(HEAD_MEASURES[measure][1])
         loaded_a, loaded_b = model_or_stop(a), model_or_stop(b)
@@ -171,16 +174,18 @@ else:
         else:
             top = next_tokens(att_a.next_logits, loaded_a.tokenizer, k=2).tokens  # A's own two likeliest
             c1, c2 = st.columns(2)
-            target = focus.target if focus.target is not None else top[0]
-            foil = focus.foil if focus.foil is not None else top[1]
+            held = focus.picks_hold()  # a target or foil picked for another text (on Predictions) is not this one's
+            target = focus.target if held and focus.target is not None else top[0]
+            foil = focus.foil if held and focus.foil is not None else top[1]
             key = show("cmp.target", with_visible_spaces(target))
             c1.text_input("Target (next token)", key=key, max_chars=40,
-                          on_change=on_change(key, token_setter("target")),
-                          help="By default A's likeliest next token; a space is shown as ␣ (“␣Paris” and “Paris” "
-                               "are two tokens).")
+                          on_change=on_change(key, token_setter("target", att_a.text, target, foil)),
+                          help=f"By default A's likeliest next token. {VISIBLE_SPACE}: {definition(VISIBLE_SPACE)}")
             key = show("cmp.foil", with_visible_spaces(foil))
-            c2.text_input("Foil", key=key, max_chars=40, on_change=on_change(key, token_setter("foil")),
-                          help="By default A's second likeliest next token; a space is shown as ␣.")
+            c2.text_input("Foil", key=key, max_chars=40,
+                          on_change=on_change(key, token_setter("foil", att_a.text, target, foil)),
+                          help=f"By default A's second likeliest next token. {VISIBLE_SPACE}: "
+                          f"{definition(VISIBLE_SPACE)}")
             try:
                 ca = contrast(att_a, loaded_a.tokenizer, target, foil)
                 cb = contrast(att_b, loaded_b.tokenizer, target, foil)
@@ -202,15 +207,31 @@ else:
                     what = "effect of removing it"
                 if all(f is not None for f in found):
                     values_a, values_b = (f.heads if measure == "direct" else f.effect for f in found)
-if values_a is not None:
-    change = head_change(values_a, values_b, cmp.match if cmp.words else None)
+if values_a is not None and cmp.words:  # no head of A is a head of B: each model's own strongest, side by side
+    signed = measure != "roles"
+    own = own_strongest(values_a, values_b, 5, signed=signed)
+    st.markdown(f"**Each model's own strongest heads: {what}**")
+    st.dataframe(own.rows(), hide_index=True, column_config={
+        "A's value": st.column_config.NumberColumn(f"A's {what}", format="%.3g"),
+        "B's value": st.column_config.NumberColumn(f"B's {what}", format="%.3g")})
+    st.caption(f"A ({md(label_a)}) has {L} × {H} heads and B ({md(label_b)}) {att_b.n_layers} × {att_b.n_heads}, "
+               "reading other tokens: no head of A is a head of B, so each model's strongest heads are its own, "
+               + ("from its own run of the probe" if measure == "roles" else "on its own reading of the text")
+               + (", by size either way." if signed else ".") + " The whole map of each is below.")
+    c1, c2 = st.columns(2)
+    unit = {"roles": "score", "direct": "share"}.get(measure, "effect")
+    for col, side, values, tag in ((c1, "A", values_a, "a"), (c2, "B", values_b, "b")):
+        col.plotly_chart(figures.layer_head_heatmap(values, title=f"{side}: {what}", value_name=unit,
+                                                    signed=signed, zmax=None if signed else 1.0),
+                         width="stretch", key=f"cmp.own_{tag}", config=chart_config("compare", measure, side))
+elif values_a is not None:  # the same heads in both (one model in two precisions): head by head
+    change = head_change(values_a, values_b)
     st.plotly_chart(figures.layer_head_heatmap(change.change, title=f"{what}: B − A", value_name="B − A",
                                                clickable=True, open_head=(layer, head)),
                     width="stretch", key="cmp.measure_map", on_select=head_opener("cmp.measure_map"),
                     selection_mode="points", config=chart_config("compare", measure))
-    st.caption(f"Each cell: a head of A, its counterpart's {what} in B minus its own ("
-               + ("the counterpart: its nearest head on the text's words" if cmp.words else "the same head")
-               + "). Blue: more in B, red: less. The open head is outlined; click a head to open it above.")
+    st.caption(f"Each cell: a head of A, the same head's {what} in B minus its own. Blue: more in B, red: less. "
+               "The open head is outlined; click a head to open it above.")
     st.dataframe([{"model": "A", "head": head_name(layer, head), what: change.a[layer, head]},
                   {"model": "B", "head": head_name(pair.b_layer, pair.b_head), what: change.b[layer, head]},
                   {"model": "B − A", "head": "", what: change.change[layer, head]}], hide_index=True,

@@ -22,7 +22,7 @@ from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, corpus_survey_job, follow_or_stop, model_or_stop, result_of
 from pages._labels import label_of
 from pages._path import path_links
-from pages._prose import for_developers
+from pages._prose import explained, for_developers
 from pages._text import md
 from pages._widgets import DEFAULT_TEXT, fit, layer_and_head, model_picker
 
@@ -100,9 +100,11 @@ else:
                               # tokens whole: at the default width "grandmother" read "grandmothe"
                               "query": st.column_config.TextColumn(width="medium"),
                               "key": st.column_config.TextColumn(width="medium"),
-                              "in context («query», [key])": st.column_config.TextColumn(width="large")})
-    st.caption("The largest weights of this head anywhere in the corpus: the query token in «», the key it attends "
-               "to in [ ]. Select a row to open that text in Model heads at this head, its query followed.")
+                              figures.CONTEXT_COLUMN: st.column_config.TextColumn(width="large")})
+    st.caption(explained("The largest weights of this head anywhere in the corpus, in their text as the tokenizer "
+                         "decodes it: the query token in «», the key it attends to in [ ]. A token that begins with "
+                         "a space shows it as ␣. Select a row to open that text in Model heads at this head, its "
+                         "query followed.", set()), unsafe_allow_html=True)  # this page's own terms: all new
     chosen = picked.selection.rows if picked else []
     if chosen and source != "saved":  # that text, this model and head, its query followed: on Model heads
         example = found.top_examples(layer, head)[chosen[0]]

@@ -5,7 +5,17 @@ import streamlit as st
 
 from attention import figures
 from attention.figures import SIGNED, matrix_canvas, named, qk_attribution_heatmap
-from attention.models import file_stem, head_name, head_words, key_choices, part_in_words, qk_attribution, query_row
+from attention.models import (
+    file_stem,
+    head_name,
+    head_words,
+    key_choices,
+    model_questions_for,
+    part_in_words,
+    qk_attribution,
+    query_row,
+    shown_tokens,
+)
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
 from pages._canvas import canvas_heatmap
 from pages._export import chart_config, export_row
@@ -13,9 +23,10 @@ from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop, result_of
 from pages._labels import token_labels
+from pages._lessons import predict_then_see
 from pages._live import live_sliders
 from pages._path import intro, path_links
-from pages._prose import for_developers
+from pages._prose import for_developers, prose
 from pages._text import md
 from pages._widgets import (
     among,
@@ -40,6 +51,8 @@ name, text = sentence_and_model(focus, slot="inside")
 att = attention_or_stop(name, text)
 focus = fit(att)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
+tokens = shown_tokens(att)  # as every page labels them: " bank" as "␣bank"
+predict_then_see(model_questions_for("inside_head"), {"att": att}, shown=name)
 
 reading = reading_switches(focus, att, slot="inside", log_scale=False)
 c1, c2, c3 = st.columns(3)
@@ -47,7 +60,7 @@ layer, head = layer_and_head(c1, c2, focus, L, H, slot="inside", kinds=att.layer
 if focus.aggregation != "head":
     st.caption(f"This page follows one head: {head_words(layer, head)} (another page showed the layer's "
                "heads together).")
-label = token_labels(att.tokens)
+label = token_labels(tokens)
 i = query_picker(c3, focus, att, slot="inside", label="Query token", source=name)
 lh = head_name(layer, head)  # every chart's title names the head and the token it shows
 try:
@@ -56,10 +69,10 @@ except ValueError as err:
     st.warning(md(err))
     st.stop()
 d = t.d_k
-word = att.tokens[i]
+word = tokens[i]
 shown = t.strongest_keys(0, SHOWN_KEYS) if n > 2 * SHOWN_KEYS else range(n)
 about = f"{head_words(layer, head).capitalize()}: d_k = {d}, scale = {t.scale:.4f}. Recomputed from the"
-keys = [label(j) if n > 2 * SHOWN_KEYS else att.tokens[j] for j in shown]
+keys = [label(j) if n > 2 * SHOWN_KEYS else tokens[j] for j in shown]
 
 own = None
 if is_saved(name):  # no model to check against: the weights are as they were saved
@@ -96,7 +109,7 @@ vectors(t.k[shown], keys, "k for every token" if n <= 2 * SHOWN_KEYS else "k for
 
 st.header("2 · q × k, element by element")
 st.latex(rf"q_{{{i}}} \cdot k_j = \sum_{{c=1}}^{{{d}}} q_{{{i},c}}\, k_{{j,c}}")
-vectors(t.score_terms(0)[shown], keys, "q ⊙ k_j (each row sums to the score)", "inside.products",
+vectors(t.score_terms(0)[shown], keys, "q × k per dimension (a row sums to q·k)", "inside.products",
         value_name="product")
 
 st.header("3 · scores, scaling, softmax")
@@ -105,7 +118,9 @@ st.latex(rf"""\begin{{aligned}} s_j &= q_{{{i}}} \cdot k_j \\ \tilde s_j &= s_j 
          \alpha_j &= \operatorname{{softmax}}(\tilde s)_j \end{{aligned}}""")
 if t.mask is not None:
     st.caption("Masked keys (future tokens in a decoder) get −∞ before the softmax, so their weight is exactly 0.")
-columns = {"key": keys, "q·k": t.scores[0, shown], "scaled": t.scaled[0, shown], "softmax weight": t.weights[0, shown]}
+# the toy pages' names (Lookup, Step by step): the score is q·k, the scaled score q·k × scale, then softmax
+columns = {"key": keys, "score q·k": t.scores[0, shown], "scaled score": t.scaled[0, shown],
+           "softmax weight": t.weights[0, shown]}
 if own is not None:
     columns["model's own weight"] = own[head, i, shown]
 st.dataframe(pd.DataFrame(columns).style.format(precision=4), hide_index=True, key="inside.table")
@@ -121,7 +136,8 @@ def pick_key() -> None:
 st.plotly_chart(named(figures.weights_bar(keys, t.weights[0, shown], title=f"{lh}: what “{word}” attends to"),
                       layer=layer, head=head, token=word),
                 width="stretch", key="inside.bar", on_select=pick_key, selection_mode="points")
-st.caption("Click a bar: “why this key”, below, splits that key's score into the parts of the model that made it.")
+st.caption("Click a bar: “why this key”, below, splits that key's scaled score into the parts of the model that "
+           "made it.")
 
 st.subheader("Softmax temperature, live")
 st.latex(r"\alpha_j(T) = \operatorname{softmax}(\tilde s / T)_j")
@@ -135,16 +151,16 @@ live_sliders([slider("temperature T", temperatures, temperature, "inside.tempera
              [Panel(f"What “{word}” attends to at temperature T", "bars", (word,), keys,
                     temperature_frames(t.scaled[0, shown], temperatures))], key="inside")
 at_t = temperature_sweep(t.scaled[0, shown], [temperature])[0]
-st.caption(f"T = 1 is the softmax of the model's own scores. Drag T: below 1 the largest score takes over, above 1 "
-           f"the weights "
-           f"even out (precomputed at every step). At T = {temperature:.1f} the largest weight is {at_t.max():.3f}.")
+st.caption(f"T = 1 is the softmax of the model's own scaled scores. Drag T: below 1 the largest takes over, above 1 "
+           f"the weights even out (precomputed at every step). At T = {temperature:.1f} the largest weight is "
+           f"{at_t.max():.3f}.")
 
 st.header("4 · weighted values and the output")
 st.latex(rf"z_{{{i}}} = \sum_j \alpha_j v_j")
-vectors(t.weighted_values(0)[shown], keys, "α_j · v_j", "inside.weighted", y_title="value token")
+vectors(t.weighted_values(0)[shown], keys, "each value × its weight", "inside.weighted", y_title="value token")
 vectors(t.output, [word], "z, this head's output", "inside.output", y_title="", height=170)
 if n > 2 * SHOWN_KEYS:
-    st.caption(f"z sums α_j · v_j over all {n:,} keys, not only the {SHOWN_KEYS} shown.")
+    st.caption(f"z sums each value times its weight over all {n:,} keys, not only the {SHOWN_KEYS} shown.")
 
 row = query_row(att, i, layer=layer, head=head, reading=reading)
 if row.reading.words or row.reading.without_sinks:
@@ -163,12 +179,15 @@ if row.reading.words or row.reading.without_sinks:
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
 
 st.header(f"{6 if row.reading.words or row.reading.without_sinks else 5} · why this key: where q and k come from")
-st.caption("The residual stream is a sum of parts: the embeddings, what each earlier head wrote, each earlier "
-           "MLP. With every norm's scale frozen at its value on this text, the query and the key are sums over "
-           "those parts, and the score is a sum over (query part, key part) pairs plus bias terms. Rows: what "
-           "wrote the query; columns: what wrote the key.")
+prose("A token's vector on its way through the model is the residual stream: a sum to which the embedding, "
+      "every earlier head and every earlier MLP add what they write. Each layer norm divides that sum by its "
+      "size; fix each of those divisors at what it was on this text, and every step from the stream to q and to "
+      "k only multiplies and adds. Then q and k are sums with one term per part that wrote them, and the "
+      f"scaled score (step 3: q·k × {t.scale:.4f}) is a sum with one term per pair of parts, one that wrote the "
+      "query and one that wrote the key, plus constant terms from the biases. Rows: the parts that wrote the "
+      "query; columns: the parts that wrote the key.")
 if is_saved(name):
-    st.info("Splitting a score needs the model itself; a saved result holds only Q, K and V.")
+    st.info("Splitting a scaled score needs the model itself; a saved result holds only Q, K and V.")
 else:
     visible, strongest = key_choices(t.weights[0])
     key_picker = labelled_key("inside.key", att.tokens)  # page-local: the key this section explains
@@ -176,7 +195,7 @@ else:
         st.session_state[key_picker] = strongest
     c1, c2 = st.columns(2)
     key = c1.selectbox("Key token", visible, format_func=label, key=key_picker)
-    versus = c2.radio("Against", ["nothing: the score itself", "the mean over the keys it sees", "another key"],
+    versus = c2.radio("Against", ["nothing: the scaled score itself", "the mean over the keys it sees", "another key"],
                       key="inside.against", help="Why this key and not the others: the same pairs for this key "
                       "minus those of the mean key, or of a second key.")
     per_head = c1.toggle("One part per head", True, key="inside.per_head",
@@ -187,35 +206,39 @@ else:
                                key=among(labelled_key("inside.second", att.tokens), visible),
                                index=visible.index(0) if 0 in visible else 0)
     loaded = model_or_stop(name)
-    found = result_of(qk_attribution, "Splitting the score into parts…",
+    found = result_of(qk_attribution, "Splitting the scaled score into parts…",
                       loaded, att, layer, head, i, key, against=against)
     found = found if per_head else found.by_layer()
     c1, c2, c3 = st.columns(3)
-    c1.metric("Sum of the parts", f"{found.total:+.4f}", help="Every (query part, key part) pair and the bias terms.")
-    c2.metric("Model's score" if against is None else "Model's difference", f"{found.score:+.4f}",
-              help="The model's own scaled score before softmax, from the q and k its attention received"
+    c1.metric("Sum of the parts", f"{found.total:+.4f}", help="Every (query part, key part) pair and the constant "
+              "terms.")
+    c2.metric("Model's scaled score" if against is None else "Model's difference", f"{found.score:+.4f}",
+              help="The model's own scaled score, before softmax, from the q and k its attention received"
               + ("." if against is None else ", minus the same for the key(s) it is set against."))
-    c3.metric("Bias terms", f"{found.biases:+.4f}",
-              help="; ".join(f"{what}: {value:+.4f}" for what, value in found.rest.items()))
+    c3.metric("Constant terms", f"{found.biases:+.4f}", help="What the biases of the projections to q and k add, "
+              "whatever wrote the stream: " + "; ".join(f"{what}: {value:+.4f}" for what, value in found.rest.items()))
     if layer == 0:
         st.caption("In layer 1 only the embeddings have written to the stream: pick a later layer to see which "
                    "heads and MLPs make the query and the key match.")
     if found.rounding:
         st.caption(f"This model runs in {md(loaded.check.dtype if loaded.check else 'half precision')}: its own q and "
-                   f"k are rounded to it, while the parts are added in float64, so the sum equals the model's score "
+                   f"k are rounded to it, while the parts are added in float64, so the sum equals its scaled score "
                    f"to that rounding, not to the last digit: here {found.apart:.2%} apart (its rounding allows up to "
                    f"{found.rounding:.0%}).")
     if found.softcap:
-        st.caption(f"This model soft-caps its scores after the sum: softmax reads {found.softcap:g} · "
-                   f"tanh(score / {found.softcap:g}).")
-    st.plotly_chart(qk_attribution_heatmap(found, att.tokens), width="stretch", key="inside.qk")
+        st.caption(f"This model soft-caps its scaled scores after the sum: softmax reads {found.softcap:g} · "
+                   f"tanh(scaled score / {found.softcap:g}).")
+    st.plotly_chart(qk_attribution_heatmap(found, tokens), width="stretch", key="inside.qk")
+    st.caption("The parts that count most on each side, the others summed into “other parts”; hover a cell for its "
+               "two parts and its value. The pairs that count most, whichever parts they are, are listed below.")
     st.markdown("**The largest pairs**")
     st.markdown("\n".join(f"- the query from {md(part_in_words(a))} × the key from {md(part_in_words(b))}: "
                            f"**{value:+.2f}**" for a, b, value in found.largest(5)))
-    st.caption("On SmolLM2's induction probe (Head atlas), the induction heads (L19H7, L18H6, L18H5, L18H4) all "
-               "win on one pair: the query from layer 1's MLP (which token this is) × the key from L17H1, the "
-               "model's strongest previous-token head (which token came before the key): the circuit of "
-               "Olsson et al. (2022), read off one score.")
+    prose("To try: in SmolLM2, on a text that repeats itself (the Head atlas's probe), the induction heads "
+          "(L19H7, L18H6, L18H5, L18H4) each win on one pair: the query from layer 1's MLP, which says which token "
+          "this is, times the key from L17H1, a previous-token head, which wrote into each key the token before "
+          "it. The key that matches is the one right after an earlier copy of the query's token: how a model "
+          "continues a pattern it has seen (Olsson and others found this two-head circuit in 2022).")
 
 for_developers("The steps are attention.models.query_row and the head's q, k and v as captured "
                "(attention.models.recorded.views); why this key is attention.models.qk_attribution, and "

@@ -11,6 +11,8 @@ Heads are named L3H7 on screen, counting from 1; arguments count from 0. Labels 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -71,33 +73,38 @@ def corpus_map(found: CorpusSurvey, *, x: str = "mean_distance", y: str = "entro
     return fig
 
 
+CONTEXT_COLUMN = "in context («query», [key])"
+
+
 def example_rows(found: CorpusSurvey, layer: int, head: int, k: int | None = None) -> list[dict]:
-    """The head's top examples as table rows, largest weight first: the weight, the query and key tokens, and
-    the context with the query in «» and the key in [ ] (one token may be both)."""
+    """The head's top examples as table rows, largest weight first: the weight, the text around them as the
+    tokenizer decodes it, the query in «» and the key in [ ] (one token may be both: «[ ]»), and the query and
+    key tokens as every page labels them (a leading space as ␣)."""
     rows = []
     for rank, example in enumerate(found.top_examples(layer, head, k), start=1):
-        tokens, q, j = found.context(example)
-        marked = []
-        for i, token in enumerate(tokens):
-            if i == q == j:
-                token = f"«[{token}]»"
-            elif i == q:
-                token = f"«{token}»"
-            elif i == j:
-                token = f"[{token}]"
-            marked.append(token)
-        text_tokens = found.tokens[example.text_index]
-        rows.append({"rank": rank, "weight": round(example.weight, 4), "in context («query», [key])": " ".join(marked),
-                     "query": text_tokens[example.query], "key": text_tokens[example.key],
-                     "text": example.text_index + 1})
+        pieces, q, j = found.context(example)
+        line = "".join(_marked(piece, ("«" if i == q else "") + ("[" if i == j else ""),
+                               ("]" if i == j else "") + ("»" if i == q else "")) for i, piece in enumerate(pieces))
+        labels = found.labels(example.text_index)
+        rows.append({"rank": rank, "weight": round(example.weight, 4), CONTEXT_COLUMN: line.strip(),
+                     "query": labels[example.query], "key": labels[example.key], "text": example.text_index + 1})
     return rows
+
+
+def _marked(piece: str, left: str, right: str) -> str:
+    """A piece of context with marks around its token, inside the spaces around it: " «saddle»", "«[CLS]» "."""
+    body = piece.strip(" ")
+    before = piece[:len(piece) - len(piece.lstrip(" "))]
+    return before + left + body + right + piece[len(before) + len(body):]
 
 
 def qk_scatter(found: CorpusSurvey, layer: int, head: int, *, colour: str = "kind") -> go.Figure:
     """The head's sampled queries and keys in one projection (attention.models.qk_projection): two colours
     (colour="kind"), or both coloured by token position (colour="position"). Hover: the token in context."""
     p = qk_projection(found, layer, head)
-    labels = [_in_context(found, t, pos) for t, pos in zip(found.sample_text, found.sample_position, strict=True)]
+    pieces = functools.lru_cache(maxsize=None)(found.pieces)  # each text's pieces once, not once a point
+    labels = [_in_context(pieces(int(t)), int(pos)) for t, pos in zip(found.sample_text, found.sample_position,
+                                                                      strict=True)]
     position = found.sample_position.astype(float)
     fig = go.Figure()
     for name, xy, symbol, hue in (("queries", p.queries, "circle", "#1f77b4"), ("keys", p.keys, "diamond", "#ff7f0e")):
@@ -134,11 +141,10 @@ def corpus_statistic(found: CorpusSurvey, layer: int, head: int, name: str = "en
     return fig
 
 
-def _in_context(found: CorpusSurvey, text: int, position: int, width: int = 4) -> str:
-    tokens = found.tokens[text]
-    left = " ".join(tokens[max(0, position - width):position])
-    right = " ".join(tokens[position + 1:position + 1 + width])
-    return esc(f"{left} «{tokens[position]}» {right}".strip())
+def _in_context(pieces: tuple[str, ...], position: int, width: int = 4) -> str:
+    line = "".join((*pieces[max(0, position - width):position], _marked(pieces[position], "«", "»"),
+                    *pieces[position + 1:position + 1 + width]))
+    return esc(line.strip())
 
 
 def _short(text: str, size: int = 80) -> str:

@@ -189,24 +189,43 @@ def layer_head_heatmap(values, *, title: str, value_name: str, signed: bool = Tr
     return fig
 
 
-def lens_heatmap(lens, *, target: bool = False) -> go.Figure:
+LENS_PLOT_PX = 300  # the logit lens's plot width on an 800-px page (its sidebar open), less the colour bar
+LENS_SHOWN = 10  # positions the lens shows by default: the last ones, each cell wide enough to name its token
+
+
+def _cut(token: str, chars: int) -> str:
+    """A token shortened to `chars` characters ("Elizabeth" -> "Eliz…") where it would overflow its cell; whole on
+    hover."""
+    return token if len(token) <= chars else token[:max(1, chars - 1)] + "…"
+
+
+def lens_heatmap(lens, *, target: bool = False, last: int | None = LENS_SHOWN) -> go.Figure:
     """The logit lens (attention.models.analyses.readout.LogitLens): a row per layer (0: the embeddings), a column
-    per position; each cell coloured by the top token's probability (or, with `target`, the target's) and
-    labelled with the top token when the grid is small enough to read."""
-    probabilities = lens.target_probability if target else lens.top_probability
+    per position (the `last` ones; None: every position the lens read); each cell coloured by the top token's
+    probability (or, with `target`, the target's) and labelled with the top token where a cell is wide enough
+    to read it at 800 px (cut to fit, whole on hover), else only on hover."""
+    keep = slice(None) if last is None else slice(-last, None)
+    probabilities = (lens.target_probability if target else lens.top_probability)[:, keep]
+    top_p = lens.top_probability[:, keep]
+    top_tokens = [row[keep] for row in lens.top_tokens]
+    tokens, at = lens.tokens[keep], [int(i) for i in np.asarray(lens.positions)[keep]]  # positions in the text
     rows, cols = probabilities.shape
+    chars = int((LENS_PLOT_PX / max(cols, 1) - 6) // 6)  # characters that fit a cell at 10 px
+    shown = rows * cols <= 600 and chars >= 3
     fig = go.Figure(go.Heatmap(
-        z=probabilities, x=list(range(cols)), y=list(range(rows)), zmin=0, zmax=1, colorscale="Blues",
-        text=[[esc(t) for t in row] for row in lens.top_tokens], customdata=lens.top_probability,
-        texttemplate="%{text}" if rows * cols <= 600 else None, textfont=dict(size=10),
-        hovertemplate="after layer %{y}, position %{x}<br>top token: %{text} (p = %{customdata:.3f})"
+        z=probabilities, x=at, y=list(range(rows)), zmin=0, zmax=1, colorscale="Blues",
+        text=[[esc(_cut(t, chars)) for t in row] for row in top_tokens] if shown else None,
+        customdata=[[[p, esc(t)] for p, t in zip(ps, ts, strict=True)] for ps, ts in zip(top_p, top_tokens,
+                                                                                        strict=True)],
+        texttemplate="%{text}" if shown else None, textfont=dict(size=10),
+        hovertemplate="after layer %{y}, position %{x}<br>top token: %{customdata[1]} (p = %{customdata[0]:.3f})"
                       + ("<br>target: %{z:.3f}" if target else "") + "<extra></extra>",
         colorbar=dict(title=dict(text="p(target)" if target else "p(top token)"), thickness=12, xpad=4),
     ))
     fig.update_layout(height=min(1200, 120 + 24 * rows), margin=dict(l=10, r=10, t=20, b=10),
                       title=dict(text=""))
-    fig.update_xaxes(title_text="position (the token read there)", tickmode="array", tickvals=list(range(cols)),
-                     ticktext=[esc(t) for t in lens.tokens], tickangle=-45)
+    fig.update_xaxes(title_text="position (the token read there)", tickmode="array", tickvals=at,
+                     ticktext=[esc(t) for t in tokens], tickangle=-45)
     fig.update_yaxes(title_text="after layer (0 = embeddings)", autorange="reversed", tickmode="array",
                      tickvals=list(range(0, rows, max(1, rows // 16))))
     return fig
@@ -256,13 +275,16 @@ def comparison(cmp, *, clickable: bool = False, open_head: tuple[int, int] | Non
     return fig
 
 
+PAIR_KEY_LABELS = 6  # key labels per panel of `pair`: upright, 6 fit a third of an 800-px page (~80 px)
+
+
 def pair(p) -> go.Figure:
     """A HeadPair (attention.models.head_pair) as one figure of three panels on the same query rows: A's head,
     B's, and B − A (blue: more weight in B, red: less). Hover names the query and key and the value."""
     d = p.difference
     n, m = d.matrix.shape
     top = max(float(np.nanmax(np.abs(d.matrix))) if d.matrix.size else 0.0, 1e-9)
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.03,
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, horizontal_spacing=0.06,
                         subplot_titles=["A", "B", "B − A"])
     rows, cols = [esc(t) for t in d.row_labels], [esc(t) for t in d.col_labels]
     names = np.array([[f"{rows[i]} → {cols[j]}" for j in range(m)] for i in range(n)], dtype=object) \
@@ -284,10 +306,11 @@ def pair(p) -> go.Figure:
         coloraxis2=dict(colorscale=SIGNED.scale, cmin=-top, cmax=top, cmid=0.0,
                         colorbar=dict(title=dict(text="B − A"), x=1.01, y=0.0, yanchor="bottom", len=0.46,
                                       thickness=10)))
-    labelled = m <= 40
-    fig.update_xaxes(showgrid=False, tickmode="array" if labelled else "auto",
-                     tickvals=list(range(m)) if labelled else None, ticktext=cols if labelled else None,
-                     title_text="key")
+    # A third of the width each (~230 px at 800): key labels stand upright, at most PAIR_KEY_LABELS per panel, so
+    # that neighbours never run into each other (every key is named on hover).
+    step = -(-m // PAIR_KEY_LABELS)
+    fig.update_xaxes(showgrid=False, tickmode="array", tickvals=list(range(0, m, step)), ticktext=cols[::step],
+                     tickangle=-90, title_text="key")
     fig.update_yaxes(showgrid=False, autorange="reversed", tickmode="array" if n <= 40 else "auto",
                      tickvals=list(range(n)) if n <= 40 else None, ticktext=rows if n <= 40 else None)
     fig.update_yaxes(title_text="query", row=1, col=1)
@@ -309,10 +332,15 @@ def row_distance(p) -> go.Figure:
     return fig
 
 
-def qk_attribution_heatmap(found, tokens=None, *, parts: int = 10, height: int | None = None) -> go.Figure:
+QK_PARTS = 6  # parts of each side "why this key" draws, the rest summed: 7 columns keep a cell's number (+1.23)
+# legible in the chart's width at 800 px; with 11 columns the numbers shrank below 6 px
+
+
+def qk_attribution_heatmap(found, tokens=None, *, parts: int = QK_PARTS, height: int | None = None) -> go.Figure:
     """Why this key (attention.models.qk_attribution): query parts (rows) x key parts (columns), the `parts`
     largest of each side, the rest summed into "other parts"; hover gives both parts and the value. `tokens`
-    (the result's tokens) name the query and the key in the title; positions count from 0."""
+    (the result's token labels, attention.models.shown_tokens) name the query and the key in the title;
+    positions count from 0."""
     def named(position: int) -> str:
         return f"{position}" if tokens is None else f"{position} “{tokens[position]}”"
 
@@ -320,13 +348,15 @@ def qk_attribution_heatmap(found, tokens=None, *, parts: int = 10, height: int |
     versus = {None: "", "mean": ", minus the mean over the keys it sees"}.get(
         found.against, f", minus key {named(found.against) if isinstance(found.against, int) else ''}")
     lines = (f"{head_name(found.layer, found.head)}: query {named(found.query)} × key {named(found.key)}{versus}",
-             f"sum of the parts {found.total:+.3f}, the model's score {found.score:+.3f}")
+             f"sum of the parts {found.total:+.3f}, the model's scaled score {found.score:+.3f}")
     # Each cell is a part of the score (its units), not a share; as tall as its rows need (in layer 1 only
     # the embeddings have written: one cell was drawn 560 px tall).
     fig = heatmap(shown.matrix, shown.key_parts, shown.query_parts, title=lines[0], x_title="key part",
-                  y_title="query part", value_name="part of the score",
-                  colours=SIGNED, ticks=Ticks(x=parts + 1, y=parts + 1),
-                  height=height or min(560, 220 + 34 * len(shown.query_parts)))
+                  y_title="query part", value_name="part of the scaled score",
+                  colours=SIGNED, ticks=Ticks(x=parts + 1, y=parts + 1), show_values=True,
+                  height=height or min(560, 240 + 40 * len(shown.query_parts)))
+    # the colour bar's title beside it, not above: above, its width came out of the cells' at 800 px
+    fig.update_traces(colorbar=dict(title=dict(side="right")), selector=dict(type="heatmap"))
     return fig.update_layout(title=dict(text="<br>".join(esc(line) for line in lines)), margin=dict(t=70))
 
 

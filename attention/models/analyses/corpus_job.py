@@ -65,7 +65,8 @@ def merge_surveys(done: CorpusSurvey, part: CorpusSurvey, *, sample: int = SAMPL
         top_key=top("top_key"), top_weight=np.maximum(top("top_weight"), 0).astype(np.float32),
         statistics={name: np.concatenate([v, part.statistics[name]]) for name, v in done.statistics.items()},
         sample_priority=sampled[0], sample_text=sampled[1][:, 0], sample_position=sampled[1][:, 1],
-        q_sample=sampled[2] if vectors else None, k_sample=sampled[3] if vectors else None, projection_cache={})
+        q_sample=sampled[2] if vectors else None, k_sample=sampled[3] if vectors else None, projection_cache={},
+        spans=None if done.spans is None or part.spans is None else np.concatenate([done.spans, part.spans]))
 
 
 def survey_file(loaded: LoadedModel, corpus_path: str | Path, out: str | Path, *, resume: bool = False,

@@ -26,6 +26,7 @@ Shapes: T texts, L layers, H heads, H_kv KV heads, k examples per head, P sample
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,12 +39,13 @@ from attention.models.analyses.corpus import MAX_TOKENS
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.running import attend
 from attention.models.forward.survey_pass import survey
-from attention.models.forward.tokens import display_tokens
+from attention.models.forward.tokens import display_tokens, spaced_labels, text_pieces
 from attention.naming import head_words
 
 TOP_K = 20  # top examples kept per head
 SAMPLE_POINTS = 1_500  # token positions whose queries and keys are kept for the projection
-CONTEXT = 6  # tokens shown on each side of a top example's query and key
+CONTEXT = 3  # tokens shown before the first and after the last of a top example's query and key
+BETWEEN = 4  # tokens between them shown whole up to this many; more are cut in the middle ("…")
 STATISTICS = ("entropy", "mean_distance", "previous", "sink_mass")  # HeadSurvey fields kept per text (their
 # labels and meanings: attention.models.forward.head_survey.METRICS)
 FORMAT = "attention-explorer corpus survey 1"  # the header's "format": what load_corpus_survey reads
@@ -81,6 +83,9 @@ class CorpusSurvey:
     sample_priority: np.ndarray  # (P,) float64: the priority it drew (the lowest are kept), for merging
     q_sample: np.ndarray | None  # (L, H, P, d) float16 queries there (after rotary); None: not captured
     k_sample: np.ndarray | None  # (L, H_kv, P, d) float16 keys there
+    spans: np.ndarray | None = None  # (N, 2) int32: each token's character span in its text, the texts' tokens one
+    # after another as in `tokens` (N tokens in all; (0, 0) for special tokens); None: not recorded (a survey
+    # saved before they were, or a tokenizer without offsets), and tokens are then joined with spaces
     projection_cache: dict = field(default_factory=dict, repr=False, compare=False)  # (layer, head) -> QKProjection
 
     @property
@@ -104,19 +109,49 @@ class CorpusSurvey:
         """(L, H) each head's median of a statistic over the texts: the point it takes on the map."""
         return np.median(self.statistics[name], axis=0)
 
-    def context(self, example: TopExample, width: int = CONTEXT) -> tuple[tuple[str, ...], int, int]:
-        """The tokens around an example's query and key (`width` each side, the span between kept whole up to
-        4 * width), and where the query and the key are in them."""
-        tokens = self.tokens[example.text_index]
+    def _spans(self, text: int) -> np.ndarray | None:
+        """(n, 2) the character spans of text `text`'s tokens, or None when not recorded."""
+        if self.spans is None:
+            return None
+        return self.spans[self._starts[text]:self._starts[text + 1]]
+
+    @functools.cached_property
+    def _starts(self) -> np.ndarray:
+        """(T + 1,) where each text's tokens begin in `spans` (computed once)."""
+        return np.cumsum([0, *(len(t) for t in self.tokens)])
+
+    def labels(self, text: int) -> tuple[str, ...]:
+        """Text `text`'s tokens as every page labels them: " saddle" as "␣saddle" (attention.models.forward.tokens.
+        spaced_labels); as they are where the spans were not recorded."""
+        spans = self._spans(text)
+        tokens = self.tokens[text]
+        return tuple(tokens) if spans is None else spaced_labels(tokens, self.texts[text], spans)
+
+    def pieces(self, text: int) -> tuple[str, ...]:
+        """Text `text`'s tokens as pieces of a line of context, each after the spacing the text has before it:
+        joined with "" they read as the text, as the tokenizer decodes it (text_pieces). Where the spans were
+        not recorded, a space before every token but the first (the tokens joined with spaces)."""
+        spans, tokens = self._spans(text), self.tokens[text]
+        if spans is None:
+            return tuple(t if i == 0 else " " + t for i, t in enumerate(tokens))
+        return text_pieces(tokens, self.texts[text], spans)
+
+    def context(self, example: TopExample, width: int = CONTEXT, between: int = BETWEEN
+                ) -> tuple[tuple[str, ...], int, int]:
+        """The pieces (`pieces`) around an example's query and key, and where the query and the key are in them:
+        `width` before the first of the two and after the last, the pieces between whole up to `between` of them,
+        else the first and the last two around an ellipsis (" …"). Joined with "" they read as the text, and
+        the query is always among them, near the start: a table cell shows it."""
+        pieces = self.pieces(example.text_index)
         lo, hi = min(example.query, example.key), max(example.query, example.key)
-        start, stop = max(0, lo - width), min(len(tokens), hi + width + 1)
-        if stop - start > 4 * width + 1:  # far apart: the two ends, joined by an ellipsis token
-            left = tokens[start:lo + width + 1]
-            right = tokens[hi - width:stop]
-            shown = (*left, "…", *right)
-            at = {lo: lo - start, hi: len(left) + 1 + hi - (hi - width)}
+        start, stop = max(0, lo - width), min(len(pieces), hi + width + 1)
+        if hi - lo - 1 > between:  # far apart: the two ends, joined by an ellipsis
+            left = pieces[start:lo + 2]
+            right = pieces[hi - 2:stop]
+            shown = (*left, " …", *right)
+            at = {lo: lo - start, hi: len(left) + 1 + 2}
         else:
-            shown = tokens[start:stop]
+            shown = pieces[start:stop]
             at = {lo: lo - start, hi: hi - start}
         return shown, at[example.query], at[example.key]
 
@@ -139,18 +174,21 @@ def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: 
         raise ValueError(f"{loaded.spec.name} is an encoder-decoder model: the corpus survey reads encoders and "
                          "decoders, whose heads read the text itself.")
     pass_ = _Pass(k=k, include_sinks=include_sinks, sample=sample, seed=seed)
-    tokens, truncated = [], 0
+    tokens, spans, truncated = [], [], 0
+    offsets = {"return_offsets_mapping": True} if getattr(loaded.tokenizer, "is_fast", False) else {}
     for i, text in enumerate(texts, start=first):
-        ids = loaded.tokenizer(text, truncation=True, max_length=max_tokens)["input_ids"]
+        encoded = loaded.tokenizer(text, truncation=True, max_length=max_tokens, **offsets)
+        ids = encoded["input_ids"]
         if len(ids) >= max_tokens and len(loaded.tokenizer(text)["input_ids"]) > max_tokens:
             truncated += 1
         att = attend(loaded, text, ids=np.asarray(ids))
         pass_.add(i, att)
         tokens.append(tuple(display_tokens(loaded.tokenizer, att.token_ids)[0]))
+        spans.append(np.asarray(encoded["offset_mapping"], np.int32).reshape(-1, 2) if offsets else None)
         if progress:
             progress((i + 1 - first) / len(texts), f"Surveyed {i + 1 - first:,} of {len(texts):,} texts")
     return pass_.finish(model_name=loaded.spec.name, texts=texts, tokens=tuple(tokens), truncated=truncated,
-                        max_tokens=max_tokens)
+                        max_tokens=max_tokens, spans=np.concatenate(spans) if offsets else None)
 
 
 class _Pass:
@@ -246,7 +284,7 @@ def lowest(size: int, priority: tuple[np.ndarray, np.ndarray], *others) -> tuple
 
 # --- One file --------------------------------------------------------------------------------------------
 _ARRAYS = ("top_text", "top_query", "top_key", "top_weight", "sample_text", "sample_position", "sample_priority",
-           "q_sample", "k_sample")
+           "q_sample", "k_sample", "spans")  # the first seven always, the others where recorded
 _HEADER = ("model_name", "texts", "tokens", "truncated", "max_tokens", "include_sinks")
 
 
@@ -324,6 +362,13 @@ def _inconsistency(found: CorpusSurvey, first: int = 0) -> str | None:
             return "an example names a token past its text's end"
     if (found.sample_position < 0).any() or (found.sample_position >= lengths[sampled]).any():
         return "a sample names a token past its text's end"
+    if found.spans is not None:
+        spans = found.spans
+        if spans.ndim != 2 or spans.shape != (lengths.sum(), 2) or not np.issubdtype(spans.dtype, np.integer):
+            return "the tokens' spans are not one (start, end) per token"
+        ends = np.repeat([len(t) for t in found.texts], lengths)  # each token's text's length
+        if (spans[:, 0] < 0).any() or (spans[:, 1] < spans[:, 0]).any() or (spans[:, 1] > ends).any():
+            return "a token's span lies outside its text"
     for sample in (found.q_sample, found.k_sample):
         if sample is not None and (sample.ndim != 4 or sample.shape[2] != found.sample_text.size):
             return "the sampled queries or keys do not match the sample"

@@ -67,7 +67,7 @@ from attention.models.forward.loading import (
 )
 from attention.models.forward.memory import MEMORY_ENV, MemoryPlan, NotEnoughMemory, plan_memory, weight_bytes
 from attention.models.forward.model import REQUESTER, LoadedModel, Progress, rotary_base
-from attention.models.forward.model_attention import STACKS, ModelAttention
+from attention.models.forward.model_attention import STACKS, ModelAttention, shown_tokens
 from attention.models.forward.registry import (
     BUNDLED,
     COMPARISONS,
@@ -90,7 +90,7 @@ from attention.models.forward.registry import (
 from attention.models.forward.running import attend, attend_image, own_attention
 from attention.models.forward.sinks import SINKS_NOTE
 from attention.models.forward.survey_pass import survey
-from attention.models.forward.tokens import default_focus, find_word, last_word
+from attention.models.forward.tokens import default_focus, find_word, last_word, spaced_labels, text_pieces
 from attention.naming import head_name, head_words
 
 __all__ = [
@@ -100,8 +100,10 @@ __all__ = [
     "LOCAL_PREFIX", "MAX_TEXT_CHARS", "MEMORY_ENV", "METRICS", "REQUESTER", "MemoryPlan", "NotEnoughMemory",
     "SINKS_NOTE", "SMALL_MODEL_BYTES", "STACKS", "TYPE_THRESHOLD", "AttentionStack", "HeadSurvey", "LoadedModel",
     "ModelAttention", "ModelCheck", "ModelRefused", "ModelSpec", "ModelUnavailable", "attend", "default_focus",
+    "shown_tokens",
     "find_word",
     "Progress", "carriers", "from_model", "has_lm_head", "hub_allowlist", "last_word", "layer_windows",
+    "spaced_labels", "text_pieces",
     "load_model", "local_models", "model_label", "model_name", "own_attention", "plan_memory", "rotary_base", "survey",
     "weight_bytes",
     "DEFAULT_IMAGE_MODEL", "IMAGE_FORMATS", "IMAGE_HUB_MODELS", "IMAGE_MODELS", "MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS",

@@ -19,6 +19,7 @@ import numpy as np
 from attention.models.forward.attention_stack import NOT_CAPTURED, AttentionStack, read_only
 from attention.models.forward.device_arrays import DeviceArray
 from attention.models.forward.sinks import sink_candidates, sink_rule
+from attention.models.forward.tokens import spaced_labels
 from attention.naming import head_words
 from attention.toy.core import scaled_dot_product_attention
 from attention.toy.trace import AttentionTrace
@@ -193,3 +194,10 @@ def _device_bytes(record) -> int:
             if isinstance(a, DeviceArray):
                 found[id(a)] = a.nbytes
     return sum(found.values())
+
+
+def shown_tokens(att: ModelAttention) -> tuple[str, ...]:
+    """Each token of `att`'s text as every page labels it (attention.models.forward.tokens.spaced_labels):
+    " bank" as "␣bank", "bank" as it is. A result without offsets (a slow tokenizer, ids given) shows its
+    tokens as they are. Pickers, axes, titles, tables and the analyses' labels read this, never att.tokens bare."""
+    return tuple(att.tokens) if att.offsets is None else spaced_labels(att.tokens, att.text, att.offsets)

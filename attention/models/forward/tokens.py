@@ -9,6 +9,8 @@ import unicodedata
 
 import numpy as np
 
+from attention.focus import VISIBLE_SPACE
+
 
 def display_tokens(tokenizer, ids) -> tuple[tuple[str, ...], np.ndarray]:
     """Readable token strings (no `##`, `Ġ`, `▁`) and a special-token flag per token.
@@ -33,6 +35,38 @@ def display_tokens(tokenizer, ids) -> tuple[tuple[str, ...], np.ndarray]:
             shown[piece] = text.replace("▁", " ").replace("\n", "⏎").strip() or "␣"
         out.append(shown[piece])
     return tuple(out), np.array([i in special_ids for i in ids], dtype=bool)
+
+
+def spaced_labels(tokens, text: str, offsets) -> tuple[str, ...]:
+    """Token labels as every page shows them: each display string (display_tokens) with VISIBLE_SPACE (␣) in
+    front where the token begins with a space in `text` (its character span in `offsets` starts with one).
+    " the" and "the" are two tokens to the model, and without the mark they look alike (the glossary's "␣").
+    Tokens with an empty span (special tokens), blank tokens, and tokens whose span holds no space (BERT's
+    WordPiece leaves spaces out of its tokens) are shown as they are. Shapes: tokens n, offsets (n, 2)."""
+    shown = []
+    for token, (start, end) in zip(tokens, np.asarray(offsets).reshape(-1, 2).tolist(), strict=False):
+        spaced = end > start and text[start:start + 1] == " " and not is_blank(token)
+        shown.append(VISIBLE_SPACE + token if spaced else token)
+    return (*shown, *tokens[len(shown):])
+
+
+def text_pieces(tokens, text: str, offsets, special=None) -> tuple[str, ...]:
+    """Each token as it stands in `text` for a line of context: its display string after the spacing the text
+    has before it (one space for any run of spaces or line breaks between two tokens, none inside a word), so
+    that the pieces joined with "" read as the text, as the tokenizer decodes it: "saddle" + "s" is "saddles",
+    "bank" + "," is "bank,". A special token (an empty span) stands apart: "[CLS] the". Shapes: n tokens,
+    offsets (n, 2), special (n,) bool or None."""
+    pieces, last = [], None  # the end of the span before (None: no text yet)
+    for i, (token, (start, end)) in enumerate(zip(tokens, np.asarray(offsets).reshape(-1, 2).tolist(),
+                                                  strict=False)):
+        if end <= start or (special is not None and special[i]):
+            pieces.append(("" if i == 0 else " ") + token + (" " if i == 0 else ""))
+            continue
+        before = text[last:start] if last is not None and start > last else ""
+        spaced = last is not None and (bool(before) or text[start:start + 1].isspace())
+        pieces.append((" " if spaced else "") + token)
+        last = max(end, last or 0)
+    return (*pieces, *(" " + t for t in tokens[len(pieces):]))
 
 
 def _byte_level_alphabet() -> dict[str, int]:

@@ -29,6 +29,7 @@ from attention.models.recorded.comparison import (
     HeadChange,
     HeadComparison,
     HeadPair,
+    OwnStrongest,
     SavedComparison,
     compare_heads,
     compare_results,
@@ -37,6 +38,7 @@ from attention.models.recorded.comparison import (
     head_pair,
     js_divergence,
     load_comparison,
+    own_strongest,
     same_layout,
 )
 from attention.models.recorded.export import file_stem, matrix_csv, sentence_npz
@@ -67,7 +69,7 @@ from attention.models.recorded.views import (
 from attention.models.recorded.words import WordAttention, WordGroups, word_groups, word_level
 
 __all__ = [
-    "HEAD_MEASURES", "HeadChange", "head_change",
+    "HEAD_MEASURES", "HeadChange", "head_change", "OwnStrongest", "own_strongest",
     "AGGREGATIONS", "AS_IS", "LINE_VIEW_MAX_UNITS", "LINE_VIEW_TOKENS", "NPZ_MAX_BYTES", "HeadComparison", "LineView",
     "MatrixView", "ModelQuestion", "Reading", "RotaryView", "WordAttention", "WordComparison", "WordGroups",
     "aggregate", "attention_row", "compare_heads", "compare_word", "difference_by_token", "export_npz", "file_stem",

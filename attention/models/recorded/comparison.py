@@ -13,7 +13,11 @@ nearest head of B.
     >>> pair = head_pair(att_float32, att_bfloat16, cmp, 3, 5)   # the two heads and B − A, side by side
 
 `head_change` sets any other measure of heads (role scores, direct shares, effects of removing a head) of A
-beside its counterpart's in B: the same head, or for two tokenizers the head of B nearest to it (`match`).
+beside its counterpart's in B: the same head, or for two tokenizers the head of B nearest to it (`match`). Where
+the heads do not correspond (two models compared on words), `own_strongest` sets each model's own strongest
+heads by the measure side by side instead: a head of one model set against the head of another nearest to it
+on one short text says little about either (SmolLM2's induction heads against Gemma 3's nearest heads read as
+if Gemma 3 had none, while Gemma 3's own probe finds strong ones).
 
 `compare_results` picks the reading (tokens when both read the same tokens with the same heads, else
 words); `comparison_npz` saves a comparison with both results in one file that `load_comparison` reopens
@@ -31,11 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.model_attention import ModelAttention, shown_tokens
 from attention.models.recorded.imported import NPZ_MAX_BYTES, export_npz, load_npz
 from attention.models.recorded.views import MAX_SHOWN, MatrixView, block_labels, drop_tokens, pool_mask, pool_max
 from attention.models.recorded.words import word_groups, word_level
-from attention.naming import head_words
+from attention.naming import head_name, head_words
 
 ROWS_AT_ONCE = 256  # query rows of one layer compared at a time (tokens): (H, 256, m) float64 in memory
 
@@ -165,7 +169,7 @@ def head_pair(att_a: ModelAttention, att_b: ModelAttention, comparison: HeadComp
         mask = mask_a if mask_b is None else mask_b if mask_a is None else mask_a | mask_b  # seen by A or B
     else:
         b_layer, b_head = layer, head
-        labels = tuple(att_a.tokens)
+        labels = shown_tokens(att_a)
         wa, wb = (att.head_weights(layer, head).astype(np.float64) for att in (att_a, att_b))
         mask = att_a.self_attn.mask_of(layer)
     row_distance = js_divergence(wa, wb)
@@ -310,6 +314,41 @@ class HeadChange:
         flat = np.argsort(-np.abs(change), axis=None, kind="stable")[:k]
         return [(int(i), int(j), float(change[i, j]))
                 for i, j in zip(*np.unravel_index(flat, change.shape), strict=True)]
+
+
+@dataclass(frozen=True)
+class OwnStrongest:
+    """Each model's own strongest heads by one measure, side by side: what a comparison shows where the two
+    models' heads do not correspond (other shapes or other tokens: compared on words), so that no head of A
+    is the same head in B and a head-by-head difference would set unrelated heads against each other."""
+
+    a: tuple[tuple[int, int, float], ...]  # (layer, head, value) of A's strongest heads, 0-based, strongest first
+    b: tuple[tuple[int, int, float], ...]  # B's, by B's own values
+    signed: bool  # ranked by size, either sign (shares, effects); else by value (role scores)
+
+    def rows(self) -> list[dict]:
+        """One table row per rank: A's head and value beside B's ("L6H2", from 1)."""
+        rows = []
+        for rank in range(max(len(self.a), len(self.b))):
+            row = {"rank": rank + 1}
+            for side, found in (("A", self.a), ("B", self.b)):
+                layer, head, value = found[rank] if rank < len(found) else (None, None, None)
+                row[f"head of {side}"] = "" if layer is None else head_name(layer, head)
+                row[f"{side}'s value"] = value
+            rows.append(row)
+        return rows
+
+
+def own_strongest(values_a, values_b, k: int = 5, *, signed: bool = False) -> OwnStrongest:
+    """The k strongest heads of A by A's values and of B by B's, each model's own: the largest values
+    (signed=False: role scores, 0 to 1), or the largest in size, either sign (signed=True: direct shares,
+    effects of removing a head). Shapes: values_a (L, H), values_b (Lb, Hb): any two shapes."""
+    def strongest(values) -> tuple[tuple[int, int, float], ...]:
+        values = np.asarray(values, dtype=np.float64)
+        order = np.argsort(-(np.abs(values) if signed else values), axis=None, kind="stable")[:k]
+        return tuple((int(i), int(j), float(values[i, j])) for i, j in zip(*np.unravel_index(order, values.shape),
+                                                                            strict=True))
+    return OwnStrongest(strongest(values_a), strongest(values_b), signed)
 
 
 def head_change(values_a, values_b, match: np.ndarray | None = None) -> HeadChange:

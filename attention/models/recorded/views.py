@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from attention.models.forward.device_arrays import DeviceArray
-from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.model_attention import ModelAttention, shown_tokens
 from attention.models.forward.recompute import block_max
 from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row, pooled
 from attention.models.recorded.words import WordGroups, word_groups
@@ -125,7 +125,14 @@ def block_labels(tokens, b: int) -> tuple[str, ...]:
 
 
 def _named(att: ModelAttention, gone: np.ndarray | None) -> tuple[str, ...]:
-    return () if gone is None else tuple(att.tokens[j] for j in np.nonzero(gone)[0])
+    return () if gone is None else tuple(shown_tokens(att)[j] for j in np.nonzero(gone)[0])
+
+
+def _labels(att: ModelAttention, side: str, stack: str = "self") -> tuple[str, ...]:
+    """The labels of a stack's queries or keys (`side`): the input text's tokens as shown_tokens marks them
+    (␣ for a leading space), an encoder-decoder's target tokens as they are."""
+    tokens = att.query_tokens(stack) if side == "query" else att.key_tokens(stack)
+    return shown_tokens(att) if tokens is att.tokens else tuple(tokens)
 
 
 def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str = "self",
@@ -141,7 +148,7 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     """
     agg = AGGREGATIONS.get(how)
     att.check_head(layer, head, stack)
-    rows, cols = att.query_tokens(stack), att.key_tokens(stack)
+    rows, cols = _labels(att, "query", stack), _labels(att, "key", stack)
     mask = att.attention_stack(stack).mask_of(layer)
     kind = att.layer_kind(layer) if stack == "self" else ""
     title = f"Layer {layer + 1}" + (f" ({kind})" if kind else "") + ", " + (f"head {head + 1}" if how == "head"
@@ -200,11 +207,11 @@ def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None =
     if gone is not None:
         rows = without_keys(rows, gone)
     row = rows.mean(0)
-    labels = att.tokens if grouping is None else grouping.words
+    labels = shown_tokens(att) if grouping is None else grouping.words
     if grouping is not None:
         row = grouping.merge_columns(row[None])[0]
     who = f"head {head + 1}" if head is not None else "mean over heads"
-    query = att.tokens[token] if word is None else grouping.words[word]
+    query = labels[token] if word is None else grouping.words[word]
     title = f"Layer {layer + 1}, {who}: “{query}” as the query" + (", without sinks" if gone is not None else "")
     return MatrixView(matrix=row[None], row_labels=(query,), col_labels=tuple(labels), mask=None, title=title,
                       value_name="weight", zmax=1.0,
@@ -222,7 +229,7 @@ def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading
     """
     s = att.attention_stack(stack)
     grouping = reading.groups(att) if stack == "self" else None
-    queries = att.query_tokens(stack) if grouping is None else grouping.words
+    queries = _labels(att, "query", stack) if grouping is None else grouping.words
     if not 0 <= token < len(queries):
         raise ValueError(f"token {token} is outside the {len(queries)} {'tokens' if grouping is None else 'words'}")
     gone = None
@@ -236,7 +243,7 @@ def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading
     if b > 1:  # block maxima along the keys only
         rows = torch.nn.functional.max_pool1d(torch.from_numpy(rows)[:, None], b, b, ceil_mode=True)[:, 0].numpy()
     labels = tuple(head_name(layer, head, spaced=True) for layer in range(s.n_layers) for head in range(s.n_heads))
-    keys = att.key_tokens(stack) if grouping is None else grouping.words
+    keys = _labels(att, "key", stack) if grouping is None else grouping.words
     mask = None
     if b == 1 and (any(m is not None for m in s.masks) or (gone is not None and grouping is None)):
         mask = np.ones(rows.shape, bool)  # (L * H, keys): each row what its layer lets the query see
@@ -282,7 +289,7 @@ def line_view(att: ModelAttention, layer: int, heads, *, query: int | None = Non
     the reading removes each head's sinks and merges pieces into words, in that order."""
     heads = [int(h) for h in heads]
     grouping = reading.groups(att)
-    labels = att.tokens if grouping is None else grouping.words
+    labels = shown_tokens(att) if grouping is None else grouping.words
     n = len(labels)
     if n > LINE_VIEW_MAX_UNITS:
         raise ValueError(f"the line view draws up to {LINE_VIEW_MAX_UNITS} tokens or words; this text has {n:,}")
