@@ -1,7 +1,7 @@
 """What a researcher's walk through Compare two models, A head across a corpus and Inside one head found (issue
 59): token labels that hid a leading space, a corpus context that cut off its query and split words, a
-comparison of heads that do not correspond, an unreadable "why this key" at 800 px, a wall of terms, and a page
-of the path that asked nothing."""
+comparison of heads that do not correspond, a wall of terms, and a page of the path that asked nothing. (The
+unreadable "why this key" at 800 px is held by tests/test_charts.py, which reads that view among every chart.)"""
 
 import re
 
@@ -202,26 +202,3 @@ def test_why_this_key_says_each_term_plainly_and_names_quantities_as_the_toy_pag
     table = next(d.value for d in at.dataframe if "scaled score" in d.value.columns)
     assert list(table.columns[:4]) == ["key", "score q·k", "scaled score", "softmax weight"]
     assert {m.label for m in at.metric} >= {"Model's scaled score", "Constant terms"}
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-def test_why_this_key_numbers_are_readable_at_800_and_1280_px(app_url, browser, smollm2):
-    """Each cell's number in "why this key" is drawn at the chart's own font size (Plotly shrinks a number that
-    does not fit its cell): at 800 px, with 11 columns, they were drawn 8 px tall."""
-    from tests.harness import page_url, wait_idle
-
-    for width in (800, 1280):
-        page = browser.new_page(viewport={"width": width, "height": 900})
-        page.goto(page_url(app_url, "inside_head", model="smollm2", layer=19, head=7))
-        wait_idle(page, timeout=180_000)
-        figure = page.locator("[data-testid='stPlotlyChart']").last
-        figure.scroll_into_view_if_needed()
-        page.wait_for_timeout(1000)
-        cells = figure.evaluate("""el => [...el.querySelectorAll('g.heatmaplayer text')].map(t => {
-            const r = t.getBoundingClientRect(); return [t.textContent, r.width, r.height]; })""")
-        plot = figure.evaluate("el => el.querySelector('.nsewdrag').getBoundingClientRect().width")
-        columns = figure.evaluate("el => new Set([...el.querySelectorAll('.xtick text')].map(t => t.textContent)).size")
-        assert cells and all(h >= 14 for _, _, h in cells), (width, cells[:3])
-        assert all(w < plot / columns for _, w, _ in cells), (width, plot, columns)
-        page.close()
