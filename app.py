@@ -15,7 +15,8 @@ from pages._learner import seen
 from pages._prefetch import prefetch_charts
 from pages._site import HOME, MOVED, SECTIONS, moved_to
 
-serving.configure_process()  # torch threads and malloc settings, once per server process
+serving.configure_process()  # torch threads, OpenMP and malloc settings, once per server process
+serving.warm_model_side()  # the model side imported in the background while the first page is read
 # An emoji icon: Streamlit draws it as an inline SVG. A ":material/…:" icon is fetched from fonts.gstatic.com,
 # and the app runs offline (tests/test_journeys.py records every request a visit makes).
 st.set_page_config(page_title="Attention Explorer", page_icon="🔎", layout="wide")

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -62,6 +63,7 @@ def _torch_if_loading():
     return torch
 
 
+OMP_WAIT_POLICY = "PASSIVE"  # OpenMP threads wait asleep, not spinning (configure_process says why)
 MALLOC_ARENA_MAX = 2  # glibc arenas: Streamlit runs each rerun in a new thread, each thread would get one
 MALLOC_MMAP_THRESHOLD = 1 << 20  # bytes: larger blocks are mmapped and handed back to the OS when freed
 
@@ -79,6 +81,10 @@ def configure_process() -> None:
 
     - torch threads (torch_threads()). Toy pages never import torch, so it is not imported here: before
       torch is loaded, OMP_NUM_THREADS sets its thread count; once loaded, set_num_threads does.
+    - OpenMP threads that sleep when they wait (OMP_WAIT_POLICY, read when torch loads). Spinning ones took
+      the cores they waited for from the other work on a busy machine: SmolLM2's exact scan (2 threads) ran
+      17-19 s of CPU at load 4.5 against 5-6 s passive, where the newcomer saw it take 240 s while the machine
+      ran other work (benchmarks/NOTES.md).
     - glibc malloc: few arenas, and a fixed mmap threshold, so that big freed arrays go back to the OS at
       once. glibc otherwise raises its threshold after the first large free and kept the transient arrays
       of 512-token forward passes: peak RSS 1.9 GB with both models, ~1.2 GB with a 1 MiB threshold
@@ -92,6 +98,7 @@ def configure_process() -> None:
     _configured = True
     threads = torch_threads()
     os.environ["OMP_NUM_THREADS"] = str(threads)  # for a torch not imported yet
+    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
     torch = _torch_if_loading()
     if torch is not None:  # imported, or being imported by another session's thread: waited for
         torch.set_num_threads(threads)
@@ -102,6 +109,31 @@ def configure_process() -> None:
     m_arena_max, m_mmap_threshold = -8, -3  # <malloc.h>
     libc.mallopt(m_arena_max, MALLOC_ARENA_MAX)
     libc.mallopt(m_mmap_threshold, MALLOC_MMAP_THRESHOLD)
+
+
+WARM_AFTER_S = 1.5  # seconds after a process's first page before the model side is imported (warm_model_side)
+_warming: threading.Thread | None = None
+
+
+def warm_model_side() -> None:
+    """Import the model side (torch, transformers, attention.models: ~4 s on 2 cores) in the background, once per
+    process, WARM_AFTER_S after the first page started: a visitor's first model page then does not wait for it
+    (the first Predictions opened from Home, Positions' SmolLM2 head, the corpus page). A model page that comes
+    first imports it itself; Python's import lock makes the two share one import. Off with
+    ATTENTION_EXPLORER_WARM=0 (a server that only shows the toy pages keeps ~0.4 GB less)."""
+    global _warming
+    if _warming is not None or os.environ.get("ATTENTION_EXPLORER_WARM", "1") == "0":
+        return
+    _warming = threading.Thread(target=_warm, name="attention-explorer-warm", daemon=True)
+    _warming.start()
+
+
+def _warm() -> None:
+    time.sleep(WARM_AFTER_S)  # the first page draws first
+    try:  # torch takes its thread count from OMP_NUM_THREADS, which configure_process set
+        import attention.models  # noqa: F401 - imported for its side effect: loaded modules stay loaded
+    except Exception:  # noqa: BLE001 - a model page that imports it says what is wrong, in the page
+        return
 
 
 # --- Starting the app --------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from attention.models import (
     ModelUnavailable,
     Progress,
     attend,
-    corpus_survey,
+    cached_survey,
     load_model,
     load_npz,
     model_label,
@@ -234,9 +234,10 @@ def result_or_none(analysis: Callable, message: str, *args, **kwargs):
 @st.cache_resource(max_entries=2, show_spinner=False, validate=Job.usable)
 def corpus_survey_job(choice: ModelChoice, corpus_key: str, include_sinks: bool, _loaded: LoadedModel,
                       _corpus: Corpus) -> Job:
-    """A corpus survey, one per (model, corpus, setting), shared by the sessions asking for it. Two are kept:
-    each holds a sample of queries and keys (about 15 MB for MiniLM, 70 MB for SmolLM2)."""
-    return Job(lambda progress: corpus_survey(_loaded, _corpus, include_sinks=include_sinks, progress=progress),
+    """A corpus survey, one per (model, corpus, setting), shared by the sessions asking for it; read from the disk
+    where this machine made it before (attention.models.cached_survey). Two are kept: each holds a sample of
+    queries and keys (about 15 MB for MiniLM, 70 MB for SmolLM2)."""
+    return Job(lambda progress: cached_survey(_loaded, _corpus, include_sinks=include_sinks, progress=progress),
                f"Surveying {len(_corpus.texts):,} texts…")
 
 

@@ -93,6 +93,21 @@ def test_the_sample_holds_the_queries_and_keys_at_its_positions(surveyed):
         np.testing.assert_allclose(found.k_sample[:, :, slot], att.self_attn.k[:, :, position], atol=2e-3, rtol=2e-3)
 
 
+def test_the_sample_is_the_lowest_priorities_of_every_position_of_the_corpus(surveyed):
+    """The positions kept are, of every non-special position of every text, the 60 whose priority (drawn from a
+    generator seeded by (seed, text)) is lowest, in priority order: whatever the order texts were merged in."""
+    loaded, _, found = surveyed
+    drawn = []
+    for i, text in enumerate(TEXTS):
+        special = np.asarray(attend(loaded, text).special, bool)
+        priority = np.random.default_rng([0, i]).random(len(special))
+        drawn += [(priority[j], i, j) for j in np.flatnonzero(~special)]
+    lowest = sorted(drawn)[:60]
+    assert [(t, j) for _, t, j in lowest] == list(zip(found.sample_text.tolist(), found.sample_position.tolist(),
+                                                      strict=True))
+    np.testing.assert_array_equal(found.sample_priority, [p for p, _, _ in lowest])
+
+
 def test_the_projection_keeps_every_softmax_row(surveyed):
     """The keys' translation and the scaling change each query's scores by one constant per query: the weights
     over the sampled keys are the same before and after; and the queries and keys share one PCA."""
@@ -127,6 +142,42 @@ def test_a_saved_survey_reopens_equal_and_a_bad_file_gets_a_message(surveyed, tm
                       (save({"top_weight": found.top_weight}), "holds no corpus survey")):
         with pytest.raises(ValueError, match=says):
             load_corpus_survey(bad)
+
+
+def test_a_survey_is_made_once_per_machine_and_only_for_what_made_it(tok, tmp_path, monkeypatch):
+    """The corpus page's survey is kept on disk: the same model, texts, settings and code read it back (the
+    survey is not run again); another text, another setting or changed code make a new one; a file that cannot
+    be read is made again; a cache folder that cannot be written still gives the survey."""
+    import importlib
+
+    cache = importlib.import_module("attention.models.analyses.survey_cache")
+    loaded, _ = build("bert", tok)
+    texts = TEXTS[:5]
+    made = cache.cached_survey(loaded, texts, folder=tmp_path)
+    files = sorted(tmp_path.glob("*.safetensors"))
+    assert len(files) == 1 and not list(tmp_path.glob("*.part"))
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("surveyed again")
+    monkeypatch.setattr(cache, "corpus_survey", not_again)
+    again = cache.cached_survey(loaded, texts, folder=tmp_path)
+    assert again.texts == made.texts and again.tokens == made.tokens
+    for name in ("top_weight", "top_text", "top_query", "top_key", "sample_position", "q_sample", "k_sample"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(made, name), err_msg=name)
+    with pytest.raises(AssertionError, match="surveyed again"):  # another corpus, another setting: another survey
+        cache.cached_survey(loaded, [*texts[:4], "Another text."], folder=tmp_path)
+    with pytest.raises(AssertionError, match="surveyed again"):
+        cache.cached_survey(loaded, texts, include_sinks=True, folder=tmp_path)
+    monkeypatch.setattr(cache, "code_digest", lambda: "changed code")
+    with pytest.raises(AssertionError, match="surveyed again"):
+        cache.cached_survey(loaded, texts, folder=tmp_path)
+    monkeypatch.undo()
+    files[0].write_bytes(b"not a survey")  # a broken file: made again, and replaced
+    assert cache.cached_survey(loaded, texts, folder=tmp_path).texts == tuple(texts)
+    assert load_corpus_survey(files[0]).texts == tuple(texts)
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    assert cache.cached_survey(loaded, texts, folder=blocked).texts == tuple(texts)
 
 
 def test_corpus_files_of_three_kinds_and_their_messages():

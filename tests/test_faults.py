@@ -118,6 +118,38 @@ def test_the_first_pages_of_a_fresh_server_do_not_trip_over_torch_half_imported(
     assert threads == "1"
 
 
+WARM = """
+import os, sys, time
+import serving
+serving.configure_process()
+serving.warm_model_side()
+loaded = "torch" in sys.modules
+for _ in range(600):  # the model side, imported in the background while the first page is read
+    if "attention.models" in sys.modules and hasattr(sys.modules["attention.models"], "load_model"):
+        break
+    time.sleep(0.1)
+import torch
+print(os.environ["OMP_WAIT_POLICY"], loaded, "attention.models" in sys.modules, torch.get_num_threads())
+"""
+
+
+def test_a_fresh_server_waits_passively_and_warms_the_model_side_after_its_first_page():
+    """OpenMP threads that spin took the cores their own scan waited for on a busy machine (a scan of 3 s took
+    240 s while the machine ran other work): the server asks for passive ones before torch loads. The model side
+    (torch, transformers: ~4 s) is imported behind the first page, not by it, with the server's thread count."""
+    import subprocess
+    import sys
+
+    import serving
+
+    unset = ("OMP_WAIT_POLICY", "ATTENTION_EXPLORER_WARM")
+    env = {k: v for k, v in serving.app_environment().items() if k not in unset}
+    done = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True, timeout=120,
+                          env={**env, "ATTENTION_EXPLORER_TORCH_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["PASSIVE", "False", "True", "1"]
+
+
 ROUNDS = 4  # without load_model's lock this test failed in 3 runs of 3
 
 

@@ -17,6 +17,7 @@ Modules:
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
                     to one .safetensors file
+    survey_cache    a survey kept on disk, made once per machine for a model, corpus, code and settings
     corpus_job      the survey as a batch job over a file: parts merged and saved as it goes, resumable
     corpus_ray      the same job on Ray (an extra): one model replica per worker
     corpus_projection  one head's sampled queries and keys over a corpus in one 2-D projection (qk_projection)
@@ -85,6 +86,7 @@ from attention.models.analyses.roles import (
     probe_ids,
     roles_of,
 )
+from attention.models.analyses.survey_cache import cached_survey
 from attention.models.analyses.target_foil import (
     Contrast,
     ContrastWords,
@@ -105,6 +107,7 @@ __all__ = [
     "HeadEffects", "HeadRoles", "LogitAttribution", "LogitLens", "NextTokens", "Patching", "QKAttribution",
     "QKProjection", "ContrastWords", "DerivedWords", "EmbeddingPositions", "ScanAgreement", "TokenChoice",
     "TopExample", "activation_patching", "agreement", "attribution_patching", "composition", "contrast",
+    "cached_survey",
     "contrast_words", "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution", "derived_words",
     "embedding_positions", "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices",
     "listed_corpora", "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed",

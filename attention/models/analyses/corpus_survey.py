@@ -202,6 +202,7 @@ class _Pass:
         self.where = np.zeros((0, 2), np.int32)
         self.q: np.ndarray | None = None
         self.k_vectors: np.ndarray | None = None
+        self.pending: list[tuple[np.ndarray, ...]] = []  # (priority, where, q, k) of texts not merged in yet
         self.captured = True
 
     def add(self, index: int, att) -> None:
@@ -253,10 +254,24 @@ class _Pass:
         where = np.stack([np.full(len(positions), index), positions], 1).astype(np.int32)
         if self.q is None:
             self.q, self.k_vectors = q[:, :, :0], k[:, :, :0]
+        self.pending.append((drawn, where, q, k))
+        if sum(len(p[0]) for p in self.pending) >= self.sample:
+            self._merge()
+
+    def _merge(self) -> None:
+        """The pending texts' positions into the lowest `sample`, in one merge: merging text by text copied the
+        whole (L, H, P, d) sample for each text (2.1 of MiniLM's 9.0 s over the default corpus). The same
+        positions are kept either way (the lowest priorities of all; ties in text order)."""
+        if not self.pending:
+            return
+        drawn, where, q, k = (np.concatenate(part, axis=2 if part[0].ndim == 4 else 0)
+                              for part in zip(*self.pending, strict=True))
+        self.pending = []
         self.priority, self.where, self.q, self.k_vectors = lowest(
             self.sample, (self.priority, drawn), (self.where, where), (self.q, q), (self.k_vectors, k))
 
     def finish(self, **header) -> CorpusSurvey:
+        self._merge()
         weight, text, query, key = (x.numpy() for x in self.top)
         empty = weight <= 0  # fewer candidates than k (skipped keys, or a causal text's later keys): no example
         text, query, key = (np.where(empty, -1, x).astype(np.int32) for x in (text, query, key))
