@@ -24,6 +24,7 @@ from benchmarks import browser as bb
 from benchmarks import common, compute, soak
 from benchmarks import comparison as compared
 from benchmarks import images as image_bench
+from benchmarks import slow_operations as slow
 from benchmarks.elements_app import ELEMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -578,6 +579,8 @@ def report(r: dict, smoke: bool) -> str:
         lines += ["", *compared.lines(r["comparison"])]
     if "images" in r:
         lines += ["", *image_bench.lines(r["images"])]
+    if "slow" in r:
+        lines += ["", *slow.section(r["slow"])]
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -636,6 +639,9 @@ def main() -> int:
         r["images"] = image_bench.measure(args.smoke)
         print("images done", file=sys.stderr)
         r["browser"] = pending.result() if pending is not None else browser()
+        if not args.smoke:  # fresh servers, ~10 minutes: not part of make test's smoke run
+            r["slow"] = slow.measure(runs=3)
+            print("slow operations done", file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report(r, args.smoke))

@@ -156,6 +156,29 @@ def lines(after: dict, before: dict | None = None) -> list[str]:
     return rows
 
 
+def section(after: dict) -> list[str]:
+    """docs/benchmarks.md's section: what each operation is, its figure, and what bounds it."""
+    return ["## The slow operations a newcomer timed (issue 59)", "",
+            "Each in Chromium, from the click (or the address) to the page drawn and idle; a fresh server for all "
+            f"but the scan and the long text; a visitor reads a page {READING_S:g} s before the click that starts "
+            "an operation on it (benchmarks/slow_operations.py says each one). The newcomer's figures were taken "
+            "alone on 2 cores, on another machine.", "", *lines(after), "", *FLOORS]
+
+
+FLOORS = [  # what bounds each operation, measured (benchmarks/NOTES.md, "The slow operations")
+    "- exact_scan: 270 ablated passes from the ablated layer up, ~140 forward passes' worth at 16 tokens; its "
+    "compute is effects.scan above, the rest is the page's own rerun and drawing.",
+    "- first_predictions: a fresh process imports torch and transformers (~4 s on 2 cores) before it can load "
+    "a model; predictions_from_home is the same page after Home, with the import done behind it.",
+    "- corpus_first: 278 texts each through the model once (MiniLM's forward passes ~2.5 s of it); "
+    "corpus_restart reads the survey this machine made before.",
+    "- smollm2_long: SmolLM2's own forward pass over 1,693 tokens (see the long-input rows above: attend() ÷ "
+    "transformers at 2,048 tokens).",
+    "- compare_gemma: loading Gemma 3 (its 262k-word tokenizer ~2 s, 1.1 GB of weights, the guard's 528-token "
+    "probe over its 512-token window ~1.7 s), then both models on the text.",
+]
+
+
 def _fig(d: dict) -> str:
     return f"{d['median']:.1f} s ({d['min']:.1f}–{d['max']:.1f}, n={d['n']})"
 
