@@ -23,6 +23,7 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")  # load_model's precisions (
 IMAGE_FORMATS = ("png", "svg")  # what a chart's camera button saves
 LINK_TEXT_CHARS = 2_000  # a longer text is not written into a URL (servers refuse request lines over ~16 KB)
 VISIBLE_SPACE = "␣"  # how a space inside a token is shown in a box: " Mary" and "Mary" are different tokens
+VISIBLE_BREAK = "⏎"  # how a line break inside a token is shown (a token "\n" drew as an empty bar label)
 
 
 @dataclass(frozen=True)
@@ -276,10 +277,11 @@ PARAMS = ("model", "precision", "model_b", "precision_b", "text", "layer", "head
 
 
 def with_visible_spaces(token: str) -> str:
-    """A token's text as a box shows it: each space drawn as ␣, so that " Mary" does not look like "Mary"."""
-    return token.replace(" ", VISIBLE_SPACE)
+    """A token's text as a box shows it: each space drawn as ␣, so that " Mary" does not look like "Mary", and
+    each line break as ⏎."""
+    return token.replace(" ", VISIBLE_SPACE).replace("\n", VISIBLE_BREAK)
 
 
 def from_visible_spaces(shown: str) -> str:
-    """What a box shows (with ␣ or plain spaces) back into the token's text."""
-    return shown.replace(VISIBLE_SPACE, " ")
+    """What a box shows (with ␣ and ⏎, or plain spaces) back into the token's text."""
+    return shown.replace(VISIBLE_SPACE, " ").replace(VISIBLE_BREAK, "\n")

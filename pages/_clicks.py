@@ -10,21 +10,25 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from attention.models import Focus, ModelAttention, TokenAt
+from attention.models import Focus, ModelAttention, ModelChoice, TokenAt
 from pages._canvas import clicked
 from pages._focus import current, switch_to, update
 
 
-def open_head_buttons(layer: int, head: int, *, key: str) -> None:
-    """Buttons that open Model heads and Inside one head on this model, text, layer and head (0-based)
-    in this tab: the text may be far too long for a link, and every model page reads the focus."""
+def open_head_buttons(layer: int, head: int, *, key: str, source=None, text: str | None = None) -> None:
+    """Buttons that open Model heads and Inside one head on this model (`source`, what the page reads: its
+    ModelChoice, or a result opened from a file), text, layer and head (0-based) in this tab: the text may be far
+    too long for a link, and every model page reads the focus. The page's own default model and text (the focus
+    holds None for them) go with it: Model heads' defaults are other ones (Predictions' SmolLM2 L24H4 opened
+    MiniLM, clamped to L6H4, on another sentence)."""
     row = st.container(horizontal=True, wrap=True)  # as wide as their labels: in two columns "See its math in
     c1 = c2 = row                                     # Inside one h…" was cut at 800 px
     for col, page, label, icon in ((c1, "pages/model_heads.py", "Zoom into it in Model heads", ":material/zoom_in:"),
                                    (c2, "pages/inside_head.py", "See its math in Inside one head",
                                     ":material/calculate:")):
         if col.button(label, icon=icon, key=f"{key}.{page}"):
-            update(layer=layer, head=head, aggregation="head")
+            shown = {"model": source} if isinstance(source, ModelChoice) else {}
+            update(layer=layer, head=head, aggregation="head", **shown, **({"text": text} if text else {}))
             switch_to(page)
 
 

@@ -39,7 +39,9 @@ def predict_then_see(questions, results: dict | None = None, *, shown=None) -> b
     numbers, bars and why. Toy questions solve from their own state; model questions from the page's
     `results`. `shown`: what the page shows (its ModelChoice, or a saved result): a model question about
     another model is then not asked, and never switches the model on a commit; a button shows its model
-    first. Returns whether every question is answered."""
+    first. Where the page shows a question's own state (its model, example and view: what committing would set),
+    the page below would give its answer away, so it waits until the question is answered (or the page is opened
+    whole), as a toy page does. Returns whether every question is answered."""
     n = len(questions)
     for i, q in enumerate(questions):
         answered = answer(q.key)
@@ -53,6 +55,8 @@ def predict_then_see(questions, results: dict | None = None, *, shown=None) -> b
             st.markdown(f"**Question {i + 1} of {n} · predict, then see.** {md(q.ask)}")
             if answered is None:
                 _ask(q, results)
+                if _state_shown(q, shown) and not skipped(q.page):
+                    _rest_waits(q.page)
                 return False
             if answered.reveal is None:  # a model question, on the run after its commit: judged from this page
                 try:
@@ -63,6 +67,24 @@ def predict_then_see(questions, results: dict | None = None, *, shown=None) -> b
                     return False
             _show(q, answered)
     return True
+
+
+def _state_shown(q, shown) -> bool:
+    """Whether the page shows a model question's own state now: its model (by name) and every other field its
+    commit would set (the example, the layer, the reading switches). The figures below it show its answer then."""
+    focus, fields = current(), dict(getattr(q, "focus", ()))
+    if not fields or not _on_screen(q, shown):
+        return False
+    return all(getattr(focus, name) == value for name, value in fields.items() if name != "model")
+
+
+def _rest_waits(page: str) -> None:
+    """The rest of a page, which shows a question's answer, held back until it is answered (or opened anyway)."""
+    st.caption("The rest of this page shows the answer: commit a prediction first, or open it without one.")
+    st.button("Show the rest of the page", key="lesson.skip", icon=":material/visibility:",
+              on_click=functools.partial(skip, page))
+    path_links(f"pages/{page}.py")
+    st.stop()
 
 
 def _on_screen(q, shown) -> bool:
@@ -86,11 +108,7 @@ def questions_first(questions, path: str) -> None:
     their answers away, waits: the page ends here with a button that opens it anyway."""
     if predict_then_see(questions) or skipped(Path(path).stem) or _a_view_link(questions):
         return
-    st.caption("The rest of this page shows the answer: commit a prediction first, or open it without one.")
-    st.button("Show the rest of the page", key="lesson.skip", icon=":material/visibility:",
-              on_click=functools.partial(skip, Path(path).stem))
-    path_links(path)
-    st.stop()
+    _rest_waits(Path(path).stem)
 
 
 def _a_view_link(questions) -> bool:

@@ -54,8 +54,8 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
                   "“The capital of France is” → ?: generate step by step, then remove each head to see which "
                   "matter.", minutes=10),
         PageEntry("pages/what_heads_do.py", "What heads do", ":material/hub:",
-                  "Which heads write “ Mary” directly, the logit lens layer by layer, patching a corrupted prompt, "
-                  "and the previous-token head an induction head reads.", minutes=12),
+                  "Which heads write the predicted token directly, the logit lens layer by layer, patching a "
+                  "corrupted prompt, and the previous-token head an induction head reads.", minutes=12),
         PageEntry("pages/compare.py", "Compare two models", ":material/difference:",
                   "One text, two models or two precisions: which heads changed, and how, head by head.",
                   minutes=8),

@@ -221,6 +221,8 @@ def query_picker(col, focus: Focus, att: ModelAttention, *, slot: str, default: 
     col.selectbox(label or ("Word" if grouping is not None else "Token"), range(len(units)),
                   format_func=token_labels(units), key=key, help=definition(VISIBLE_SPACE) if spaced else None,
                   on_change=on_change(key, functools.partial(_pick_query, tuple(att.tokens), firsts, att.text, pin)))
+    if spaced:  # said where the mark first shows, not only on hover (the glossary's "␣")
+        col.caption(f"{VISIBLE_SPACE}: {md(definition(VISIBLE_SPACE))}")
     if any(str(unit).startswith("⟨") for unit in units):
         col.caption("⟨f0 9f⟩: a token that is only part of a character (an emoji, say), by its bytes in hex: the "
                     "tokenizer split the character's bytes over several tokens.")

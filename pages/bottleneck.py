@@ -39,8 +39,8 @@ intro(PAGE, "Before transformers, translation models read a sentence with an enc
 c1, c2 = st.columns(2)
 c1.markdown("**One context vector.** The encoder's final states, squeezed into one vector, are all the decoder "
             "ever sees of the input, at every step.")
-c2.markdown("**Additive attention.** At step t the decoder scores every encoder state h_j against its own state "
-            "s_{t−1} and reads their weighted blend c_t.")
+c2.markdown("**Additive attention.** At each step the decoder scores every encoder state (one per input digit) "
+            "against its own state, and reads their weighted blend: the formulas below, step $t$ and digit $j$.")
 st.latex(FORMULAS["additive"].replace("q_i", "s_{t-1}").replace("k_j", "h_j").replace("e_{ij}", "e_{tj}"))
 st.latex(r"\alpha_{tj} = \operatorname{softmax}_j(e_{tj}),\qquad c_t = \sum_j \alpha_{tj} h_j")
 
@@ -122,9 +122,10 @@ else:
     offset, side = abs(t.typical_offset), "right" if t.typical_offset > 0 else "left"
     st.caption(f"The model learned a diagonal from the task alone, but not the ideal one: its strongest weight usually "
                f"sits {offset} position{'' if offset == 1 else 's'} {side} of the digit "
-               "it writes. Its encoder states are not single digits: h_j joins a forward GRU that has read digits "
-               "0…j and a backward one that has read j…S−1, so a neighbour of the digit carries it too, and "
-               "training found that state first. The score is the additive one of the Scoring functions page.")
+               "it writes. Its encoder states are not single digits: the state of digit $j$ joins a forward GRU that "
+               "has read digits 0…$j$ and a backward one that has read $j$…the last, so a neighbour of the digit "
+               "carries it too, and training found that state first. The score is the additive one in the formula "
+               "above.")
 
 for_developers("The two models are attention.seq2seq (load_translators, translate), trained by "
                "attention.seq2seq_training into attention/seq2seq_weights.npz; the additive score is "

@@ -28,7 +28,7 @@ from attention.models import (
 from pages._clicks import head_opener, picked_head
 from pages._examples import token_setter
 from pages._export import chart_config, comparison_button
-from pages._focus import changing, on_change, on_page, setting, show, update
+from pages._focus import changing, following, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, model_or_stop, result_of, result_or_none
 from pages._labels import label_of
@@ -110,6 +110,7 @@ st.subheader("Which heads changed most")
 ranked = cmp.largest(10)
 table_key = f"cmp.ranked.{focus.layer}.{focus.head}"  # a new table once another head is open: no stale tick
 focus = picked_head(table_key, [r[:2] for r in ranked])  # a row picked in the table drawn last run
+focus = following(focus, *ranked[0][:2])  # else the head that moved most, outlined and opened below
 st.plotly_chart(figures.comparison(cmp, clickable=True, open_head=(focus.layer, focus.head)), width="stretch",
                 key="cmp.map", on_select=head_opener("cmp.map", first=1), selection_mode="points",
                 config=chart_config("compare", label_a, "vs", label_b))
@@ -125,8 +126,8 @@ st.caption("The 10 heads that moved most. Tick a row to open it below.")
 
 st.subheader("One head of A beside B's")
 c1, c2 = st.columns(2)
-layer, head = layer_and_head(c1, c2, focus, L, H, slot="cmp", kinds=att_a.layer_kind)
 top_layer, top_head, _ = ranked[0]
+layer, head = layer_and_head(c1, c2, focus, L, H, slot="cmp", kinds=att_a.layer_kind)
 if (layer, head) != (top_layer, top_head):
     st.button(f"Open {head_name(top_layer, top_head)}, the head that moved most", key="cmp.top",
               on_click=changing(layer=top_layer, head=top_head, aggregation="head"))

@@ -100,7 +100,8 @@ else:
                               # tokens whole: at the default width "grandmother" read "grandmothe"
                               "query": st.column_config.TextColumn(width="medium"),
                               "key": st.column_config.TextColumn(width="medium"),
-                              figures.CONTEXT_COLUMN: st.column_config.TextColumn(width="large")})
+                              # wide enough for a context of 3 tokens a side (at "large" its end was cut at 1280 px)
+                              figures.CONTEXT_COLUMN: st.column_config.TextColumn(width=460)})
     st.caption(explained("The largest weights of this head anywhere in the corpus, in their text as the tokenizer "
                          "decodes it: the query token in «», the key it attends to in [ ]. A token that begins with "
                          "a space shows it as ␣. Select a row to open that text in Model heads at this head, its "

@@ -75,10 +75,11 @@ if is_saved(name):
 else:
     roles = result_of(head_roles, "Running the induction probe…", model_or_stop(name))
     probe = roles.probe
-    c1, c2 = st.columns([3, 1])
-    role = c1.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
+    # the role's buttons on a line of their own: in three quarters of an 800-px page "previous-token" was cut
+    role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
                                 key="atlas.role", bind="query-params") or "induction"
-    threshold = c2.slider("labelled above", 0.1, 0.9, ROLE_THRESHOLD, 0.05, key="atlas.role_threshold")
+    threshold = st.columns([1, 2])[0].slider("labelled above", 0.1, 0.9, ROLE_THRESHOLD, 0.05,
+                                             key="atlas.role_threshold")
     st.caption(f"{ROLES[role][1]} The probe: a beginning-of-text token, then {roles.repeat} random tokens, then the "
                f"same {roles.repeat} again (seed {roles.seed}; Olsson et al. 2022). Scores are mean attention weights, "
                "0 to 1; click a cell to see that head's pattern on the probe below.")
@@ -111,7 +112,7 @@ c3.markdown(f"{head_words(layer, head).capitalize()}: **{head_type}** on your te
             f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
 if top is not None and not focus.head_picked:
     st.caption(f"Opened: the strongest {ROLES[role][0]} head on the probe. Pick another, or click a cell above.")
-open_head_buttons(layer, head, key="atlas.open")
+open_head_buttons(layer, head, key="atlas.open", source=name, text=text)
 if probe is not None:
     canvas_heatmap(view_canvas(zoom(probe, "head", layer=layer, head=head),
                                file_name=file_stem(name, "probe", f"layer-{layer + 1}", f"head-{head + 1}"),

@@ -93,7 +93,7 @@ if n > 2 * SHOWN_KEYS:
 
 st.header("1 · the query and the keys")
 st.latex(rf"q_{{{i}}} = x_{{{i}}} W_Q^{{(h)}} \in \mathbb{{R}}^{{{d}}},\qquad k_j = x_j W_K^{{(h)}}")
-dims = [str(j) for j in range(d)]
+dims = [str(j + 1) for j in range(d)]  # from 1, as the formulas count them (c = 1 … d)
 
 
 def vectors(matrix, rows, title, key, y_title="key token", value_name="value", height=None):
@@ -234,13 +234,15 @@ else:
     st.markdown("**The largest pairs**")
     st.markdown("\n".join(f"- the query from {md(part_in_words(a))} × the key from {md(part_in_words(b))}: "
                            f"**{value:+.2f}**" for a, b, value in found.largest(5)))
-    prose("To try: in SmolLM2, on a text that repeats itself (the Head atlas's probe), the induction heads "
+    prose("To try: in SmolLM2, on a text that repeats itself (random tokens, then the same tokens again), the "
+          "induction heads "
           "(L19H7, L18H6, L18H5, L18H4) each win on one pair: the query from layer 1's MLP, which says which token "
           "this is, times the key from L17H1, a previous-token head, which wrote into each key the token before "
           "it. The key that matches is the one right after an earlier copy of the query's token: how a model "
-          "continues a pattern it has seen (Olsson and others found this two-head circuit in 2022).")
+          "continues a pattern it has seen.")
 
-for_developers("The steps are attention.models.query_row and the head's q, k and v as captured "
+for_developers("The two-head circuit above is the induction circuit Olsson and colleagues described in 2022. "
+               "The steps are attention.models.query_row and the head's q, k and v as captured "
                "(attention.models.recorded.views); why this key is attention.models.qk_attribution, and "
                "tests/test_qk_attribution.py checks the induction heads' pair above.")
 path_links("pages/inside_head.py")

@@ -157,8 +157,11 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                            help="A decoder's query sees only itself and earlier tokens.")
     view = rotary_view(att, base, layer, head, query, key_tok)
     m1, m2, m3 = st.columns(3)
-    m1.metric("score before rotation", f"{view.projected_score:.3f}", help="q·k/√d of the projections")
-    m2.metric("after rotation", f"{view.rotated_score:.3f}", help="The model's own score: q·k/√d of the rotated q, k.")
+    m1.metric("scaled score before rotation", f"{view.projected_score:.3f}",
+              help="q·k/√d of the projections, before they are turned (the score q·k divided by √d, as on Step by "
+                   "step).")
+    m2.metric("after rotation", f"{view.rotated_score:.3f}",
+              help="The model's own scaled score: q·k/√d of the rotated q and k.")
     m3.metric("distance", f"{view.distance} tokens")
     pairs = [str(i) for i in range(len(view.frequencies))]
     left, right = st.columns(2)
@@ -169,9 +172,10 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                                      x_hover=[f"pair {i}: θ = {f:.3g} rad/token" for i, f in
                                               zip(range(len(pairs)), view.frequencies, strict=True)]),
                       width="stretch", key="pos.pairs")
-    right.plotly_chart(figures.line_chart(view.distances, {"score": view.scores_by_distance}, marker_x=view.distance,
-                                      title="The same q, k at distance Δ", x_title="distance Δ",
-                                      y_title="q·k/√d"), width="stretch", key="pos.distance")
+    right.plotly_chart(figures.line_chart(view.distances, {"scaled score": view.scores_by_distance},
+                                          marker_x=view.distance, title="The same q, k at distance Δ",
+                                          x_title="distance Δ", y_title="scaled score q·k/√d"),
+                       width="stretch", key="pos.distance")
     st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "
                "back by −position to show the projections. The dotted line marks this pair's real distance.")
 

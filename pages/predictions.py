@@ -53,10 +53,11 @@ def vector_example() -> None:
         st.session_state[EXAMPLE_WORD] = word
 
 
-def effects_heatmap(effects, title: str, key: str):
-    """One number per head (an ablation's or an estimate's effect on m), layers down and heads across."""
-    st.plotly_chart(figures.layer_head_heatmap(effects.effect, title=title, value_name="effect"), width="stretch",
-                    key=key)
+def effects_heatmap(effects, title: str, key: str, zmax: float | None = None):
+    """One number per head (an ablation's or an estimate's effect on m), layers down and heads across; `zmax`: a
+    colour scale shared with the chart beside it."""
+    st.plotly_chart(figures.layer_head_heatmap(effects.effect, title=title, value_name="effect", zmax=zmax),
+                    width="stretch", key=key)
 
 
 st.title("Predictions and head effects")
@@ -104,8 +105,9 @@ top = next_tokens(att.next_logits, loaded.tokenizer, k=10, temperature=temperatu
 shown = [f"“{with_visible_spaces(t)}”" for t in top.tokens]  # a token's space shown: “␣Mary”
 st.plotly_chart(figures.weights_bar(shown, top.probabilities, title=f"The 10 most likely next tokens at T = "
                                      f"{temperature:g}", value_name="probability"), width="stretch", key="pred.next")
-st.caption(f"The model predicts {shown[0]} with p = {top.probabilities[0]:.2f}; every other token together has "
-           f"{top.rest:.2f}. Entropy {top.entropy:.2f} nats. Low T sharpens the distribution, high T flattens it.")
+st.caption(f"The model predicts {shown[0]} with p = {top.probabilities[0]:.2f}; the tokens outside these "
+           f"{len(top.tokens)} together have {top.rest:.2f}. Entropy {top.entropy:.2f} nats (natural-log units: 0 when "
+           "one token takes it all). Low T sharpens the distribution, high T flattens it.")
 
 # --- 2. Generate ------------------------------------------------------------------------------------------
 st.header("2 · Generate, one token at a time")
@@ -163,19 +165,20 @@ if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{contrast.ty
     st.session_state[f"pred.scanned.{name}.{text}.{contrast.typed}.{ablation}"] = True
     exact = result_of(head_ablation, "Ablating every head…", loaded, att,
                       contrast, ablation=ablation)
+agrees = None if exact is None else agreement(estimate, exact)
 c1, c2 = st.columns(2)
-with c1:
-    effects_heatmap(estimate, "Estimate: attribution patching", "pred.estimate")  # its cost: beside it
+with c1:  # its cost beside it
+    effects_heatmap(estimate, "Estimate (attribution patching)", "pred.estimate", agrees and agrees.largest)
 with c2:
     if exact is None:
-        st.info("The estimate on the left costs one forward and one backward pass. Run the exact scan to see the "
-                "true effect of removing each head, and how well the estimate ranks them.")
+        st.info("The estimate on the left is quick: one run of the model, and one pass back through it that says how "
+                "fast m changes with each head's output (a straight-line guess). Run the exact scan to see the true "
+                "effect of removing each head, and how well the estimate ranks them.")
     else:
-        effects_heatmap(exact, f"Exact: {exact.effect.size} heads, one at a time", "pred.exact")
+        effects_heatmap(exact, f"Exact: {exact.effect.size} heads, one at a time", "pred.exact", agrees.largest)
 st.latex(r"\widehat{\text{effect}}^{(\ell,h)} = \sum_{\text{pos}} \big(z^{(\ell,h)}_{\text{removed}} - "
          r"z^{(\ell,h)}\big) \cdot \frac{\partial m}{\partial z^{(\ell,h)}}")
 ranked = (exact or estimate).ranked(15)
-agrees = None if exact is None else agreement(estimate, exact)
 rows = [{"layer": i + 1, "head": h + 1, **({"exact effect": exact.effect[i, h]} if exact else {}),
          "estimate": estimate.effect[i, h],
          **({"estimate's sign": "wrong" if agrees.opposite[i, h] else "right"} if agrees else {})}
@@ -183,19 +186,23 @@ rows = [{"layer": i + 1, "head": h + 1, **({"exact effect": exact.effect[i, h]} 
 if agrees is not None:
     wrong = agrees.opposite_heads()
     shown_wrong = [f"{head_name(i, h)} ({agrees.pair(i, h, flag=False)})" for i, h, _, _ in wrong[:3]]
-    st.caption(f"Rank correlation between the estimate and the exact effects over all heads: Spearman ρ = "
-               f"{agrees.spearman:.2f} (1: the same order). "
+    st.caption(f"How alike the estimate and the exact scan order the heads (Spearman's rank correlation ρ: 1 when "
+               f"they rank every head the same, 0 when their orders are unrelated): ρ = {agrees.spearman:.2f}. "
                + (f"The estimate has the wrong sign for {len(wrong)} of {agrees.opposite.size} heads, the largest: "
                   f"{'; '.join(shown_wrong)}." if wrong else "The estimate has the right sign for every head."))
 st.dataframe(pd.DataFrame(rows).style.format(precision=3),
              hide_index=True, key="pred.ranked")
 
 # --- 5. A head's pattern ----------------------------------------------------------------------------------
-st.header("5 · What a head that matters looks at")
+st.header("5 · What a head looks at")
 c1, c2 = st.columns(2)
 top = ranked[0]  # the head that matters most opens here, until the visitor picks another
 focus = following(focus, top[0], top[1])
 layer, head = layer_and_head(c1, c2, focus, att.n_layers, att.n_heads, slot="pred", kinds=att.layer_kind)
+if (layer, head) != top[:2]:  # a head picked here or on another page: the one that matters most, a click away
+    st.button(f"Open {head_name(top[0], top[1])}, the largest {'effect' if exact else 'estimate'}",
+              key="pred.top", icon=":material/arrow_upward:",
+              on_click=changing(layer=top[0], head=top[1], aggregation="head"))
 pattern = query_row(att, len(att.tokens) - 1, layer=layer, head=head, reading=reading)
 by_word = pattern.reading.words
 last = pattern.row_labels[0] if by_word else token_labels(shown_tokens(att))(len(att.tokens) - 1)
@@ -210,6 +217,6 @@ effect = (f"Removing it changes m by {agrees.pair(layer, head)}" if agrees else
           f"Removing it changes m by {estimate.effect[layer, head]:+.3f} (estimated)")
 st.caption(f"{effect}. " + (f"The largest {'effect' if exact else 'estimate'} is at "
                             f"{head_words(top[0], top[1])}" + ("" if focus.head_picked else ", opened here") + "."))
-open_head_buttons(layer, head, key="pred.open")
+open_head_buttons(layer, head, key="pred.open", source=name, text=text)
 
 path_links("pages/predictions.py")

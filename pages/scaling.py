@@ -64,7 +64,8 @@ st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.scores, "q·k/√d": sa
 s = study(temperature, n_keys)
 st.subheader(f"Averaged over {s.draws} random draws, {n_keys} keys")
 prose("Entropy says how spread the weights are: 0 when one key takes all the weight, largest when every key "
-      "gets the same share.")
+      f"gets the same share. It is measured in nats (natural-log units): with {n_keys} keys its largest value is "
+      f"{s.uniform_entropy[0]:.2f}, the “uniform” line.")
 c_var, c_ent = st.columns(2)
 c_var.plotly_chart(figures.line_chart(s.dims, {"q·k": s.var_scores, "q·k / √d": s.var_scaled}, title="Score variance",
                                   x_title="d", y_title="variance", log_x=True, log_y=True, marker_x=d),

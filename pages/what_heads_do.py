@@ -22,6 +22,7 @@ from attention.models import (
     model_label,
     model_questions_for,
 )
+from attention.toy.rounding import number
 from pages._examples import pick_setter, prediction_start, target_and_foil
 from pages._focus import changing, following, on_change, show
 from pages._frame import ensure_app_frame
@@ -54,7 +55,8 @@ if att.next_logits is None:  # an encoder: nothing predicted, nothing to read pa
 contrast = target_and_foil(att, loaded.tokenizer, words, slot="circ")
 st.caption("Positive m means the model prefers the target.")
 shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, contrast)
-predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name)  # before the shares are shown
+# asked before the shares are shown
+predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name)
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")
@@ -73,10 +75,10 @@ if st.button("Compare with each head's total effect (remove every head)", icon="
 else:
     st.info("A head's direct share is what it writes straight into the output. Removing it also removes what "
             "later heads did with it: run the scan to see the total effect below the direct one.")
-st.caption(f"The parts add up to {shares.total:.3f}; the model's own m is {shares.model:.3f}. Embeddings "
-           f"{shares.embeddings:+.3f}, all MLPs {shares.mlps.sum():+.3f}, all heads {shares.heads.sum():+.3f}, "
-           f"biases {shares.biases:+.3f}. A total effect (below) opposite to a head's direct share means later "
-           "heads compensate.")
+st.caption(f"The parts add up to {number(shares.total)}; the model's own m is {number(shares.model)}. Embeddings "
+           f"{number(shares.embeddings, signed=True)}, all MLPs {number(shares.mlps.sum(), signed=True)}, all heads "
+           f"{number(shares.heads.sum(), signed=True)}, biases {number(shares.biases, signed=True)}. A total effect "
+           "(below) opposite to a head's direct share means later heads compensate.")
 st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
                                      title="Direct share of each layer's MLP", value_name="share", y_max=None,
                                      highlight=None), width="stretch", key="circ.mlps")
@@ -85,11 +87,10 @@ st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))
 st.header("2 · How it forms: the logit lens")
 st.latex(r"\text{lens}_\ell(i) = \operatorname{softmax}\big(W_U\, \mathrm{norm}(x^{(\ell)}_i)\big)")
 lens = result_of(logit_lens, "Reading every layer…", loaded, att, target=contrast.target)
-c1, c2 = st.columns(2)
-show_target = c1.toggle(f"Colour by the target's probability (“{md(with_visible_spaces(contrast.target.token))}”)",
-                        key="circ.lens_target")
+show_target = st.toggle(f"Colour by the target's probability (“{md(with_visible_spaces(contrast.target.token))}”)",
+                        key="circ.lens_target")  # full width: in half of an 800-px page its label was cut
 read = len(lens.tokens)
-every = read > figures.LENS_SHOWN and c2.toggle(f"Every position ({read})", key="circ.lens_every",
+every = read > figures.LENS_SHOWN and st.toggle(f"Every position ({read})", key="circ.lens_every",
                                                 help=f"The last {figures.LENS_SHOWN} positions are shown, each cell "
                                                      "wide enough to name its token; every position names them on "
                                                      "hover only.")
@@ -146,7 +147,9 @@ roles = result_of(head_roles, "Running the induction probe…", loaded)
 *best, best_score = roles.strongest("induction")
 st.markdown(f"The strongest induction head here is **{head_words(best[0], best[1])}** (score "
             f"{best_score:.2f} on the probe). An induction head finds the earlier occurrence of the current "
-            "token through its **keys**: it reads a previous-token head by K-composition (Elhage et al. 2021).")
+            "token through its **keys**: a previous-token head has written into each token's vector which token came "
+            "before it, and the induction head's keys read that (“K-composition”, in Elhage et al. 2021's words). "
+            "The table below lists the earlier heads each of its queries, keys and values reads most.")
 st.button("Read that head", icon=":material/arrow_downward:", key="circ.induction",
           on_click=changing(layer=best[0], head=best[1], aggregation="head"))
 c1, c2 = st.columns(2)  # the strongest induction head opens here, until the visitor picks another

@@ -75,6 +75,38 @@ def test_the_names_of_a_prompt_and_what_a_notebook_derives_from_it(smollm2):
     assert (own.target, own.foil, own.corrupt) == (capital[1], capital[2], None)  # the example's, nothing to swap
 
 
+def test_a_line_break_among_the_likeliest_tokens_is_never_an_empty_foil_and_is_shown_as_one(smollm2):
+    """After "The cat sat on the mat. The cat sat on the mat." SmolLM2's second choice is a line break: it was
+    derived as the foil, shown as an empty box ("Type the foil token: it is empty") and an empty bar label."""
+    import numpy as np
+
+    from attention.focus import from_visible_spaces, with_visible_spaces
+    from attention.models import contrast, contrast_words
+
+    text = "The cat sat on the mat. The cat sat on the mat."
+    att = attend(smollm2, text)
+    z = np.asarray(att.next_logits)
+    ranked = [smollm2.tokenizer.decode([int(i)]) for i in np.argsort(-z)[:5]]
+    blank = [t for t in ranked if not t.strip()]
+    assert blank, ranked  # the case met: a space or line break among the likeliest
+    words = contrast_words(None, att, smollm2.tokenizer)
+    expected = [t for t in ranked if t.strip()][:2]
+    assert [words.target, words.foil] == expected
+    contrast(att, smollm2.tokenizer, words.target, words.foil)  # both can be read: no "it is empty"
+    assert with_visible_spaces(" a\n") == "␣a⏎" and from_visible_spaces("␣a⏎") == " a\n"
+
+
+def test_the_hint_of_a_spaced_token_is_given_for_words_not_for_punctuation(smollm2):
+    """A foil "," was told "after a word the model writes ␣, (with its space)": true of a word, not of a comma."""
+    from attention.models import choose_token, spaced_alternative
+
+    tok = smollm2.tokenizer
+    mary = spaced_alternative(tok, choose_token(tok, "Mary"))
+    assert mary is not None and mary.token == " Mary"
+    assert spaced_alternative(tok, choose_token(tok, ",")) is None
+    assert spaced_alternative(tok, choose_token(tok, " Mary")) is None  # typed with its space already
+
+
 def test_an_estimate_of_the_wrong_sign_is_said_beside_it():
     from attention.models import HeadEffects, agreement
 
@@ -119,6 +151,11 @@ def test_the_exact_scan_opens_the_head_that_matters_most_and_says_where_the_esti
     assert picked == (layer + 1, other)
     at.radio(key="pred.method").set_value("mean").run()  # a new ranking: the pick stays
     assert (at.number_input(key="pred.layer").value, at.number_input(key="pred.head").value) == picked
+    prompt = at.text_area(key="pred.text").value  # the page's own example: the focus held None for it
+    at.button(key="pred.open.pages/model_heads.py").click().run()  # Model heads on this model, text and head
+    assert not at.exception, at.exception
+    assert at.selectbox(key="heads.model").value == "smollm2" and at.text_area(key="heads.text").value == prompt
+    assert (at.number_input(key="heads.layer").value, at.number_input(key="heads.head").value) == picked
 
 
 def test_the_atlas_and_the_composition_section_open_the_strongest_induction_head():

@@ -228,7 +228,10 @@ def test_the_compare_page_shows_the_comparison_and_opens_a_head_and_a_saved_file
     assert_float32_close(shown, cmp.distance, terms=len(a.tokens), magnitude=1.0)
     ranked = cmp.largest(10)
     assert [row for row in at.dataframe[0].value["head of A"]] == [f"L{l_ + 1}H{h + 1}" for l_, h, _ in ranked]
-    at.session_state["cmp.ranked.0.0"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
+    top = ranked[0][:2]  # a ranked result opens its top head, until the visitor picks one
+    assert (at.session_state["visit.focus"].layer, at.session_state["visit.focus"].head) == top
+    assert (at.number_input(key="cmp.layer").value, at.number_input(key="cmp.head").value) == (top[0] + 1, top[1] + 1)
+    at.session_state[f"cmp.ranked.{top[0]}.{top[1]}"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
     assert (at.session_state["visit.focus"].layer, at.session_state["visit.focus"].head) == ranked[2][:2]
     layout = json.loads(next(e.proto.spec for e in at.get("plotly_chart") if "cmp.pair" in e.proto.id))["layout"]

@@ -254,7 +254,9 @@ def test_what_heads_do_tells_the_story_from_direct_shares_to_composition(smollm2
     width = smollm2.network.config.hidden_size
     assert_float32_close(array(chart(at, "circ.direct")["data"][0]["z"]), shares.heads, terms=width)
     lens = chart(at, "circ.lens")["data"][0]
-    assert lens["text"][-1][-1] == "Mary"  # the last layer, last position: the model's own prediction
+    # the last layer, last position: the model's own prediction, its space shown; whole on hover, in the cell cut
+    # to what fits it at 800 px
+    assert lens["customdata"][-1][-1][1] == "␣Mary" and "␣Mary".startswith(lens["text"][-1][-1].rstrip("…"))
     at.button(key="circ.patch").click().run()
     restored = array(chart(at, "circ.patched")["data"][0]["z"])
     assert restored[-1, -1] == pytest.approx(1.0, abs=1e-3) and not at.exception
@@ -320,9 +322,9 @@ def test_a_precision_picked_runs_the_model_in_it_and_keeps_its_results_apart():
     half = table_with(at, "softmax weight")
     captions = " ".join(c.value for c in at.caption)
     assert "MiniLM\\-L6 in bfloat16" in captions and "runs in bfloat16" in captions
-    assert "Equals the model's own bfloat16 attention to" in captions  # the guard's line, with what it allows
+    assert "Equals the model's own bfloat16 attention to within" in captions  # the guard's line, what it allows
     assert "fed the same inputs:" in captions  # this head's gap, and what bfloat16's rounding allows
-    assert "bfloat16's rounding usually allows up to 6.3e-02)." in captions
+    assert "bfloat16's rounding usually allows up to 0.063)." in captions and "e-0" not in captions  # plain
     np.testing.assert_allclose(half["softmax weight"], half["model's own weight"], atol=6e-2)
     assert not np.allclose(half["model's own weight"], float32["model's own weight"], atol=1e-6)  # bf16's own
     np.testing.assert_allclose(half["softmax weight"].sum(), 1.0, atol=1e-5)

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention.figures.canvas import CanvasHeatmap
 from attention.toy import examples as ex
+from pages._site import SECTIONS
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -20,10 +21,11 @@ TOY_PAGES = ["pages/home.py"] + [f"pages/{name}.py" for name in (
 
 def open_page(path: str, *, questions: bool = False) -> AppTest:
     """`path` opened in a fresh session. A toy page holds what follows its questions until they are
-    answered: these tests read the whole page, as a learner who skipped them (questions=True: as asked)."""
+    answered, and so does a model page showing its question's own example: these tests read the whole page, as
+    a learner who skipped them (questions=True: as asked)."""
     at = AppTest.from_file(str(APP), default_timeout=60)
     if not questions:
-        at.session_state["lessons.skipped"] = {Path(p).stem for p in TOY_PAGES}
+        at.session_state["lessons.skipped"] = {Path(e.path).stem for es in SECTIONS.values() for e in es}
     at.run()
     at.switch_page(path)
     at.run()

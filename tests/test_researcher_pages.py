@@ -97,6 +97,10 @@ def test_a_top_examples_context_is_its_text_with_the_query_marked_near_the_start
                 plain = re.sub(r"[«»\[\]]", "", re.sub(r"\[(CLS|SEP)\]", "", line))
                 for part in plain.split("…"):
                     assert part.strip() in reference, (part, reference)
+                    part = part.strip()  # whole words at both ends ("thunder", not "under")
+                    at, end = reference.index(part), reference.index(part) + len(part)
+                    assert not part[0].isalnum() or at == 0 or not reference[at - 1].isalnum(), (part, reference)
+                    assert not part[-1].isalnum() or end == len(reference) or not reference[end].isalnum(), part
                 ids = loaded.tokenizer(text)["input_ids"]
                 att_labels = [VISIBLE_SPACE + t if p.startswith(("Ġ", "▁")) else t for p, t in zip(
                     loaded.tokenizer.convert_ids_to_tokens(ids), found.tokens[example.text_index], strict=False)]
@@ -172,6 +176,9 @@ def test_inside_one_head_asks_on_its_own_model_and_never_switches_it_silently(mi
     at.button(key=f"lesson.show.{q.key}").click().run()
     assert at.selectbox(key="inside.model").value == "smollm2" and not at.exception
     assert any(r.label == "Your prediction" for r in at.radio)
+    # its example is on screen now: what follows the question (the head's weights: its answer) waits for it
+    assert not at.get("plotly_chart") and [b.key for b in at.get("bidi_component")] == ["prefetch"]
+    assert at.button(key="lesson.skip")
     row, ids = _own_weights(smollm2, REPEATED, 18, 6)
     best = int(np.argmax(row))
     expected = smollm2.tokenizer.decode([ids[best]])
@@ -182,6 +189,7 @@ def test_inside_one_head_asks_on_its_own_model_and_never_switches_it_silently(mi
     said = " ".join(m.value for m in (*at.info, *at.success)).replace("\\", "")
     assert f"looks at “{expected.replace(' ', VISIBLE_SPACE)}” most" in said, said
     assert f"{row[best]:.2f}" in said
+    assert at.get("plotly_chart") and not [b for b in at.button if b.key == "lesson.skip"]  # answered: all of it
 
 
 def test_why_this_key_says_each_term_plainly_and_names_quantities_as_the_toy_pages(smollm2):

@@ -29,12 +29,15 @@ def esc(label) -> str:
     return html.escape(str(label), quote=False)
 
 
-def _fmt(x: float, digits: int) -> str:
+def cell_number(x: float, digits: int) -> str:
+    """A cell's number: `digits` decimals, −∞ and masked cells in words, and never "-0.00" (a rounding of a tiny
+    negative value: it reads as a sign that is not there)."""
     if np.isneginf(x):
         return "-∞"
     if np.isnan(x):
         return MASKED_TEXT
-    return f"{x:.{digits}f}"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def _ticks(labels, max_labels: int = 40) -> dict:
@@ -123,7 +126,7 @@ def _small_heatmap(z, shown, visible, xl, yl, *, title, x_title, y_title, value_
                    show_values, height, clickable) -> go.Figure:
     """A matrix small enough for a hover string (and maybe a number) per cell."""
     n, m = z.shape
-    text = [[_fmt(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
+    text = [[cell_number(z[i, j], digits) if visible[i, j] else MASKED_TEXT for j in range(m)] for i in range(n)]
     yt, xt, vn = esc(y_title), esc(x_title), esc(value_name)
     hover = [[f"{yt}: {yl[i]}<br>{xt}: {xl[j]}<br>{vn}: {text[i][j]}" for j in range(m)] for i in range(n)]
     if show_values is None:

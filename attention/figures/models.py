@@ -174,10 +174,11 @@ def attention_lines(view, *, title: str = "") -> go.Figure:
 def layer_head_heatmap(values, *, title: str, value_name: str, signed: bool = True, zmax: float | None = None,
                        clickable: bool = False, open_head: tuple[int, int] | None = None) -> go.Figure:
     """One number per head, layers down and heads across (1-based): effects, shares, role scores. `open_head`
-    (layer, head), 0-based, is outlined. Shapes: values (L, H)."""
+    (layer, head), 0-based, is outlined; `zmax` the top of the scale (signed: −zmax to zmax), so that two charts
+    side by side share one. Shapes: values (L, H)."""
     values = np.asarray(values, dtype=float)
     L, H = values.shape
-    colours = Colours(scale="RdBu", centred=True) if signed else Colours(0.0, zmax)
+    colours = Colours(-zmax if zmax else None, zmax, scale="RdBu", centred=True) if signed else Colours(0.0, zmax)
     fig = heatmap(values, [str(h + 1) for h in range(H)], [str(i + 1) for i in range(L)], title=title,
                   x_title="head", y_title="layer", value_name=value_name, colours=colours, show_values=False,
                   height=min(1000, 140 + 22 * L), clickable=clickable)
@@ -190,7 +191,7 @@ def layer_head_heatmap(values, *, title: str, value_name: str, signed: bool = Tr
 
 
 LENS_PLOT_PX = 300  # the logit lens's plot width on an 800-px page (its sidebar open), less the colour bar
-LENS_SHOWN = 10  # positions the lens shows by default: the last ones, each cell wide enough to name its token
+LENS_SHOWN = 8  # positions the lens shows by default: the last ones, each cell wide enough to name its token
 
 
 def _cut(token: str, chars: int) -> str:

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from attention.figures.base import SIGNED, WEIGHTS, esc
+from attention.figures.base import SIGNED, WEIGHTS, cell_number, esc
 
 # A legend under the chart, in the figure's own coordinates: Plotly keeps the room it needs below the x axis's
 # title. Placed under the plot area instead (y=-0.25 of its height), it ran over the title at some widths.
@@ -189,7 +189,7 @@ def heatmap_panels(matrices, x_labels, y_labels, *, titles, colours=WEIGHTS, val
                         vertical_spacing=min(0.3, 40 / (height - 150)), subplot_titles=[esc(t) for t in titles])
     for i in range(count):
         shown = np.where(visible & np.isfinite(z[i]), z[i], np.nan)  # masked cells: gaps on the grey background
-        text = [[f"{z[i, r, c]:.{digits}f}" if visible[r, c] else "masked" for c in range(m)] for r in range(n)]
+        text = [[cell_number(z[i, r, c], digits) if visible[r, c] else "masked" for c in range(m)] for r in range(n)]
         where = [[f"{esc(y_title)}: {yl[r]}<br>{esc(x_title)}: {xl[c]}" for c in range(m)] for r in range(n)]
         fig.add_trace(go.Heatmap(z=shown, x=list(range(m)), y=list(range(n)), coloraxis="coloraxis", xgap=1, ygap=1,
                                  text=text, texttemplate="%{text}" if show_values else None, customdata=where,

@@ -250,9 +250,11 @@ def _order(state: dict) -> Reveal:
     pair = f"“{cat.tokens[i]}” → “{cat.tokens[j]}”"
     written, shuffled = demo.weights[i, j], demo.weights_unshuffled[i, j]
     changes = number(demo.max_weight_change) != number(0)  # a change the page's three decimals can show
+    order = " ".join(cat.tokens[k] for k in perm)
     return Reveal("yes" if changes else "no", "they change" if changes else "they stay the same",
-                  f"weight of {pair}: {number(written)} as written, {number(shuffled)} shuffled; largest change of "
-                  f"any weight: {number(demo.max_weight_change)}",
+                  f"shuffled as “{order}” (shuffle {state['pos.shuffle']}), the weight of {pair}: {number(written)} "
+                  f"as written, {number(shuffled)} shuffled; largest change of any weight: "
+                  f"{number(demo.max_weight_change)}",
                   "with positions, a word's vector depends on its place, so its scores change when it moves"
                   if changes else "without positions each word's vector is the same wherever it stands: its "
                   "weights move with it, unchanged.",
@@ -330,9 +332,9 @@ QUESTIONS = (
     Question("toy.it", "toy_ambiguity", "“…because it was too wide”: which noun does “it” look at most in layer 2?",
              ("animal", "street"), (("toy.it1", ex.IT_SENTENCES[1]), ("toy.pull", 4.0)), _toy_it),
     Question("pos.without", "positions", "Shuffle the words with no positions added: do the weights between two "
-             "given words change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", False)), _order),
+             "given words change?", ("yes", "no"), (("pos.shuffle", 1), ("pos.add", False)), _order),
     Question("pos.with", "positions", "Now add positions (sinusoidal, below) and shuffle again: do the weights "
-             "change?", ("yes", "no"), (("pos.shuffle", 2), ("pos.add", True)), _order),
+             "change?", ("yes", "no"), (("pos.shuffle", 1), ("pos.add", True)), _order),  # the page's own shuffle
     Question("bn.long", "bottleneck", f"Both models were trained on sequences of {_trained_lengths()}. At 20 "
              "digits, how many sequences does the model with one context vector reverse exactly?", SHARES,
              (("bn.digits", "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4"),), _bottleneck),

@@ -145,11 +145,13 @@ class CorpusSurvey:
         pieces = self.pieces(example.text_index)
         lo, hi = min(example.query, example.key), max(example.query, example.key)
         start, stop = max(0, lo - width), min(len(pieces), hi + width + 1)
+        start, stop = _word_start(pieces, start), _word_end(pieces, stop)  # "thunder", not "under"
         if hi - lo - 1 > between:  # far apart: the two ends, joined by an ellipsis
-            left = pieces[start:lo + 2]
-            right = pieces[hi - 2:stop]
+            left = pieces[start:_word_end(pieces, lo + 2)]
+            right_start = _word_start(pieces, hi - 2)
+            right = pieces[right_start:stop]
             shown = (*left, " …", *right)
-            at = {lo: lo - start, hi: len(left) + 1 + 2}
+            at = {lo: lo - start, hi: len(left) + 1 + hi - right_start}
         else:
             shown = pieces[start:stop]
             at = {lo: lo - start, hi: hi - start}
@@ -158,6 +160,28 @@ class CorpusSurvey:
     def save(self, path: str | Path) -> None:
         """Write the survey to one .safetensors file (module docstring)."""
         Path(path).write_bytes(survey_bytes(self))
+
+
+WORD_PIECES = 6  # pieces a context may grow by at each end to show its first and last word whole
+
+
+def _word_start(pieces, start: int) -> int:
+    """`start` moved back to the first piece of the word it is in (a piece that begins with a space, or the
+    text's first), by WORD_PIECES at most."""
+    for _ in range(WORD_PIECES):
+        if start == 0 or pieces[start][:1].isspace() or not pieces[start - 1].strip():
+            break
+        start -= 1
+    return start
+
+
+def _word_end(pieces, stop: int) -> int:
+    """`stop` moved on past the last piece of the word the context ends in, by WORD_PIECES at most."""
+    for _ in range(WORD_PIECES):
+        if stop >= len(pieces) or pieces[stop][:1].isspace() or not pieces[stop].strip():
+            break
+        stop += 1
+    return stop
 
 
 def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: bool = False,

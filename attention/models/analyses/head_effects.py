@@ -81,6 +81,12 @@ class ScanAgreement:
                  for i, h in zip(layers, heads, strict=True)]
         return sorted(found, key=lambda row: -abs(row[2]))
 
+    @property
+    def largest(self) -> float:
+        """The largest |effect| of the two: one colour scale for both, side by side (the estimate's ±1.3 and the
+        scan's ±3.8 drew as the same reds and blues)."""
+        return float(max(np.abs(self.exact.effect).max(), np.abs(self.estimate.effect).max()))
+
     def pair(self, layer: int, head: int, *, flag: bool = True) -> str:
         """One head's exact effect and its estimate as the pages say them, with the estimate's failure beside it
         when its sign is wrong: "exact −3.850, estimate +0.330 (the wrong sign)" (flag=False: where the sentence

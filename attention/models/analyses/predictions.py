@@ -46,7 +46,7 @@ class NextTokens:
     probabilities: np.ndarray  # (k,) softmax(logits / temperature) over the whole vocabulary
     temperature: float
     entropy: float  # of the whole distribution, nats
-    rest: float  # the probability left for every other token
+    rest: float  # the probability left for the tokens outside these k
 
 
 def next_tokens(logits, tokenizer, *, k: int = 10, temperature: float = 1.0) -> NextTokens:

@@ -29,7 +29,7 @@ from attention.models.analyses.target_foil import Contrast, TokenChoice
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy, home, parameter
 from attention.models.forward.model import LoadedModel, cap_logits
 from attention.models.forward.model_attention import ModelAttention, shown_tokens
-from attention.models.forward.tokens import display_tokens
+from attention.models.forward.tokens import out_of_text_labels
 
 LENS_MAX_POSITIONS = 64  # the logit lens reads the last this-many positions (each costs L + 1 unembeddings)
 LENS_ROWS = 512  # residual vectors unembedded at once
@@ -214,7 +214,7 @@ def logit_lens(loaded: LoadedModel, att: ModelAttention, *, target: TokenChoice 
     top_ids, top_p, target_p = read
     shape = (hidden.shape[0], len(positions))
     top_ids = top_ids.reshape(shape)
-    top_tokens = tuple(display_tokens(loaded.tokenizer, row)[0] for row in top_ids)
+    top_tokens = tuple(out_of_text_labels(loaded.tokenizer, row) for row in top_ids)  # " Paris" as "␣Paris"
     return LogitLens(positions=positions, tokens=tuple(shown_tokens(att)[i] for i in positions), top_ids=top_ids,
                      top_tokens=top_tokens, top_probability=top_p.reshape(shape), target=target,
                      target_probability=None if target_p is None else target_p.reshape(shape))

@@ -54,8 +54,9 @@ def choose_token(tokenizer, word: str, role: str = "target") -> TokenChoice:
 
 def spaced_alternative(tokenizer, choice: TokenChoice) -> TokenChoice | None:
     """The token the model writes for the same word after another word, when `choice` was typed without the
-    space before it and the spaced word is another single token (" Mary", not "Mary"); else None."""
-    if choice.text.startswith(" "):
+    space before it and the spaced word is another single token (" Mary", not "Mary"); else None, and None for
+    what does not start with a letter or a digit (after a word a model writes ",", not " ,")."""
+    if choice.text.startswith(" ") or not choice.text[:1].isalnum():  # a comma or a line break takes no space
         return None
     spaced = choose_token(tokenizer, " " + choice.text)
     return spaced if spaced.pieces == 1 and spaced.token_id != choice.token_id else None
@@ -145,6 +146,9 @@ def swapped_prompt(tokenizer, text: str, target: str, foil: str) -> str | None:
     return corrupt if same else None
 
 
+DERIVED_FROM = 50  # the likeliest next tokens a target and foil are derived from
+
+
 @dataclass(frozen=True)
 class DerivedWords:
     """A target and a foil derived from a text and the model's prediction after it."""
@@ -161,9 +165,12 @@ def derived_words(att: ModelAttention, tokenizer, *, target: str | None = None) 
     if att.next_logits is None:
         raise ValueError(f"{att.model_name} predicts no next token: there is no target or foil to derive.")
     z = np.asarray(att.next_logits, dtype=np.float64)  # (V,)
-    likeliest = int(np.argmax(z))
+    ranked = [int(i) for i in np.argsort(-z, kind="stable")[:DERIVED_FROM]]
+    # a token of spaces or line breaks alone cannot be typed in a box, nor read as a word: the likeliest others
+    words = [i for i in ranked if tokenizer.decode([i]).strip()] or ranked
     if target is None:
-        target, said = tokenizer.decode([likeliest]), "the model's likeliest next token"
+        target, said = tokenizer.decode([words[0]]), "the model's likeliest next token" + (
+            "" if words[0] == ranked[0] else " that is not a space or a line break")
     else:
         said = "the target picked"
     try:
@@ -179,8 +186,9 @@ def derived_words(att: ModelAttention, tokenizer, *, target: str | None = None) 
     if others:
         return DerivedWords(target, max(others)[1], f"{said}, a name in the prompt, against the other name there "
                                                     "it finds likeliest next")
-    foil_id = next(int(i) for i in np.argsort(-z, kind="stable")[:2] if int(i) != target_id)
-    return DerivedWords(target, tokenizer.decode([foil_id]), f"{said} against the likeliest other next token")
+    foil_id = next((i for i in words if i != target_id), next(i for i in ranked if i != target_id))
+    return DerivedWords(target, tokenizer.decode([foil_id]), f"{said} against the likeliest other next token"
+                        + ("" if words[:2] == ranked[:2] else " that is a word"))
 
 
 @dataclass(frozen=True)

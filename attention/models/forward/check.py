@@ -8,6 +8,7 @@ GUARD_GAP is refused; in 16 bits the model's own rounding is stated beside it, u
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -73,20 +74,20 @@ class ModelCheck:
             return "Exact: the model's own attention weights"
         if self.coarse:
             return (f"Exact for its q and k; its own {self.dtype} rounding moves its weights by up to "
-                    f"{self.gap:.1e}")
+                    f"{plain(self.gap)}")
         if self.dtype not in ("float32", "float64"):
-            return (f"Equals the model's own {self.dtype} attention to {self.gap:.1e} "
-                    f"(its rounding allows {self.allowed:.1e})")
-        return "Exact: equals the model's own attention " + (f"(to {self.gap:.0e})" if self.gap > 0 else "exactly")
+            return (f"Equals the model's own {self.dtype} attention {within(self.gap)} "
+                    f"(its rounding allows {plain(self.allowed)})")
+        return "Exact: equals the model's own attention " + within(self.gap)
 
     def stated(self, gap: float) -> str:
-        """A gap measured against the model's own weights, as the pages say it: "2.5e-03", and in half
-        precision what its rounding allows beside it."""
+        """A gap measured against the model's own weights, as the pages say it, in plain decimals for a learner
+        ("at most 0.000001"; `summary` gives it exactly), and in half precision what its rounding allows."""
         if self.dtype in ("float32", "float64"):
-            return f"{gap:.1e}"
+            return plain(gap, bound=True)
         past = "; its sharpest heads' large scores take it past that: ours are exact for its q and k" \
             if gap > self.allowed else ""
-        return f"{gap:.1e} ({self.dtype}'s rounding usually allows up to {self.allowed:.1e}{past})"
+        return f"{plain(gap, bound=True)} ({self.dtype}'s rounding usually allows up to {plain(self.allowed)}{past})"
 
     @property
     def summary(self) -> str:
@@ -111,6 +112,24 @@ class ModelCheck:
         return (f"weights rebuilt from q and k equal the model's own {to} at every one of its {self.checked} "
                 f"attention layers, each fed the inputs it has in the pass the pages show{half}{output}: checked "
                 f"on a {self.probe_tokens}-token probe when it loaded")
+
+
+def plain(x: float, *, bound: bool = False) -> str:
+    """A small non-negative number in plain decimals, as a learner reads it (never "8e-07"): 0 as "0", from 0.001
+    on to three decimals, below that the power of ten just above it ("0.000001"), with `bound` as "at most
+    0.000001"."""
+    if x <= 0:
+        return "0 (exactly equal)" if bound else "0"
+    if x >= 1e-3:
+        return f"{x:.3f}"
+    exponent = math.ceil(math.log10(x))
+    above = f"{10.0 ** exponent:.{-exponent}f}"
+    return f"at most {above}" if bound else above
+
+
+def within(gap: float) -> str:
+    """"to within 0.000001" (plain), or "exactly" for 0: how far two sets of weights are apart, in words."""
+    return f"to within {plain(gap)}" if gap > 0 else "exactly"
 
 
 def _to(gap: float) -> str:

@@ -37,6 +37,17 @@ def display_tokens(tokenizer, ids) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(out), np.array([i in special_ids for i in ids], dtype=bool)
 
 
+def out_of_text_labels(tokenizer, ids) -> tuple[str, ...]:
+    """Labels of tokens read without their text (a prediction, the logit lens's top token at each layer): each
+    display string (display_tokens) with VISIBLE_SPACE in front where the token itself begins with a space (its
+    decoded text does: " Paris" is "␣Paris", "Paris" stays), as spaced_labels marks tokens inside a text.
+    Shapes: ids (n,) -> n strings."""
+    shown, _ = display_tokens(tokenizer, ids)
+    ids = ids.tolist() if hasattr(ids, "tolist") else [int(i) for i in ids]
+    return tuple(VISIBLE_SPACE + label if tokenizer.decode([i])[:1] == " " and not is_blank(label) else label
+                 for i, label in zip(ids, shown, strict=True))
+
+
 def spaced_labels(tokens, text: str, offsets) -> tuple[str, ...]:
     """Token labels as every page shows them: each display string (display_tokens) with VISIBLE_SPACE (␣) in
     front where the token begins with a space in `text` (its character span in `offsets` starts with one).

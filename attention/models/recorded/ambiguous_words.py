@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.model_attention import ModelAttention, shown_tokens
 from attention.models.forward.tokens import find_word
 from attention.models.recorded.aggregations import attention_row
 
@@ -79,11 +79,12 @@ def difference_by_token(cmp: WordComparison, layer: int, head: int | None) -> tu
     head None averages the heads. Shapes: -> (strings, (k,) differences), largest |difference| first.
     """
     wa, wb = cmp.rows(layer, head)
-    vocab = sorted(set(cmp.a.tokens) | set(cmp.b.tokens))
+    a, b = shown_tokens(cmp.a), shown_tokens(cmp.b)  # " bank" and "bank" are two tokens: two strings ("␣bank")
+    vocab = sorted(set(a) | set(b))
     diff = np.zeros(len(vocab))
-    for j, t in enumerate(cmp.a.tokens):
+    for j, t in enumerate(a):
         diff[vocab.index(t)] += wa[j]
-    for j, t in enumerate(cmp.b.tokens):
+    for j, t in enumerate(b):
         diff[vocab.index(t)] -= wb[j]
     order = np.argsort(-np.abs(diff))
     return [vocab[o] for o in order], diff[order]
