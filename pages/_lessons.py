@@ -34,14 +34,15 @@ def verdict(choice: str, reveal) -> str:
     return f"You said “{md(shown_choice(choice))}”; {said}."
 
 
-def predict_then_see(questions, results: dict | None = None, *, shown=None) -> bool:
+def predict_then_see(questions, results: dict | None = None, *, shown=None, texts: tuple[str, ...] = ()) -> bool:
     """Ask the questions in order, each once the one before is answered; an answered one shows its verdict,
     numbers, bars and why. Toy questions solve from their own state; model questions from the page's
     `results`. `shown`: what the page shows (its ModelChoice, or a saved result): a model question about
     another model is then not asked, and never switches the model on a commit; a button shows its model
-    first. Where the page shows a question's own state (its model, example and view: what committing would set),
-    the page below would give its answer away, so it waits until the question is answered (or the page is opened
-    whole), as a toy page does. Returns whether every question is answered."""
+    first. `texts`: the texts the page reads; where they are a question's own example (its model shown too), the
+    page below gives its answer away, or a few clicks do (a layer, a reading switch), so the rest waits until the
+    page's questions are answered (or it is opened whole), as a toy page's does. Returns whether every question
+    is answered."""
     n = len(questions)
     for i, q in enumerate(questions):
         answered = answer(q.key)
@@ -55,7 +56,7 @@ def predict_then_see(questions, results: dict | None = None, *, shown=None) -> b
             st.markdown(f"**Question {i + 1} of {n} · predict, then see.** {md(q.ask)}")
             if answered is None:
                 _ask(q, results)
-                if _state_shown(q, shown) and not skipped(q.page):
+                if _example_shown(q, shown, texts) and not skipped(q.page):
                     _rest_waits(q.page)
                 return False
             if answered.reveal is None:  # a model question, on the run after its commit: judged from this page
@@ -69,13 +70,13 @@ def predict_then_see(questions, results: dict | None = None, *, shown=None) -> b
     return True
 
 
-def _state_shown(q, shown) -> bool:
-    """Whether the page shows a model question's own state now: its model (by name) and every other field its
-    commit would set (the example, the layer, the reading switches). The figures below it show its answer then."""
-    focus, fields = current(), dict(getattr(q, "focus", ()))
-    if not fields or not _on_screen(q, shown):
-        return False
-    return all(getattr(focus, name) == value for name, value in fields.items() if name != "model")
+def _example_shown(q, shown, texts: tuple[str, ...]) -> bool:
+    """Whether the page reads a model question's own example now: its model (by name), and its text or both its
+    sentences among `texts`. Its answer is then on the page, or a layer and a switch away."""
+    focus = dict(getattr(q, "focus", ()))
+    pair = focus.get("pair")
+    own = (pair.a, pair.b) if pair is not None else (focus["text"],) if focus.get("text") else ()
+    return bool(own) and _on_screen(q, shown) and all(text in texts for text in own)
 
 
 def _rest_waits(page: str) -> None:

@@ -68,7 +68,8 @@ def _the_end() -> None:
         st.markdown("**The end of the path.** You have followed attention from a lookup in a table to the "
                     "heads of two real models:")
         prose("  \n".join(f"{'✓' if was_seen(p) else '○'} **{md(entry(p).title)}**: {entry(p).line}" for p in PATH))
-        st.markdown(f"{pages_seen} of {len(PATH)} pages seen; {answered} questions answered, {right} right.")
+        st.markdown(f"{pages_seen} of {len(PATH)} pages seen; {answered} question{'' if answered == 1 else 's'} "
+                    f"answered, {right} right.")
         st.markdown("**Where to go next.** Type your own sentence on Model heads and follow a head you find "
                     "into Inside one head; see what every head does across many texts on A head across a "
                     "corpus; or read the pages off the path:")

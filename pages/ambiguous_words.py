@@ -9,6 +9,8 @@ import streamlit as st
 
 from attention import figures
 from attention.figures import WEIGHTS, named
+from attention.focus import VISIBLE_SPACE
+from attention.glossary import definition
 from attention.models import (
     ModelChoice,
     TokenAt,
@@ -53,7 +55,7 @@ except ValueError as err:
     st.stop()
 focus = fit(n_layers=a.n_layers, n_heads=a.n_heads)  # not its tokens: the token followed is in the visit's text
 L, H = a.n_layers, a.n_heads
-predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b}, shown=name)
+predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b}, shown=name, texts=(s1, s2))
 reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
 st.subheader(f"Where “{md(shown_tokens(a)[cmp.ia])}” looks")
@@ -87,6 +89,8 @@ st.subheader("The difference (A − B), per token string")
 labels, diff = difference_by_token(cmp, layer, head)
 st.plotly_chart(figures.weights_bar(labels[:20], diff[:20], title="more attention in A (>0) or in B (<0)",
                                      value_name="A − B", y_max=None, highlight=None), width="stretch", key="amb.diff")
+if any(label.startswith(VISIBLE_SPACE) for label in labels):
+    st.caption(f"{VISIBLE_SPACE}: {md(definition(VISIBLE_SPACE))}")
 
 st.subheader("Heads that change most")
 st.latex(r"\text{shift}^{(\ell,h)} = \tfrac12 \sum_{t} \big|\alpha^{A}_{t} - \alpha^{B}_{t}\big|")

@@ -43,6 +43,9 @@ c2.markdown("**Additive attention.** At each step the decoder scores every encod
             "against its own state, and reads their weighted blend: the formulas below, step $t$ and digit $j$.")
 st.latex(FORMULAS["additive"].replace("q_i", "s_{t-1}").replace("k_j", "h_j").replace("e_{ij}", "e_{tj}"))
 st.latex(r"\alpha_{tj} = \operatorname{softmax}_j(e_{tj}),\qquad c_t = \sum_j \alpha_{tj} h_j")
+st.caption("$s_{t-1}$: the decoder's state before step $t$; $h_j$: the encoder's state at input digit $j$; $e_{tj}$: "
+           "their score; $\\alpha_{tj}$: its weight after softmax; $c_t$: the blend the decoder reads at step $t$; "
+           "$v_a$, $W_1$, $W_2$: weights learned in training.")
 
 try:
     translators = models()

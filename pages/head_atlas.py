@@ -111,7 +111,10 @@ c3.markdown(f"{head_words(layer, head).capitalize()}: **{head_type}** on your te
             f"on the probe; entropy {head_survey.entropy[layer, head]:.2f} nats, mean distance "
             f"{head_survey.mean_distance[layer, head]:.1f} tokens.")
 if top is not None and not focus.head_picked:
-    st.caption(f"Opened: the strongest {ROLES[role][0]} head on the probe. Pick another, or click a cell above.")
+    score = getattr(roles, role)[top[0], top[1]]
+    st.caption(f"Opened: the highest {ROLES[role][0]} score on the probe ({score:.2f})"
+               + ("" if score >= threshold else f", below the {threshold:.2f} a role is labelled at: no head of this "
+                  "model is labelled so") + ". Pick another, or click a cell above.")
 open_head_buttons(layer, head, key="atlas.open", source=name, text=text)
 if probe is not None:
     canvas_heatmap(view_canvas(zoom(probe, "head", layer=layer, head=head),

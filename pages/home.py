@@ -30,8 +30,9 @@ st.subheader("Start here: a path through attention")
 seen_pages, answered, right = progress()
 total_minutes = sum(entry(p).minutes for p in PATH)
 st.markdown(f"{len(PATH)} pages, from a toy lookup to what a real model's heads do, about {total_minutes} minutes in "
-            "all. Each page explains, then asks you to **predict** before it shows; your place and answers stay in "
-            f"this browser tab only. So far: **{seen_pages} of {len(PATH)}** pages on the path, **{answered}** "
+            "all. Each page explains, then asks you to **predict** before it shows; your place and answers last "
+            f"while this tab stays open (reloading it starts again). So far: **{seen_pages} of {len(PATH)}** pages "
+            f"on the path, **{answered}** "
             f"question{'' if answered == 1 else 's'} answered, **{right}** right.")
 for number, path in enumerate(PATH, 1):  # a link, then its line: two columns clipped the titles at 800 px
     page = entry(path)

@@ -52,7 +52,7 @@ att = attention_or_stop(name, text)
 focus = fit(att)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 tokens = shown_tokens(att)  # as every page labels them: " bank" as "␣bank"
-predict_then_see(model_questions_for("inside_head"), {"att": att}, shown=name)
+predict_then_see(model_questions_for("inside_head"), {"att": att}, shown=name, texts=(att.text,))
 
 reading = reading_switches(focus, att, slot="inside", log_scale=False)
 c1, c2, c3 = st.columns(3)

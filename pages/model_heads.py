@@ -42,7 +42,7 @@ focus = on_page()
 name, text = sentence_and_model(focus, slot="heads")
 att = attention_or_stop(name, text)
 focus = fit(att)
-predict_then_see(model_questions_for("model_heads"), {"att": att}, shown=name)
+predict_then_see(model_questions_for("model_heads"), {"att": att}, shown=name, texts=(att.text,))
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 on_gpu = f", {att.device_nbytes / 1e6:.1f} MB of it on the GPU" if att.device_nbytes else ""
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "

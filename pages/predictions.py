@@ -26,6 +26,7 @@ from attention.models import (
     shown_tokens,
 )
 from attention.toy import examples as ex
+from attention.toy.rounding import number
 from pages._clicks import open_head_buttons
 from pages._examples import prediction_start, target_and_foil
 from pages._export import chart_config, export_row
@@ -68,7 +69,8 @@ intro("pages/predictions.py", "Attention weights say where a head looks, not whe
       "the model say “ Mary”.")
 focus, name, text, att, loaded, words = prediction_start(page="pages/predictions.py", slot="pred",
                                                          model=DEFAULT_DECODER)
-predict_then_see(model_questions_for("predictions"), {"att": att, "tokenizer": loaded.tokenizer}, shown=name)
+predict_then_see(model_questions_for("predictions"), {"att": att, "tokenizer": loaded.tokenizer}, shown=name,
+                 texts=(att.text,))
 reading = reading_switches(focus, att, slot="pred")
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "
@@ -107,7 +109,8 @@ st.plotly_chart(figures.weights_bar(shown, top.probabilities, title=f"The 10 mos
                                      f"{temperature:g}", value_name="probability"), width="stretch", key="pred.next")
 st.caption(f"The model predicts {shown[0]} with p = {top.probabilities[0]:.2f}; the tokens outside these "
            f"{len(top.tokens)} together have {top.rest:.2f}. Entropy {top.entropy:.2f} nats (natural-log units: 0 when "
-           "one token takes it all). Low T sharpens the distribution, high T flattens it.")
+           "one token takes it all). Low T sharpens the distribution, high T flattens it. ␣ marks the space a token "
+           "starts with: “␣Paris” and “Paris” are two tokens.")
 
 # --- 2. Generate ------------------------------------------------------------------------------------------
 st.header("2 · Generate, one token at a time")
@@ -214,7 +217,7 @@ st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
 effect = (f"Removing it changes m by {agrees.pair(layer, head)}" if agrees else
-          f"Removing it changes m by {estimate.effect[layer, head]:+.3f} (estimated)")
+          f"Removing it changes m by {number(estimate.effect[layer, head], signed=True)} (estimated)")
 st.caption(f"{effect}. " + (f"The largest {'effect' if exact else 'estimate'} is at "
                             f"{head_words(top[0], top[1])}" + ("" if focus.head_picked else ", opened here") + "."))
 open_head_buttons(layer, head, key="pred.open", source=name, text=text)

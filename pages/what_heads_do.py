@@ -56,7 +56,7 @@ contrast = target_and_foil(att, loaded.tokenizer, words, slot="circ")
 st.caption("Positive m means the model prefers the target.")
 shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, contrast)
 # asked before the shares are shown
-predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name)
+predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name, texts=(text,))
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")
@@ -100,7 +100,8 @@ last = lens.target_probability[:, -1]
 first_layer = next((i for i, p in enumerate(last) if p == last.max()), 0)
 shown_positions = read if every or read <= figures.LENS_SHOWN else figures.LENS_SHOWN
 st.caption("Each row reads the residual stream after a layer through the final norm and the unembedding; each "
-           "cell is the token the model would predict there (named in the cell where it fits, always on hover)"
+           "cell is the token the model would predict there (named in the cell where it fits, always on hover; ␣ "
+           "marks a token's leading space)"
            + ("" if shown_positions == len(att.tokens) else f", at the last {shown_positions} of the text's "
               f"{len(att.tokens)} positions")
            + f". At the last position the target reaches its highest probability, {last.max():.2f}, after layer "
@@ -146,7 +147,9 @@ st.header("4 · Which heads it reads: composition")
 roles = result_of(head_roles, "Running the induction probe…", loaded)
 *best, best_score = roles.strongest("induction")
 st.markdown(f"The strongest induction head here is **{head_words(best[0], best[1])}** (score "
-            f"{best_score:.2f} on the probe). An induction head finds the earlier occurrence of the current "
+            f"{best_score:.2f} on the probe: random tokens, then the same ones again, where an induction head looks "
+            "from each repeated token to the one that followed its first copy). An induction head finds the earlier "
+            "occurrence of the current "
             "token through its **keys**: a previous-token head has written into each token's vector which token came "
             "before it, and the induction head's keys read that (“K-composition”, in Elhage et al. 2021's words). "
             "The table below lists the earlier heads each of its queries, keys and values reads most.")

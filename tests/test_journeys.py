@@ -177,15 +177,17 @@ def test_a_question_answered_on_ambiguous_words_then_every_model_page():
     from attention.models.recorded.questions import model_questions_for
 
     at = go(visit(), "pages/ambiguous_words.py")
-    q = model_questions_for("ambiguous_words")[0]
-    check_visit(commit(at, q.key, q.choices[0]))
+    first, second = model_questions_for("ambiguous_words")
+    check_visit(commit(at, first.key, first.choices[0]))
+    assert not [s for s in at.selectbox if s.label == "Head"]  # the second question's example is on screen:
+    check_visit(commit(at, second.key, second.choices[0]))  # the rest of the page waits for it
     assert labelled(at.selectbox, "Head").value == "mean of heads"
     for page in ("pages/model_heads.py", "pages/inside_head.py", "pages/predictions.py", "pages/what_heads_do.py"):
         check_visit(go(at, page))
         assert [b for b in at.button if b.key == "path.back"], page  # the page ends with Back and Next
     go(at, "pages/model_heads.py")
     assert labelled(at.selectbox, "Show").value == "mean"  # the mean of heads, as it was chosen
-    assert labelled(at.number_input, "Layer").value == 5
+    assert labelled(at.number_input, "Layer").value == dict(second.focus)["layer"] + 1  # the last question's
 
 
 def test_a_one_word_sentence_on_the_head_atlas_after_another_model():

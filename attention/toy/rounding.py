@@ -14,12 +14,16 @@ from __future__ import annotations
 DECIMALS = 3  # thousandths: a weight's precision on screen
 
 
+MINUS = "−"  # U+2212: a minus sign, as Plotly's axes write it, not a hyphen
+
+
 def number(x: float, *, signed: bool = False) -> str:
-    """A number to DECIMALS decimals ("0.296"); rounding noise reads 0.000, never -0.000; `signed` writes a
-    plus sign on positive values ("+0.120"), as a change or a part of a sum is said."""
+    """A number to DECIMALS decimals ("0.296"), a negative one with a minus sign ("−0.120", as the charts' axes
+    write it); rounding noise reads 0.000, never −0.000; `signed` writes a plus sign on positive values ("+0.120"),
+    as a change or a part of a sum is said."""
     text = f"{float(x):+.{DECIMALS}f}" if signed else f"{float(x):.{DECIMALS}f}"
     zero = f"{0:.{DECIMALS}f}"
-    return zero if text.lstrip("+-") == zero else text
+    return zero if text.lstrip("+-") == zero else text.replace("-", MINUS)
 
 
 def percent(x: float) -> str:

@@ -32,6 +32,7 @@ from attention.models.forward.device import LONG_WORK_TOKENS, work_threads
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.tokens import find_word
+from attention.toy.rounding import number
 
 ABLATIONS = {"zero": "set to zero", "mean": "set to its mean over the text's positions"}  # how a head is removed
 
@@ -97,7 +98,7 @@ class ScanAgreement:
 
 
 def _signed(value: float) -> str:
-    return f"{value:+.3f}".replace("-", "−")  # a minus sign, not a hyphen
+    return number(value, signed=True)  # one rule for the pages' numbers: "−3.850", "+0.330"
 
 
 def opposite_signs(a: np.ndarray, b: np.ndarray) -> np.ndarray:

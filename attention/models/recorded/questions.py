@@ -126,7 +126,7 @@ def _writers(text: str) -> Callable[[dict], Reveal]:
         parts = dict(zip(WRITERS, (float(shares.heads.sum()), float(shares.mlps.sum()), float(shares.embeddings)),
                          strict=True))
         most = max(parts, key=parts.get)
-        written = ", ".join(f"{part} {number(share, signed=True)}".replace("-", "−") for part, share in parts.items())
+        written = ", ".join(f"{part} {number(share, signed=True)}" for part, share in parts.items())
         return Reveal(most, f"{most} write the most of m directly", f"of m = {number(shares.model)}, {written}",
                       "a part's direct share is what it adds to the last position's residual stream, read through "
                       "the final norm and the output layer; the shares add up to m. Section 1 shows each head's and "
