@@ -18,7 +18,7 @@ from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, 
 from attention.models.recorded.views import Reading, query_row
 from attention.naming import head_words
 from attention.toy import examples as ex
-from attention.toy.questions import Reveal
+from attention.toy.questions import Reveal, check_misconceptions_of, misconception_in
 from attention.toy.rounding import number
 
 
@@ -33,10 +33,16 @@ class ModelQuestion:
     about: str = ""  # its example in words: "Committing shows {about} on this page"
     terms: tuple[str, ...] = ()  # glossary terms its answer rests on that the path may not have said yet: the
     # question says each (attention.glossary.definition) before it is answered
+    misconceptions: tuple[tuple[str, str], ...] = ()  # (choice, what choosing it says the student believes): one
+    # per choice, the answer's too, since the answer is computed; a sentence a teacher can read aloud
 
     def reveal(self, results: dict) -> Reveal:
         """The answer, solved from the page's own results at the question's focus."""
         return self.solve(results)
+
+    def misconception(self, choice: str) -> str:
+        """What choosing `choice` says the student believes (ValueError for a choice it has none for)."""
+        return misconception_in(self.key, self.misconceptions, choice)
 
 
 SINK_WHY = "most heads park their weight on a sink, here [CLS]: the first token, which every query can see"
@@ -147,29 +153,67 @@ QUESTIONS = (
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("text", OTTER), ("query", TokenAt(7, "river")),
                    ("layer", 2), ("aggregation", "mean"), ("without_sinks", False)),
                   _looks_at("river", Reading(), 2, result="att", text="the sentence", why=SINK_WHY),
-                  about="the otter sentence in MiniLM-L6", terms=("sink",)),
+                  about="the otter sentence in MiniLM-L6", terms=("sink",),
+                  misconceptions=(
+                      ("cold", "believes “river” looks most at the word that describes it (“cold”), as if a layer's "
+                               "heads mostly read meaning"),
+                      ("river", "believes a token looks most at itself"),
+                      ("otter", "believes “river” looks most at the sentence's subject (“otter”)"),
+                      ("[CLS]", "believes most heads park their weight on a sink, [CLS]: the first token, which "
+                                "every query can see"))),
     ModelQuestion("amb.it_sink", "ambiguous_words", "In MiniLM, in “…because it was too tired”, which token "
                   "will “it” look at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
                    ("without_sinks", False)),
-                  _it_looks_at(Reading(), 4), about="the two sentences with “it”, in MiniLM-L6", terms=("sink",)),
+                  _it_looks_at(Reading(), 4), about="the two sentences with “it”, in MiniLM-L6", terms=("sink",),
+                  misconceptions=(
+                      ("animal", "believes the mean of layer 5's heads already points at the noun “it” stands for "
+                                 "(“animal”), as if no weight went to a sink"),
+                      ("street", "believes “it” looks most at the nearest noun before it (“street”)"),
+                      ("tired", "believes “it” looks most at what is said about it (“tired”), even with the sinks "
+                                "left in"),
+                      ("[CLS]", "believes most heads park their weight on a sink, [CLS], so the mean of the heads "
+                                "looks there most"))),
     ModelQuestion("amb.it_noun", "ambiguous_words", "Now remove the sinks and go down to layer 3, the middle of "
                   "the model: which token does “it” look at most there?", ("animal", "street", "tired", "because"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 2), ("aggregation", "mean"),
                    ("without_sinks", True)),  # layer 3, not 5: the first answer's chart shows layer 5's row
-                  _it_looks_at(Reading(without_sinks=True), 2), about="the two sentences with “it”, in MiniLM-L6"),
+                  _it_looks_at(Reading(without_sinks=True), 2), about="the two sentences with “it”, in MiniLM-L6",
+                  misconceptions=(
+                      ("animal", "believes that, with the sinks removed, a middle layer already links “it” to the "
+                                 "noun it stands for (“animal”)"),
+                      ("street", "believes “it” looks most at the nearest noun before it (“street”)"),
+                      ("tired", "believes that, sinks removed, a middle layer's “it” reads what is said about it "
+                                "(“tired”), as the toy model's first layer does"),
+                      ("because", "believes “it” looks most at the word just before it (“because”), as a "
+                                  "previous-token head does"))),
     ModelQuestion("pred.paris", "predictions", "After “The capital of France is”, which token will SmolLM2 "
                   "predict next?", (" Paris", " London", " a", " the"),
                   (("model", ModelChoice(DEFAULT_DECODER)), ("text", _CAPITAL[0]), ("query", None),
                    *_EXAMPLES_OWN),  # the example's own target and foil (attention.models.contrast_words)
-                  _next_token, about="“The capital of France is”, in SmolLM2-135M"),
+                  _next_token, about="“The capital of France is”, in SmolLM2-135M",
+                  misconceptions=(
+                      (" Paris", "believes the model continues with what it has seen most often after such a "
+                                 "sentence: France's capital"),
+                      (" London", "believes the model writes a well-known capital without tying it to “France”"),
+                      (" a", "believes the model starts a longer phrase with a common small word (“a”) rather than "
+                             "naming the capital"),
+                      (" the", "believes the most common word (“the”) is the likeliest next token whatever the "
+                               "sentence says"))),
     ModelQuestion("circ.writers", "what_heads_do", f"In SmolLM2, after “{_CAPITAL[0]}”, m = logit(“"
                   f"{with_visible_spaces(_CAPITAL[1])}”) − logit(“{with_visible_spaces(_CAPITAL[2])}”). Which "
                   "part writes the most of m straight into the output: all the heads together, all the MLPs "
                   "together, or the embeddings?", WRITERS,
                   (("model", ModelChoice(DEFAULT_DECODER)), ("saved", None), ("text", _CAPITAL[0]), ("query", None),
                    *_EXAMPLES_OWN),
-                  _writers(_CAPITAL[0]), about="“The capital of France is”, in SmolLM2-135M", terms=("MLP",)),
+                  _writers(_CAPITAL[0]), about="“The capital of France is”, in SmolLM2-135M", terms=("MLP",),
+                  misconceptions=(
+                      ("the heads", "believes the heads together write most of m straight into the output at the "
+                                    "last position"),
+                      ("the MLPs", "believes the MLPs, where a model's facts are often said to be kept, write most "
+                                   "of m straight into the output"),
+                      ("the embeddings", "believes the last token's own embedding (“is”) already prefers “Paris” to "
+                                         "“London”"))),
     ModelQuestion("inside.induction", "inside_head", f"SmolLM2 reads a sentence, then starts it again: "
                   f"“{REPEATED}”. In layer 19, head 7, which token does the last “river” look at most?",
                   (" bank", " river", " the", "I"),
@@ -177,11 +221,27 @@ QUESTIONS = (
                    ("query", TokenAt(15, "river")),
                    ("layer", 18), ("head", 6), ("aggregation", "head"), ("words", False), ("without_sinks", False)),
                   _head_looks_at(18, 6, REPEATED),
-                  about="the sentence read twice, in layer 19, head 7 of SmolLM2-135M"),
+                  about="the sentence read twice, in layer 19, head 7 of SmolLM2-135M",
+                  misconceptions=(
+                      (" bank", "believes this head looks at the token after the earlier copy of “river” (“bank”), "
+                                "to continue the pattern, as an induction head does"),
+                      (" river", "believes a head looks most at the earlier copy of the same token, not at the "
+                                 "token that followed it"),
+                      (" the", "believes the head looks at the token just before the current one (“the”), as a "
+                               "previous-token head does"),
+                      ("I", "believes this head parks most of its weight on the first token (“I”), as many heads do "
+                            "with a sink"))),
 )
 
 
-def model_questions_for(page: str) -> tuple[ModelQuestion, ...]:
-    """The questions a model page asks, in order ("model_heads"); the toy pages' are
+def model_questions_for(page: str | None = None) -> tuple[ModelQuestion, ...]:
+    """The questions a model page asks, in order ("model_heads"), or every page's (None); the toy pages' are
     attention.toy.questions.questions_for."""
-    return tuple(q for q in QUESTIONS if q.page == page)
+    return tuple(q for q in QUESTIONS if page is None or q.page == page)
+
+
+def check_misconceptions() -> None:
+    """Each choice of every model question has one misconception (ValueError naming the first question that
+    has not); their answers need the models, so attention.toy.questions.check_answers checks the toy side's."""
+    for q in QUESTIONS:
+        check_misconceptions_of(q.key, q.choices, q.misconceptions)
