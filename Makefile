@@ -5,7 +5,7 @@ PORT ?= 8501
 # apt needs root; CI runs as root, a developer may have sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install install-dev browser nginx run class test bench bench-smoke soak clean
+.PHONY: install install-dev browser nginx postgres run class test bench bench-smoke soak clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -19,8 +19,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml attention/models/forward/reg
 	$(VENV)/bin/attention-explorer install-models
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-ray.txt
-	$(PY) -m pip install -q -r requirements-dev.txt -r requirements-ray.txt
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-ray.txt requirements-postgres.txt
+	$(PY) -m pip install -q -r requirements-dev.txt -r requirements-ray.txt -r requirements-postgres.txt
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.txt
@@ -38,6 +38,11 @@ browser:
 nginx:
 	@test -x /usr/sbin/nginx || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx)
 
+# Debian's PostgreSQL, for the tests that need a real database server: each starts its own (tests/postgres.py),
+# as its own user in a temporary folder, never the system service.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql)
+
 # A class on one machine: one app process per core (PROCESSES=n to choose) behind nginx on PORT, sticky
 # sessions and websockets proxied (serving.py); each process loads its own models.
 class: install nginx
@@ -50,7 +55,7 @@ run: install
 # Lint, the architecture contracts (pyproject.toml, import-linter), then every test; then the tests that
 # compare float32 results of different paths (marked numeric) once more with torch's portable kernels, which
 # round as another CPU's would: a tolerance that holds on one CPU alone fails here first, not on a stranger's.
-test: install-dev browser nginx
+test: install-dev browser nginx postgres
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
@@ -58,8 +63,9 @@ test: install-dev browser nginx
 
 # Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here), and the table
 # of model families x features, docs/models.md.
-bench: install-dev browser nginx $(VENV)/.installed-bench
+bench: install-dev browser nginx postgres $(VENV)/.installed-bench
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.families
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.lesson_minutes
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
 
 # A class for 20 minutes (benchmarks/soak.py): 2 app processes behind nginx, 8 browser sessions walking the
@@ -67,7 +73,7 @@ bench: install-dev browser nginx $(VENV)/.installed-bench
 # random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 8 fixed ones), and 8
 # browser sessions at once for 10 interactions each (tests/test_load.py; make test runs 4 x 6). Not in make test.
 JOURNEYS ?= 60
-soak: install-dev browser nginx
+soak: install-dev browser nginx postgres
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.soak
 	HF_HUB_OFFLINE=1 JOURNEYS=$(JOURNEYS) $(PY) -m pytest -q -p no:cacheprovider tests/test_journeys.py::test_journeys
 	HF_HUB_OFFLINE=1 LOAD_SESSIONS=8 LOAD_ROUNDS=5 $(PY) -m pytest -q -p no:cacheprovider tests/test_load.py

@@ -11,7 +11,7 @@ import functools
 import streamlit as st
 
 import serving
-from pages._learner import seen
+from pages._learner import begin, seen
 from pages._prefetch import prefetch_charts
 from pages._site import HOME, MOVED, SECTIONS, moved_to
 
@@ -26,6 +26,7 @@ for section, entries in SECTIONS.items():
     navigation[section] = [st.Page(p.path, title=p.title, icon=p.icon) for p in entries]
 navigation["Start"] += [st.Page(functools.partial(moved_to, path), title=old, url_path=old, visibility="hidden")
                        for old, path in MOVED.items()]  # old links keep working
+begin()  # this browser's progress and class, read from the database (pages/_learner.py)
 page = st.navigation(navigation, expanded=True)  # every page listed: a collapsed list hid the model pages
 seen(page.url_path or "home")  # the learner's place: the pages opened, by their URL name ("lookup")
 prefetch_charts()  # Streamlit's chart and table code, loaded while the browser is idle (pages/_prefetch.py)

@@ -291,6 +291,7 @@ http {{
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;
             proxy_set_header Host $http_host;  # with its port: Streamlit checks the websocket's origin
+            proxy_set_header X-Real-IP $remote_addr;  # the student's address: the join codes' rate limit counts by it
             proxy_read_timeout 1d;  # a session's websocket stays open while the tab is
             proxy_send_timeout 1d;
             proxy_buffering off;

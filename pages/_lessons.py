@@ -19,7 +19,7 @@ from attention.figures import reveal_bars
 from attention.focus import with_visible_spaces
 from attention.glossary import definition
 from pages._focus import current, put, update
-from pages._learner import Answered, answer, forget, record, skip, skipped
+from pages._learner import Answered, answer, current_class, forget, record, skip, skipped
 from pages._path import path_links
 from pages._text import md
 
@@ -81,9 +81,13 @@ def _example_shown(q, shown, texts: tuple[str, ...]) -> bool:
 
 def _rest_waits(page: str) -> None:
     """The rest of a page, which shows a question's answer, held back until it is answered (or opened anyway)."""
-    st.caption("The rest of this page shows the answer: commit a prediction first, or open it without one.")
-    st.button("Show the rest of the page", key="lesson.skip", icon=":material/visibility:",
-              on_click=functools.partial(skip, page))
+    if current_class() is not None:  # in a class, the teacher opens a page for everyone (their view's Reveal)
+        st.caption("The rest of this page shows the answer: commit a prediction first (or wait for your teacher "
+                   "to open it for the class).")
+    else:
+        st.caption("The rest of this page shows the answer: commit a prediction first, or open it without one.")
+        st.button("Show the rest of the page", key="lesson.skip", icon=":material/visibility:",
+                  on_click=functools.partial(skip, page))
     path_links(f"pages/{page}.py")
     st.stop()
 
@@ -106,17 +110,11 @@ def _question_focus(q, focus) -> dict:
 
 def questions_first(questions, path: str) -> None:
     """A toy page's questions; until they are answered (or skipped), the rest of the page, which would give
-    their answers away, waits: the page ends here with a button that opens it anyway."""
-    if predict_then_see(questions) or skipped(Path(path).stem) or _a_view_link(questions):
+    their answers away, waits: the page ends here with a button that opens it anyway. An address carrying the
+    page's settings waits too (a reload or a shared link must not show the answers first)."""
+    if predict_then_see(questions) or skipped(Path(path).stem):
         return
     _rest_waits(Path(path).stem)
-
-
-def _a_view_link(questions) -> bool:
-    """Whether the page was opened from a link that sets its own controls (its widgets' keys start as its
-    questions' do, "lookup."): a link names a view, and opens it whole."""
-    prefixes = {q.key.split(".")[0] + "." for q in questions}
-    return any(name.startswith(tuple(prefixes)) for name in st.query_params)
 
 
 def _ask(q, results) -> None:
@@ -170,7 +168,7 @@ def _commit(q, results) -> None:
     if results is None:  # a toy question: judged from its own state now; the page's widgets stay as they are
         _judged(q, choice, q.reveal())
     else:  # a model question: judged once the page has run on its example (predict_then_see)
-        record(q.key, Answered(choice))
+        record(q.key, Answered(choice), q.page)
         before = current()
         fields = _question_focus(q, before)
         if before != before.replace(**fields):  # the learner's own sentence or model: kept to go back to
@@ -190,7 +188,7 @@ def _set_state(q) -> None:
 
 def _judged(q, choice, reveal) -> Answered:
     answered = Answered(choice, reveal)
-    record(q.key, answered)
+    record(q.key, answered, q.page)
     return answered
 
 

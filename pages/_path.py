@@ -6,9 +6,10 @@ Where the learner stands comes from pages/_learner.py.
 import streamlit as st
 
 from pages._focus import switch_to
-from pages._learner import last_step, next_step, progress, was_seen
+from pages._learner import current_class, last_step, next_step, progress, was_seen
+from pages._learner import path as steps
 from pages._prose import fresh_page, prose
-from pages._site import PATH, entry
+from pages._site import entry
 from pages._text import md
 
 ARRIVED = "lessons.arrived"  # session key: the page the path's Next (or Home's Start) is opening
@@ -18,8 +19,9 @@ def intro(path: str, what: str) -> None:
     """The top of a page: its step on the path ("Step 3 of 11") and what it shows and why, each glossary
     term explained on hover where it first appears (later prose on the page goes through `prose`)."""
     fresh_page()
-    if path in PATH:
-        st.caption(f"Step {PATH.index(path) + 1} of {len(PATH)} of the learner's path · about "
+    route = steps()
+    if path in route:
+        st.caption(f"Step {route.index(path) + 1} of {len(route)} of the learner's path · about "
                    f"{entry(path).minutes} min")
     prose(what)
 
@@ -30,19 +32,20 @@ def path_links(path: str) -> None:
     path" goes on from there (a step-7 learner who opened Head atlas is not sent to step 1). Each button on a
     row of its own: side by side, "Next: Step by step: self-attention" was cut at 800 px."""
     st.divider()
-    if path in PATH:
-        i = PATH.index(path)
-        before, after = (PATH[i - 1] if i > 0 else "pages/home.py"), (PATH[i + 1] if i + 1 < len(PATH) else None)
+    route = steps()  # the app's path, or the lesson of the learner's class
+    if path in route:
+        i = route.index(path)
+        before, after = (route[i - 1] if i > 0 else "pages/home.py"), (route[i + 1] if i + 1 < len(route) else None)
     else:
         before, after = last_step() or "pages/home.py", next_step()
-    if after is None and path in PATH:
+    if after is None and path in route:
         _the_end()
     if after is not None:
         nxt = entry(after)
-        label = f"Next: {nxt.title}" if path in PATH else f"Continue the path: {nxt.title}"
+        label = f"Next: {nxt.title}" if path in route else f"Continue the path: {nxt.title}"
         if st.button(label, icon=":material/arrow_forward:", key="path.next", type="primary"):
             go_on(after)
-    elif path not in PATH:
+    elif path not in route:
         st.caption("You have seen every page of the path.")
     back = entry(before)
     if st.button(f"Back: {back.title}", icon=":material/arrow_back:", key="path.back"):
@@ -64,11 +67,13 @@ def arrived_by_path(page: str) -> bool:
 def _the_end() -> None:
     """The last page of the path: what the learner has seen, and where to go next."""
     pages_seen, answered, right = progress()
+    route, klass = steps(), current_class()
     with st.container(border=True, key="path-end"):
-        st.markdown("**The end of the path.** You have followed attention from a lookup in a table to the "
+        st.markdown(f"**The end of the lesson of {md(klass.title)}.** You have seen:" if klass else
+                    "**The end of the path.** You have followed attention from a lookup in a table to the "
                     "heads of two real models:")
-        prose("  \n".join(f"{'✓' if was_seen(p) else '○'} **{md(entry(p).title)}**: {entry(p).line}" for p in PATH))
-        st.markdown(f"{pages_seen} of {len(PATH)} pages seen; {answered} question{'' if answered == 1 else 's'} "
+        prose("  \n".join(f"{'✓' if was_seen(p) else '○'} **{md(entry(p).title)}**: {entry(p).line}" for p in route))
+        st.markdown(f"{pages_seen} of {len(route)} pages seen; {answered} question{'' if answered == 1 else 's'} "
                     f"answered, {right} right.")
         st.markdown("**Where to go next.** Type your own sentence on Model heads and follow a head you find "
                     "into Inside one head; see what every head does across many texts on A head across a "

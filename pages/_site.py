@@ -4,8 +4,11 @@ app.py builds the navigation from this list and pages/home.py lists it; a new pa
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
+
+from attention.classroom.routes import WHOLE_PATH, minutes
 
 
 @dataclass(frozen=True)
@@ -16,7 +19,11 @@ class PageEntry:
     title: str
     icon: str  # a Material icon, ":material/name:"
     line: str  # what Home says about it (markdown): what it teaches
-    minutes: int = 5  # about how long a learner spends on it
+
+    @property
+    def minutes(self) -> int:
+        """About how long a learner spends on it, as measured (attention.classroom.routes)."""
+        return minutes(Path(self.path).stem)
 
 
 HOME = PageEntry("pages/home.py", "Home", ":material/home:", "")
@@ -24,56 +31,55 @@ HOME = PageEntry("pages/home.py", "Home", ":material/home:", "")
 SECTIONS: dict[str, tuple[PageEntry, ...]] = {
     "Toy examples": (
         PageEntry("pages/lookup.py", "Lookup: hard vs soft", ":material/search:",
-                  "A dictionary answers *apple*; attention also answers *fruit*.", minutes=5),
+                  "A dictionary answers *apple*; attention also answers *fruit*."),
         PageEntry("pages/self_attention.py", "Step by step: self-attention", ":material/stairs:",
-                  "“Thinking Machines”: embeddings → Q, K, V → scores → ÷√d_k → softmax → weighted sum.", minutes=10),
+                  "“Thinking Machines”: embeddings → Q, K, V → scores → ÷√d_k → softmax → weighted sum."),
         PageEntry("pages/scaling.py", "Why scale by √d_k", ":material/straighten:",
-                  "Score variance grows with d; softmax saturates without scaling.", minutes=5),
+                  "Score variance grows with d; softmax saturates without scaling."),
         PageEntry("pages/scoring.py", "Scoring functions", ":material/functions:",
-                  "Dot, scaled dot, multiplicative, reduced-rank, additive.", minutes=5),
+                  "Dot, scaled dot, multiplicative, reduced-rank, additive."),
         PageEntry("pages/multihead.py", "Heads, masks, cross-attention", ":material/view_column:",
-                  "“Hang them, not let them go”, causal masks and a toy translation.", minutes=8),
+                  "“Hang them, not let them go”, causal masks and a toy translation."),
         PageEntry("pages/toy_ambiguity.py", "Ambiguity in a toy model", ":material/alt_route:",
-                  "Hand-built “bank” and “it” that attention resolves.", minutes=5),
+                  "Hand-built “bank” and “it” that attention resolves."),
         PageEntry("pages/positions.py", "Word order and positions", ":material/format_list_numbered:",
-                  "Shuffle a sentence; sinusoidal positions; rotary positions in 2-D and in SmolLM2.", minutes=10),
+                  "Shuffle a sentence; sinusoidal positions; rotary positions in 2-D and in SmolLM2."),
         PageEntry("pages/bottleneck.py", "The bottleneck, and attention", ":material/compress:",
-                  "Two trained GRUs reverse digits: one context vector fails on long inputs, attention aligns.",
-                  minutes=8),
+                  "Two trained GRUs reverse digits: one context vector fails on long inputs, attention aligns."),
     ),
     "Pretrained models": (
         PageEntry("pages/model_heads.py", "Model heads", ":material/grid_view:",
-                  "Every layer × head of MiniLM or SmolLM2 on your sentence, offline.", minutes=10),
+                  "Every layer × head of MiniLM or SmolLM2 on your sentence, offline."),
         PageEntry("pages/inside_head.py", "Inside one head", ":material/calculate:",
-                  "q, each k, q⊙k, scores, softmax, output of a real head.", minutes=10),
+                  "q, each k, q⊙k, scores, softmax, output of a real head."),
         PageEntry("pages/ambiguous_words.py", "Ambiguous words", ":material/compare_arrows:",
-                  "“bank”, “it”, “plant” in two sentences, head by head.", minutes=8),
+                  "“bank”, “it”, “plant” in two sentences, head by head."),
         PageEntry("pages/head_atlas.py", "Head atlas", ":material/map:",
-                  "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019).", minutes=8),
+                  "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019)."),
         PageEntry("pages/predictions.py", "Predictions and head effects", ":material/target:",
                   "“The capital of France is” → ?: generate step by step, then remove each head to see which "
-                  "matter.", minutes=10),
+                  "matter."),
         PageEntry("pages/what_heads_do.py", "What heads do", ":material/hub:",
                   "Which heads write the predicted token directly, the logit lens layer by layer, patching a "
-                  "corrupted prompt, and the previous-token head an induction head reads.", minutes=12),
+                  "corrupted prompt, and the previous-token head an induction head reads."),
         PageEntry("pages/compare.py", "Compare two models", ":material/difference:",
-                  "One text, two models or two precisions: which heads changed, and how, head by head.",
-                  minutes=8),
+                  "One text, two models or two precisions: which heads changed, and how, head by head."),
         PageEntry("pages/image_model.py", "Attention in an image model", ":material/image:",
                   "A vision transformer reads a picture as patches: click one to see where it looks, every head at "
-                  "once, [CLS], attention rollout, and the high-norm tokens registers replace.", minutes=8),
+                  "once, [CLS], attention rollout, and the high-norm tokens registers replace."),
         PageEntry("pages/corpus.py", "A head across a corpus", ":material/scatter_plot:",
                   "Every head over 278 texts: a map of all heads, each head's top examples anywhere in the corpus, "
-                  "its queries and keys in one picture.", minutes=10),
+                  "its queries and keys in one picture."),
+    ),
+    "Class": (
+        PageEntry("pages/classroom.py", "A class", ":material/groups:",
+                  "Join a class with the code on the board; or open one as its teacher, choose a lesson that fits "
+                  "the hour, and see the class's answers as they arrive."),
     ),
 }
 
 
-PATH = (  # the order Home proposes to a learner
-    "pages/lookup.py", "pages/self_attention.py", "pages/scaling.py", "pages/multihead.py", "pages/positions.py",
-    "pages/bottleneck.py", "pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py",
-    "pages/predictions.py", "pages/what_heads_do.py",
-)
+PATH = tuple(f"pages/{name}.py" for name in WHOLE_PATH)  # the order Home proposes (a class may follow another)
 
 
 MOVED = {"circuits": "pages/what_heads_do.py"}  # an address a page had before (its URL name) -> the page now

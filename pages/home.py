@@ -3,10 +3,11 @@
 import streamlit as st
 
 from pages._frame import ensure_app_frame
-from pages._learner import next_step, progress, was_seen
+from pages._learner import current_class, forget_everything, next_step, path, progress, unstored, was_seen
 from pages._path import go_on
 from pages._prose import EXPLAINED, explained, fresh_page
-from pages._site import PATH, SECTIONS, entry
+from pages._site import SECTIONS, entry
+from pages._text import md
 
 ensure_app_frame()
 
@@ -26,18 +27,22 @@ def line(text: str) -> None:
     st.caption(explained(text, st.session_state[EXPLAINED]), unsafe_allow_html=True)
 
 
-st.subheader("Start here: a path through attention")
+klass = current_class()
+steps = path()  # the app's path, or the lesson of the learner's class
+st.subheader(f"Your lesson in {md(klass.title)}" if klass else "Start here: a path through attention")
 seen_pages, answered, right = progress()
-total_minutes = sum(entry(p).minutes for p in PATH)
-st.markdown(f"{len(PATH)} pages, from a toy lookup to what a real model's heads do, about {total_minutes} minutes in "
-            "all. Each page explains, then asks you to **predict** before it shows; your place and answers last "
-            f"while this tab stays open (reloading it starts again). So far: **{seen_pages} of {len(PATH)}** pages "
+total_minutes = sum(entry(p).minutes for p in steps)
+kept = ("kept for this browser: a reload, a new tab or a return tomorrow goes on where you were" if unstored() is None
+        else "kept in this tab only (the app's database could not be opened)")
+st.markdown(f"{len(steps)} pages{'' if klass else ', from a toy lookup to what a real model' + chr(39) + 's heads do'}"
+            f", about {total_minutes} minutes in all. Each page explains, then asks you to **predict** before it "
+            f"shows; your place and answers are {kept}. So far: **{seen_pages} of {len(steps)}** pages "
             f"on the path, **{answered}** "
             f"question{'' if answered == 1 else 's'} answered, **{right}** right.")
-for number, path in enumerate(PATH, 1):  # a link, then its line: two columns clipped the titles at 800 px
-    page = entry(path)
-    st.page_link(path, label=f"{number}. {page.title} · about {page.minutes} min",
-                 icon=":material/check_circle:" if was_seen(path) else page.icon)
+for number, step in enumerate(steps, 1):  # a link, then its line: two columns clipped the titles at 800 px
+    page = entry(step)
+    st.page_link(step, label=f"{number}. {page.title} · about {page.minutes} min",
+                 icon=":material/check_circle:" if was_seen(step) else page.icon)
     line(page.line)
 upcoming = next_step()  # after the step the learner was on last: not back to step 1 for a page skipped
 if upcoming is not None and st.button(f"{'Continue' if seen_pages else 'Start'}: {entry(upcoming).title}",
@@ -52,3 +57,7 @@ for section, entries in SECTIONS.items():
         line(page.line)
 
 st.caption("The examples come from well-known introductions to attention; the README lists them.")
+if (seen_pages or answered) and st.button("Start afresh: forget my answers and pages", icon=":material/restart_alt:",
+                                          key="learner.forget"):
+    forget_everything()
+    st.rerun()

@@ -7,6 +7,14 @@ import os
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Progress and classes go to a database of the test session's own (attention.classroom), never the user's.
+if "ATTENTION_EXPLORER_DATABASE_URL" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["ATTENTION_EXPLORER_DATA"] = tempfile.mkdtemp(prefix="explorer-data-")
+    atexit.register(shutil.rmtree, os.environ["ATTENTION_EXPLORER_DATA"], True)
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,10 @@ def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app
     from attention.toy.lookup import soft_lookup
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(page_url(app_url, "lookup", **{"lookup.scaled": "true"}))  # a view link: the page opens whole
+    page.goto(page_url(app_url, "lookup", **{"lookup.scaled": "true"}))  # a view link: its questions still first
+    wait_idle(page)
+    assert page.locator(LIVE).count() == 0  # the settings in the address open nothing before an answer
+    page.get_by_role("button", name="Show the rest of the page").click()
     wait_idle(page)
     slider = page.locator(f"{LIVE} input[type='range']").first
     slider.wait_for()

@@ -11,6 +11,7 @@ the picture this package draws from them. (BertViz's `head_view` and `model_view
     models.py   a real model's builders, from arrays and views: view_heatmap, head_grid, attention_lines,
                 layer_head_heatmap, lens_heatmap, and the figures of analyses (effects, comparison, pair)
     results.py  one call per view from a result (below): grid, head, token, lines, statistic, distance
+    classroom.py the teacher's view of a class: class_answers (one question's answers, the right one marked)
     bertviz.py  BertViz's head_view and model_view, with its argument names
     corpus.py   a corpus survey's four: corpus_map, example_rows, qk_scatter, corpus_statistic
     images.py   an image model's three, over its picture: picture, heads_over_image, norms_chart
@@ -55,6 +56,7 @@ from attention.figures.base import (
 )
 from attention.figures.canvas import CanvasHeatmap, grid_canvas, layer_head_canvas, matrix_canvas, view_canvas
 from attention.figures.canvas import source as canvas_source
+from attention.figures.classroom import class_answers
 from attention.figures.models import (
     HEAD_COLOURS,
     LENS_SHOWN,
@@ -92,7 +94,7 @@ _LATER = {  # name -> the module that holds it, imported on first use (it import
 }
 
 __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED", "WEIGHT_SCALE", "WEIGHTS", "Colours",
-           "Ticks",
+           "Ticks", "class_answers",
            "esc", "heatmap", "image_config", "CanvasHeatmap", "canvas_source", "grid_canvas", "layer_head_canvas",
            "matrix_canvas", "view_canvas",
            "head_name", "head_words",

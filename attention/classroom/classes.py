@@ -1,0 +1,237 @@
+"""A class: a teacher opens one and gets a join code for the board and a secret for their own link; students join
+with the code (and a nickname if they like); the teacher's view reads the class's answers with the secret; a class
+closes, and is deleted on request or once the operator's retention has passed.
+
+    opened = open_class("Year 12, Tuesday", route=("lookup", "self_attention"))
+    join_class(token, opened.code, "Ada", client="203.0.113.7")
+    teacher = teacher_class(opened.code, opened.secret)      # ClassInfo; NotTeacher without the secret
+    class_answers(teacher)                                   # every answer, with its nickname
+
+Nothing here trusts its caller's text: nicknames are cut to NICKNAME_CHARS and kept as data; every query is
+built by SQLAlchemy with bound parameters. A client that fails JOIN_TRIES times in JOIN_WINDOW is refused until
+the window passes, so the codes' 31**6 (8.9e8) cannot be walked.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, select
+
+from attention.classroom.database import session
+from attention.classroom.progress import hashed, learner_id, now
+from attention.classroom.schema import NICKNAME_CHARS, Answer, Classroom, JoinAttempt, Learner, Reveal
+
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a board without doubt
+CODE_LENGTH = 6
+JOIN_TRIES = 10  # failed join codes a client may try per window
+JOIN_WINDOW = timedelta(minutes=10)
+RETENTION_DAYS = 30  # default; the operator sets ATTENTION_EXPLORER_RETENTION_DAYS
+
+
+class ClassError(ValueError):
+    """A class could not be joined or read; the message says why, in words a user can act on."""
+
+
+class NotTeacher(ClassError):
+    """The class's teacher secret was missing or wrong."""
+
+
+@dataclass(frozen=True)
+class OpenedClass:
+    """A class just opened: its code (for the board) and the teacher's secret (shown once; only its hash is kept)."""
+
+    code: str
+    secret: str
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    id: int
+    code: str
+    title: str
+    route: tuple[str, ...]  # the pages its students follow, by URL name
+    revealed: frozenset[str]  # pages the teacher opened whole for the class
+    closed: bool
+    opened_at: datetime
+    delete_after: datetime
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One student's answer to one question, as the teacher's view and its export read it."""
+
+    student: str  # the nickname, or "student 3" for one who gave none
+    question: str
+    page: str
+    choice: str
+    answer: str | None  # None until judged (a model question, before its page ran)
+    right: bool | None
+    why: str  # the reveal's why ("" until judged)
+    answered_at: datetime
+
+
+@dataclass(frozen=True)
+class Student:
+    name: str
+    step: str | None  # the page of the route they opened last
+    answered: int
+    right: int
+    active_at: datetime
+
+
+def retention() -> timedelta:
+    """How long a class's data is kept: $ATTENTION_EXPLORER_RETENTION_DAYS days (default RETENTION_DAYS)."""
+    return timedelta(days=float(os.environ.get("ATTENTION_EXPLORER_RETENTION_DAYS", RETENTION_DAYS)))
+
+
+def _code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def normal_code(code: str) -> str:
+    """A code as typed ("k7q m2p") as kept ("K7QM2P")."""
+    return "".join(code.split()).upper()
+
+
+def open_class(title: str, route: tuple[str, ...]) -> OpenedClass:
+    """A new class following `route` (pages by URL name)."""
+    secret = secrets.token_urlsafe(24)
+    title = " ".join(title.split())[:80] or "A class"
+    with session() as s:
+        while True:
+            code = _code()
+            if s.scalar(select(Classroom.id).where(Classroom.code == code)) is None:
+                break
+        opened = now()
+        s.add(Classroom(code=code, secret_hash=hashed(secret), title=title, route=list(route), opened_at=opened,
+                        delete_after=opened + retention()))
+    return OpenedClass(code, secret)
+
+
+def _info(s, row: Classroom) -> ClassInfo:
+    revealed = frozenset(s.scalars(select(Reveal.page).where(Reveal.class_id == row.id)))
+    return ClassInfo(row.id, row.code, row.title, tuple(row.route), revealed, row.closed_at is not None,
+                     row.opened_at, row.delete_after)
+
+
+def nickname(text: str | None) -> str | None:
+    """A nickname as kept: whitespace collapsed, control characters dropped, at most NICKNAME_CHARS characters;
+    None when nothing is left. It is data: pages show it escaped."""
+    if not text:
+        return None
+    kept = " ".join("".join(c for c in text if c.isprintable()).split())[:NICKNAME_CHARS]
+    return kept or None
+
+
+def join_class(token: str, code: str, name: str | None, *, client: str) -> ClassInfo:
+    """The learner `token` joins the class `code` as `name`. ClassError when the code is unknown or closed, or
+    when `client` (its address) has failed JOIN_TRIES times in JOIN_WINDOW."""
+    client_key = hashed(client)
+    with session() as s:
+        since = now() - JOIN_WINDOW
+        failed = s.scalar(select(func.count()).select_from(JoinAttempt).where(
+            JoinAttempt.client == client_key, JoinAttempt.at > since, JoinAttempt.ok.is_(False)))
+        if failed >= JOIN_TRIES:
+            raise ClassError(f"Too many wrong codes from here: try again in {JOIN_WINDOW.seconds // 60} minutes.")
+        row = s.scalar(select(Classroom).where(Classroom.code == normal_code(code)))
+        ok = row is not None and row.closed_at is None
+        s.add(JoinAttempt(client=client_key, at=now(), ok=ok))
+    if not ok:  # the failed attempt is kept (its session committed) before the error
+        raise ClassError("No open class has that code: check it on the board." if row is None
+                         else "That class has closed.")
+    with session() as s:
+        learner = s.get(Learner, learner_id(s, token))
+        learner.class_id, learner.nickname, learner.active_at = row.id, nickname(name), now()
+        return _info(s, s.get(Classroom, row.id))
+
+
+def leave_class(token: str) -> None:
+    """The learner leaves their class (their answers stay theirs)."""
+    with session() as s:
+        learner = s.get(Learner, learner_id(s, token))
+        learner.class_id = None
+        learner.nickname = None
+
+
+def class_of(token: str) -> ClassInfo | None:
+    """The class the learner `token` is in, or None."""
+    with session() as s:
+        learner = s.scalar(select(Learner).where(Learner.token_hash == hashed(token)))
+        if learner is None or learner.class_id is None:
+            return None
+        return _info(s, s.get(Classroom, learner.class_id))
+
+
+def teacher_class(code: str, secret: str) -> ClassInfo:
+    """The class `code`, for its teacher: NotTeacher unless `secret` is the one given when it opened."""
+    with session() as s:
+        row = s.scalar(select(Classroom).where(Classroom.code == normal_code(code)))
+        if row is None or not secret or not hmac.compare_digest(row.secret_hash, hashed(secret)):
+            raise NotTeacher("This link is not a teacher's link for an open class (the secret is missing or "
+                             "wrong, or the class was deleted).")
+        return _info(s, row)
+
+
+def _names(s, class_id: int) -> dict[int, tuple[str, Learner]]:
+    learners = s.scalars(select(Learner).where(Learner.class_id == class_id).order_by(Learner.created_at))
+    return {row.id: (row.nickname or f"student {i + 1}", row) for i, row in enumerate(learners)}
+
+
+def class_answers(teacher: ClassInfo) -> tuple[AnswerRow, ...]:
+    """Every answer the class's students gave, oldest first (a teacher's ClassInfo, from teacher_class)."""
+    with session() as s:
+        names = _names(s, teacher.id)
+        rows = s.scalars(select(Answer).where(Answer.learner_id.in_(names)).order_by(Answer.answered_at))
+        return tuple(AnswerRow(names[a.learner_id][0], a.question, a.page, a.choice, a.answer, a.right,
+                               (a.reveal or {}).get("why", ""), a.answered_at) for a in rows)
+
+
+def class_students(teacher: ClassInfo) -> tuple[Student, ...]:
+    """Who is in the class, where each is on the route, and how many answers each gave and got right."""
+    with session() as s:
+        names = _names(s, teacher.id)
+        counts = {lid: (0, 0) for lid in names}
+        for lid, right in s.execute(select(Answer.learner_id, Answer.right).where(Answer.learner_id.in_(names))):
+            n, r = counts[lid]
+            counts[lid] = (n + 1, r + bool(right))
+        return tuple(Student(name, row.last_step, *counts[lid], row.active_at) for lid, (name, row) in names.items())
+
+
+def set_reveal(teacher: ClassInfo, page: str, revealed: bool) -> None:
+    """Open `page` whole for the class (its questions no longer hold it back), or close it again."""
+    with session() as s:
+        s.execute(delete(Reveal).where(Reveal.class_id == teacher.id, Reveal.page == page))
+        if revealed:
+            s.add(Reveal(class_id=teacher.id, page=page))
+
+
+def close_class(teacher: ClassInfo) -> None:
+    """No one joins any more; the students' view and the data stay until deleted."""
+    with session() as s:
+        s.get(Classroom, teacher.id).closed_at = now()
+
+
+def delete_class(teacher: ClassInfo) -> None:
+    """The class and everything its students gave in it (their learner rows, answers, pages seen) deleted."""
+    with session() as s:
+        s.execute(delete(Learner).where(Learner.class_id == teacher.id))
+        s.execute(delete(Classroom).where(Classroom.id == teacher.id))
+
+
+def purge(at: datetime | None = None) -> int:
+    """Delete what the retention no longer allows: classes past their delete_after (with their students' data),
+    learners outside a class inactive for a retention, and old join attempts. Returns the classes deleted."""
+    at = at or now()
+    with session() as s:
+        expired = list(s.scalars(select(Classroom.id).where(Classroom.delete_after <= at)))
+        if expired:
+            s.execute(delete(Learner).where(Learner.class_id.in_(expired)))
+            s.execute(delete(Classroom).where(Classroom.id.in_(expired)))
+        s.execute(delete(Learner).where(Learner.class_id.is_(None), Learner.active_at <= at - retention()))
+        s.execute(delete(JoinAttempt).where(JoinAttempt.at <= at - JOIN_WINDOW))
+    return len(expired)
