@@ -15,10 +15,10 @@ from pathlib import Path
 
 from attention.models import BUNDLED
 from serving import APP, running_app, running_class, streamlit_command
-from tests.harness import DONE, chromium, page_url, wait_idle
+from tests.harness import DONE, chromium, page_url, returning_learner, wait_idle
 
-# A link that sets one of the lookup page's controls names a view: the page opens whole, not held behind its
-# questions as a learner first sees it (pages/_lessons.py questions_first)
+# A link that sets one of the lookup page's controls names a view; it opens whole for a browser that opened the
+# page whole before (tests.harness.returning_learner), not held behind its questions as a first visit is.
 LOOKUP_VIEW = {"lookup.scaled": "true"}
 
 # Installed in the page: records keydown times, and resolves when a condition first holds in a frame.
@@ -65,6 +65,7 @@ def cold_start(browser, runs: int) -> dict:
         t0 = time.perf_counter()
         with running_app() as url:
             page = browser.new_page()
+            page.context.add_cookies([returning_learner(url, ["lookup"])])
             page.goto(page_url(url, "lookup", **LOOKUP_VIEW))
             page.wait_for_selector(".st-key-lookup-live .bar .fill", timeout=120_000)  # the live chart
             ms.append((time.perf_counter() - t0) * 1000)
@@ -102,6 +103,7 @@ def live_drags(browser, url: str, drags: int) -> dict:
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     sent = []
     page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(time.perf_counter())))
+    page.context.add_cookies([returning_learner(url, ["lookup"])])
     page.goto(page_url(url, "lookup", **LOOKUP_VIEW))
     wait_idle(page)
     slider = page.locator(".st-key-lookup-live input[type='range']").first
@@ -318,6 +320,7 @@ def server_cpu(browser, url: str, texts16: list[str], rounds: int) -> dict:
         return max(0.0, cpu_seconds(pid) - c - idle_rate * (time.perf_counter() - t))
 
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.context.add_cookies([returning_learner(url, ["lookup"])])
     page.goto(page_url(url, "lookup", **LOOKUP_VIEW))
     wait_idle(page)
     slider = page.locator(".st-key-lookup-live input[type='range']").first

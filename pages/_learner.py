@@ -14,6 +14,7 @@ each write goes to the database before the page says it was taken.
 """
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from attention.classroom import (
     mark_skipped,
     new_token,
     progress_of,
+    purge,
     record_answer,
 )
 from attention.toy.questions import Reveal
@@ -73,11 +75,18 @@ def begin() -> None:
                     on_token_change=_adopt, height="content")
 
 
+@functools.cache
+def _purged() -> None:
+    """Once per process: what the operator's retention no longer allows, deleted (attention.classroom.purge)."""
+    purge()
+
+
 def reload() -> None:
     """Read what is kept for this browser into the session again (after joining a class, say). Where the database
     cannot be opened, the tab keeps its own progress and `unstored()` says why."""
     token = _token()
     try:
+        _purged()
         kept = progress_of(token)
         klass = class_of(token) if kept.class_id is not None else None
     except Exception as error:  # noqa: BLE001 — a database the operator misconfigured must not take the pages down

@@ -123,6 +123,8 @@ def _teacher(code: str, secret: str) -> None:
                f"**{klass.code}**. This page's address is your teacher's link: it holds the class's key, shown once "
                "and kept only as a hash, so bookmark it and do not share it. The class's answers are deleted "
                f"{klass.delete_after:%Y-%m-%d} (UTC), or now, below.")
+    st.page_link("pages/handout.py", label="The lesson's questions and answer key, to print",
+                 icon=":material/print:", query_params={"teach": klass.code, "key": secret})
     _live(klass.code, secret)
     st.subheader("Open a page for the class")
     st.caption("A page's questions hold the rest of it back until a student answers; opening it shows everyone the "
@@ -180,8 +182,9 @@ def _live(code: str, secret: str) -> None:
                                                         f"{md(shown_choice(summary.answer))})"))
             st.plotly_chart(class_answers_chart(summary, shown=shown_choice), key=f"classroom.chart.{q.key}",
                             config={"displayModeBar": False})
-            for choice, count, why in summary.wrong[:2]:
-                st.caption(f"{count} chose “{md(shown_choice(choice))}”. Why the answer is otherwise: {md(why)}")
+            for choice, count, why in summary.wrong[:2]:  # the most common wrong answers, with what they reveal
+                st.caption(f"{count} chose “{md(shown_choice(choice))}”: {md(q.misconception(choice))}. "
+                           f"Why the answer is otherwise: {md(why)}")
 
 
 teaching = st.session_state.get(TEACHER)
@@ -189,5 +192,6 @@ if teaching:
     _teacher(*teaching)
 else:
     _student()
-    st.divider()
-    _open()
+    if current_class() is None:  # a student in a class is not offered to open one
+        st.divider()
+        _open()

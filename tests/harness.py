@@ -44,3 +44,32 @@ def page_url(base: str, page: str, **params) -> str:
     """URL of a page by its file stem (Streamlit's url path), with query parameters."""
     q = urlencode(params)
     return f"{base}/{page}" + (f"?{q}" if q else "")
+
+
+def open_whole(page, url: str) -> None:
+    """Open the page at `url` whole: where its questions hold the rest back (an address with its settings opens
+    nothing before an answer), by its "Show the rest of the page"."""
+    page.goto(url)
+    wait_idle(page, timeout=180_000)
+    try:  # a page's last run may start after the first idle: its end is the path's Back button
+        page.get_by_role("button", name="Back:").first.wait_for(timeout=10_000)
+    except Exception:  # noqa: BLE001 — Home and the class's pages have none
+        pass
+    rest = page.get_by_role("button", name="Show the rest of the page")
+    if rest.count():
+        rest.click()
+        wait_idle(page, timeout=180_000)
+    page.wait_for_timeout(200)  # the canvas heatmaps draw once their component has mounted
+
+
+def returning_learner(url: str, pages) -> dict:
+    """The cookie of a browser that has opened `pages` (URL names) whole before: its progress, stored in the
+    database the server at `url` reads (this process's ATTENTION_EXPLORER_DATA or _DATABASE_URL, which running_app
+    hands on). Added to a browser context (`context.add_cookies([...])`), a link with a page's settings then opens
+    that view at once, as the benchmarks time it, rather than the page's questions."""
+    from attention.classroom import mark_skipped, new_token
+
+    token = new_token()
+    for page in pages:
+        mark_skipped(token, page)
+    return {"name": "attention_explorer_learner", "value": token, "url": url}

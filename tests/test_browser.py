@@ -5,7 +5,7 @@ import pytest
 
 from attention.models import attend
 from serving import APP
-from tests.harness import page_url, wait_idle
+from tests.harness import open_whole, page_url, wait_idle
 
 pytestmark = pytest.mark.browser
 SHOTS = APP.parent / "artifacts" / "screenshots"
@@ -109,8 +109,12 @@ def test_live_component_writes_hostile_names_as_text(browser):
 
 def test_deep_link_reopens_the_same_view(app_url, browser):
     page = browser.new_page()
-    page.goto(page_url(app_url, "lookup", **{"lookup.sweetness": "0.1", "lookup.durability": "0.9"}))
-    wait_idle(page)
+    link = page_url(app_url, "lookup", **{"lookup.sweetness": "0.1", "lookup.durability": "0.9"})
+    page.goto(link)
+    wait_idle(page)  # its questions first: the link's view is behind them (it would show the first one's answer)
+    page.get_by_role("button", name="Show the rest of the page").wait_for(timeout=10_000)
+    assert page.locator(".st-key-lookup-live").count() == 0  # not the link's weights: they answer question 1
+    open_whole(page, link)
     assert page.get_by_role("heading", name="Lookup: hard vs soft").is_visible()
     assert "chair" in page.locator("[data-testid='stAlert']").last.inner_text()
     nav = page.locator("[data-testid='stSidebarNav']").inner_text()
@@ -217,8 +221,7 @@ def test_markup_in_the_newer_pages_text_boxes_is_shown_as_text_never_run(app_url
     boxes = [("bottleneck", {"bn.digits": INJECTION}, None), ("positions", {"pos.real": "true"}, "pos-text"),
              ("what_heads_do", {}, "circ-corrupt")]
     for name, params, key in boxes:
-        page.goto(page_url(app_url, name, **params))
-        wait_idle(page, timeout=180_000)
+        open_whole(page, page_url(app_url, name, **params))
         if key:
             box = page.locator(f".st-key-{key} input").first
             box.fill(INJECTION)

@@ -34,7 +34,7 @@ from tests.chart_checks import (
     tiny_e_notation,
     zero_answer,
 )
-from tests.harness import page_url, wait_idle
+from tests.harness import open_whole, page_url, wait_idle
 
 
 # --- the checks, each able to fail --------------------------------------------------------------------------
@@ -172,17 +172,6 @@ def _views():
 
 PATH_STEMS = {p.split("/")[-1][:-3] for p in PATH}
 TOY_STEMS = {q.page for q in toy_questions.QUESTIONS}  # their answer charts are checked above, without a browser
-
-
-def open_whole(page, url: str) -> None:
-    """Open a page whole: a toy page by its "Show the rest of the page" (its answers are checked above)."""
-    page.goto(url)
-    wait_idle(page, timeout=180_000)
-    rest = page.get_by_role("button", name="Show the rest of the page")
-    if rest.count():
-        rest.click()
-        wait_idle(page, timeout=180_000)
-    page.wait_for_timeout(200)  # the canvas heatmaps draw once their component has mounted
 
 
 def answer_all(page) -> int:

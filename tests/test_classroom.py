@@ -301,3 +301,19 @@ def test_each_route_states_measured_minutes_and_the_short_ones_fit_their_hour():
         for e in entries:
             name = e.path.split("/")[-1].removesuffix(".py")
             assert e.minutes == measured.get(name, {}).get("minutes", 0)
+
+
+def test_the_handout_holds_the_lessons_questions_and_only_its_teacher_gets_the_key():
+    from attention.answer_key import answer_key
+
+    opened = cr.open_class("c", cr.ROUTES["toy-45"].pages)
+    key = answer_key(cr.ROUTES["toy-45"].pages)
+    teacher = _browser(cr.new_token(), "pages/handout.py", teach=opened.code, key=opened.secret)
+    shown = " ".join(m.value for m in teacher.markdown).replace("\\", "")
+    for entry in key:
+        assert entry.ask in shown and f"Answer:** {entry.answer}" in shown, entry.key
+    student = _browser(cr.new_token(), "pages/handout.py")
+    student.selectbox(key="handout.route").set_value("toy-45").run()
+    shown = " ".join(m.value for m in student.markdown).replace("\\", "")
+    assert all(entry.ask in shown for entry in key) and "Answer:" not in shown
+    assert not any(belief in shown for entry in key for _, belief in entry.misconceptions)

@@ -28,7 +28,7 @@ from attention.classroom.schema import NICKNAME_CHARS, Answer, Classroom, JoinAt
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a board without doubt
 CODE_LENGTH = 6
-JOIN_TRIES = 10  # failed join codes a client may try per window
+JOIN_TRIES = 30  # failed join codes an address may try per window (a school behind one address: 40 students' typos)
 JOIN_WINDOW = timedelta(minutes=10)
 RETENTION_DAYS = 30  # default; the operator sets ATTENTION_EXPLORER_RETENTION_DAYS
 
