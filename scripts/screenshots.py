@@ -12,7 +12,7 @@ from tests.harness import chromium, page_url, wait_idle  # noqa: E402
 
 PAGES = sys.argv[1:] or ["", "lookup", "self_attention", "scaling", "scoring", "multihead", "toy_ambiguity",
                          "positions", "bottleneck", "model_heads", "inside_head", "ambiguous_words", "head_atlas",
-                         "predictions", "what_heads_do", "compare", "image_model", "corpus"]
+                         "predictions", "what_heads_do", "compare", "image_model", "corpus", "classroom", "handout"]
 out = APP.parent / "artifacts" / "screenshots"
 out.mkdir(parents=True, exist_ok=True)
 with running_app() as base, chromium() as browser:

@@ -14,7 +14,7 @@ import pytest
 from attention.toy import examples as ex
 from attention.toy.lookup import soft_lookup
 from serving import running_app
-from tests.harness import DONE, chromium, page_url, wait_idle
+from tests.harness import DONE, chromium, page_url, returning_learner, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SESSIONS = int(os.environ.get("LOAD_SESSIONS", "4"))  # at most 8 (SESSION_WORDS)
@@ -47,6 +47,7 @@ def test_sessions_at_once_neither_leak_nor_load_the_model_twice():
         sessions = []
         for s in range(SESSIONS):
             ctx = browser.new_context(viewport={"width": 1100, "height": 900})
+            ctx.add_cookies([returning_learner(url, ["lookup", "model_heads"])])  # the views, not the questions
             lookup, heads = ctx.new_page(), ctx.new_page()
             lookup.goto(page_url(url, "lookup", **{"lookup.sweetness": f"{0.05 * s:.2f}"}))
             heads.goto(page_url(url, "model_heads", text=f"Session {s} starts here"))

@@ -177,7 +177,7 @@ def test_inside_one_head_asks_on_its_own_model_and_never_switches_it_silently(mi
     assert at.selectbox(key="inside.model").value == "smollm2" and not at.exception
     assert any(r.label == "Your prediction" for r in at.radio)
     # its example is on screen now: what follows the question (the head's weights: its answer) waits for it
-    assert not at.get("plotly_chart") and [b.key for b in at.get("bidi_component")] == ["prefetch"]
+    assert not at.get("plotly_chart") and [b.key for b in at.get("bidi_component")] == ["learner.cookie", "prefetch"]
     assert at.button(key="lesson.skip")
     row, ids = _own_weights(smollm2, REPEATED, 18, 6)
     best = int(np.argmax(row))
