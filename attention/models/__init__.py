@@ -25,7 +25,20 @@ from attention.models.analyses import *  # noqa: F403
 from attention.models.analyses import __all__ as _analyses
 from attention.models.forward import *  # noqa: F403
 from attention.models.forward import __all__ as _forward
+from attention.models.forward.hook_points import (
+    HookCache,
+    HookPoint,
+    HookPointError,
+    hook_names,
+    hooks,
+    run_with_cache,
+    run_with_hooks,
+)
 from attention.models.recorded import *  # noqa: F403
 from attention.models.recorded import __all__ as _recorded
+from attention.naming import HeadName
 
-__all__ = [*_forward, *_recorded, *_analyses]
+__all__ = [*_forward, *_recorded, *_analyses,
+           # TransformerLens's hook points (forward.hook_points) and one name for a head, both ways
+           "HeadName", "HookCache", "HookPoint", "HookPointError", "hook_names", "hooks", "run_with_cache",
+           "run_with_hooks"]

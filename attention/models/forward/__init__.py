@@ -14,6 +14,7 @@ Modules, in the order a forward pass meets them:
     inputs          what the network reads: a text tokenized and cut to its limit, ids as given, an image's pixels
     capture         records Q, K, V inside the network while it runs (and its eager attention beside it)
     running         attend(): the one forward pass over a user's text; own_attention(): the model's own weights
+    hook_points     TransformerLens's hook names over the anatomy: run_with_cache, run_with_hooks, hooks()
     kernel          SurveyKernel, our attention kernel inside that pass: the layer's output and the survey's sums
     survey_sums     the sums a survey adds up from each chunk of weights
     fused_survey    the same sums on a GPU in two fused Triton passes (fused_survey_kernels: the kernels)

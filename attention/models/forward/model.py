@@ -173,6 +173,13 @@ class LoadedModel:
         return getattr(self.network.config, "final_logit_softcapping", None) or None
 
     @property
+    def folder(self) -> str | None:
+        """The folder or hub id the network was loaded from (transformers' `config._name_or_path`): what a
+        reference load of the same weights reads, e.g. `AutoModel.from_pretrained(m.folder,
+        attn_implementation="eager")`. None for a network built in Python from a config (from_model)."""
+        return str(getattr(self.network.config, "_name_or_path", "") or "") or None
+
+    @property
     def device(self) -> torch.device:
         """Where the network's parameters are (attention.models.forward.device.compute_device put them)."""
         first = next(self.network.parameters(), None)

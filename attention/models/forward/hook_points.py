@@ -1,0 +1,399 @@
+"""Hook points with TransformerLens's names on every family the anatomy reads: read any step of a forward
+pass by name, or replace it. One context manager, `hooks`, puts torch hooks on the network's own modules
+(found through attention.models.forward.anatomy) and removes them in `finally`.
+
+    >>> logits, cache = run_with_cache(m, "When Mary and John went", names_filter=lambda n: "pattern" in n)
+    >>> cache["blocks.23.attn.hook_pattern"].shape      # also cache["pattern", 23]
+    >>> def knock_out(z, hook):                         # head L24H4 (layer 23, head 3, counted from 0)
+    ...     z[:, :, 3] = 0
+    >>> logits = run_with_hooks(m, "When Mary and John went", fwd_hooks=[("blocks.23.attn.hook_z", knock_out)])
+
+The points (TransformerLens's names and shapes; layers and heads count from 0, HeadName.parse("L24H4") says
+(23, 3)). A hook fn(tensor, hook) gets the tensor and the point's name (a str with .name and .layer, as
+TransformerLens's HookPoint has) and returns None, having read it or edited it in place, or a replacement of
+the same shape. Every point is editable except hook_pattern.
+
+    hook_embed                     [batch, pos, d_model]  the token embeddings W_E[tokens] (the input embedding's
+                                   output): what block 0 receives in rotary decoders (Gemma's embedding module
+                                   scales by √d_model itself, so this is scaled); GPT-2 adds learned positions
+                                   after it, BERT-likes positions and token types and a LayerNorm, ModernBERT a
+                                   norm (ELECTRA's is its smaller embedding size, projected to d_model after)
+    blocks.{l}.hook_resid_pre      [batch, pos, d_model]  the residual stream block l receives
+    blocks.{l}.attn.hook_q         [batch, pos, head_index, d_head]  the query projection's output by head:
+                                   before rotary positions and any q/k norm, as TransformerLens's hook_q
+    blocks.{l}.attn.hook_k, hook_v [batch, pos, kv_head_index, d_head]  (grouped-query models: their KV heads)
+    blocks.{l}.attn.hook_pattern   [batch, head_index, query_pos, key_pos]  the model's own eager weights. Read
+                                   only: transformers' attention function multiplies them by v inside one call,
+                                   so an edit could change nothing; a fn that returns one or edits in place raises
+    blocks.{l}.attn.hook_z         [batch, pos, head_index, d_head]  W_O's input by head (every head's output)
+    blocks.{l}.hook_attn_out       [batch, pos, d_model]  what attention adds to the residual stream: W_O's output;
+                                   Gemma 2/3 and OLMo-2 normalise it first, and this is the norm's output
+    blocks.{l}.hook_mlp_out        [batch, pos, d_model]  what the MLP adds (the same norms after it for those three)
+    blocks.{l}.hook_resid_post     [batch, pos, d_model]  the residual stream after block l
+    ln_final.hook_normalized       [batch, pos, d_model]  the final norm's output, its weight and bias applied
+                                   (TransformerLens's is before them: the same with its default fold_ln=True)
+
+Encoders that normalise after each sum (BERT, RoBERTa, ELECTRA, DistilBERT) follow TransformerLens's
+HookedEncoder: hook_resid_post is the sum before the block's last LayerNorm, and
+`blocks.{l}.hook_normalized_resid_post` is the block's output (what block l + 1 receives); they have no
+ln_final. For an encoder without a head the "logits" returned are its last hidden state [batch, pos, d_model].
+
+Not here (a HookPointError names the family and the point): q/k/v of a fused projection whose layout is not
+known here (Falcon, BLOOM); what attention and the MLP add where no entry of WRITES says (OPT, Falcon, BLOOM,
+DeBERTa-v2); ln_final for a family without a final norm; q and k after rotary positions (TransformerLens's
+hook_rot_q/k: attend() records them, read only); any point of a model with one block shared by every layer
+(ALBERT), an encoder-decoder, an image model. hook_pattern raises while the pass runs when the attention
+returned no weights (a model that runs a fused kernel: load it with the package's loader or
+attn_implementation="eager"). A text is a batch of one; ids may be a (batch, pos) tensor of one length (no
+padding).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+import torch
+
+from attention.models.forward.anatomy import MissingAnatomy, parameter
+from attention.models.forward.inputs import text_inputs
+from attention.models.forward.model import LoadedModel
+
+HookFn = Callable[[torch.Tensor, "HookPoint"], "torch.Tensor | None"]
+
+
+class HookPointError(ValueError):
+    """A name that is no hook point, or a point this family cannot give exactly; the message says which."""
+
+
+class HookPoint(str):
+    """A point's name, handed to every hook fn: a str ("blocks.3.attn.hook_z") with TransformerLens's `.name`,
+    and `.layer` (from 0; None for hook_embed and ln_final)."""
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+    @property
+    def layer(self) -> int | None:
+        match = re.match(r"blocks\.(\d+)\.", self)
+        return None if match is None else int(match[1])
+
+
+@dataclass(frozen=True)
+class Writes:
+    """Where a family's block says what attention and the MLP add to the residual stream (paths in a block)."""
+
+    attn_out: str | None  # the module whose output attention adds (None: W_O, the anatomy's output projection)
+    mlp_out: str  # the module whose output the MLP adds
+    post_norm: str | None = None  # post-norm encoders: the LayerNorm whose input is TL's hook_resid_post
+
+
+PRE_NORM = Writes(None, "mlp")  # x + W_O(z) + mlp(...): each term added as its module returns it
+NORMED = Writes("post_attention_layernorm", "post_feedforward_layernorm")  # each term normalised, then added
+BERT_WRITES = Writes(None, "output.dense", "output.LayerNorm")
+WRITES = {  # config.model_type -> Writes; a family missing here has no hook_attn_out, hook_mlp_out
+    **dict.fromkeys(("llama", "mistral", "mixtral", "qwen2", "qwen3", "phi3", "stablelm", "gemma", "phi", "gpt2",
+                     "gptj", "gpt_neox", "modernbert"), PRE_NORM),
+    "gemma2": NORMED, "gemma3_text": NORMED, "olmo2": NORMED,
+    "bert": BERT_WRITES, "roberta": BERT_WRITES, "electra": BERT_WRITES,
+    "distilbert": Writes(None, "ffn", "output_layer_norm"),
+}
+FUSED_QKV = {  # config.model_type -> (one projection making q, k, v in a block, its layout): families without
+    # separate q, k, v projections (Family.qkv None). "side by side": [q | k | v]; "by head": [q_h k_h v_h] per head
+    "gpt2": ("attn.c_attn", "side by side"), "phi3": ("self_attn.qkv_proj", "side by side"),
+    "modernbert": ("attn.Wqkv", "side by side"), "gpt_neox": ("attention.query_key_value", "by head"),
+}
+SHORT = {  # TransformerLens's short names (cache["pattern", 3]) -> full names
+    "embed": "hook_embed", "resid_pre": "blocks.{}.hook_resid_pre", "q": "blocks.{}.attn.hook_q",
+    "k": "blocks.{}.attn.hook_k", "v": "blocks.{}.attn.hook_v", "pattern": "blocks.{}.attn.hook_pattern",
+    "attn": "blocks.{}.attn.hook_pattern", "z": "blocks.{}.attn.hook_z", "attn_out": "blocks.{}.hook_attn_out",
+    "mlp_out": "blocks.{}.hook_mlp_out", "resid_post": "blocks.{}.hook_resid_post",
+    "normalized_resid_post": "blocks.{}.hook_normalized_resid_post", "normalized": "ln_final.hook_normalized",
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    """Where one hook point is: a module's first input ("in") or its output ("out", item `item` of a tuple),
+    seen through `view` as TransformerLens shapes it (a view: edits in place reach the model)."""
+
+    module: torch.nn.Module
+    side: str  # "in" or "out"
+    item: int = 0  # which element of a tuple output
+    groups: int = 1  # the last axis read as (groups, width) ...
+    part: tuple[int, int] | None = None  # ... of which this [start, stop) along width (None: all) ...
+    d_head: int | None = None  # ... then split into heads of d_head (None: the tensor as it is)
+    editable: bool = True
+    heads: int | None = None  # attention weights: the (batch, heads, query_pos, key_pos) a tensor must have
+
+    def view(self, t: torch.Tensor) -> torch.Tensor:
+        """The module's tensor as the point shows it: (..., groups * width) -> (..., heads, d_head)."""
+        if self.d_head is None:
+            return t
+        seen = t.unflatten(-1, (self.groups, -1))  # (..., groups, width)
+        seen = seen if self.part is None else seen[..., self.part[0]:self.part[1]]
+        return seen.unflatten(-1, (-1, self.d_head)).flatten(-3, -2)  # (..., heads, d_head)
+
+    def back(self, t: torch.Tensor, edited: torch.Tensor) -> torch.Tensor:
+        """The module's tensor with the point's part replaced by `edited`."""
+        if self.d_head is None:
+            return edited
+        out = t.clone()
+        self.view(out).copy_(edited)
+        return out
+
+
+def points(loaded: LoadedModel) -> dict[str, Point | str]:
+    """Every hook point of this model by name: a Point, or a str saying why the family cannot give it exactly.
+    HookPointError when the model has none at all."""
+    parts, kind = _anatomy(loaded)
+    config = loaded.network.config
+    n_heads = int(config.num_attention_heads)
+    writes = WRITES.get(kind)
+    found: dict[str, Point | str] = {"hook_embed": Point(loaded.network.get_input_embeddings(), "out")}
+    for layer, block in enumerate(parts.blocks):
+        w_o = parts.outputs[layer]
+        d = (getattr(w_o, "in_features", None) or parameter(w_o).shape[0]) // n_heads  # Conv1D stores (in, out)
+        at = f"blocks.{layer}."
+        found[at + "hook_resid_pre"] = Point(block, "in")
+        found.update(zip((at + "attn.hook_q", at + "attn.hook_k", at + "attn.hook_v"),
+                         _qkv(kind, parts.family.qkv, block, config, n_heads, d), strict=True))
+        found[at + "attn.hook_pattern"] = Point(block.get_submodule(parts.family.attention), "out", item=1,
+                                                editable=False, heads=n_heads)
+        found[at + "attn.hook_z"] = Point(w_o, "in", d_head=d)
+        if writes is None:
+            why = f"{kind}: what attention and the MLP add to the residual stream is not known here (not in WRITES)"
+            found[at + "hook_attn_out"] = found[at + "hook_mlp_out"] = why
+        else:
+            found[at + "hook_attn_out"] = Point(w_o, "out") if writes.attn_out is None else _part(
+                block, writes.attn_out, kind, "attention's output norm")
+            found[at + "hook_mlp_out"] = _part(block, writes.mlp_out, kind, "MLP")
+        post_norm = None if writes is None else writes.post_norm
+        found[at + "hook_resid_post"] = Point(block, "out") if post_norm is None else _part(
+            block, post_norm, kind, "last LayerNorm", "in")
+        found[at + "hook_normalized_resid_post"] = Point(block, "out") if post_norm else (
+            f"{kind}: blocks.{{l}}.hook_normalized_resid_post is TransformerLens's name for the output of a BERT-style "
+            "block that normalises after its sum; this family's block output is blocks.{l}.hook_resid_post")
+    found["ln_final.hook_normalized"] = Point(parts.final_norm, "out") if parts.final_norm is not None else (
+        f"{kind} has no final norm (each block ends with its own: blocks.{{l}}.hook_normalized_resid_post)")
+    return found
+
+
+def _anatomy(loaded: LoadedModel):
+    """(anatomy, family name), or HookPointError for a model whose every point would be missing or ambiguous."""
+    name = loaded.spec.name
+    if loaded.spec.inputs != "text" or loaded.spec.architecture == "encoder-decoder":
+        raise HookPointError(f"{name} is an {'image model' if loaded.spec.inputs != 'text' else 'encoder-decoder'}: "
+                             "hook points cover text decoders and encoders here")
+    try:
+        parts = loaded.anatomy
+    except MissingAnatomy as err:
+        raise HookPointError(f"{name} has no hook points: {err}") from None
+    if parts.family.shared_layers:
+        raise HookPointError(f"{name} ({parts.model_type}) runs one block for every layer: a hook on it cannot "
+                             "tell the layers apart, so it has no hook points")
+    return parts, parts.model_type
+
+
+def _part(block: torch.nn.Module, path: str, kind: str, what: str, side: str = "out") -> Point | str:
+    """A Point on a module of the block, or why not: the module is not where WRITES says."""
+    try:
+        return Point(block.get_submodule(path), side)
+    except AttributeError:
+        return f"{kind}: its block has no {what} at “{path}” as this module's entry for the family says"
+
+
+def _qkv(kind: str, paths, block, config, n_heads: int, d: int) -> list[Point | str]:
+    """hook_q, hook_k, hook_v of one block: the outputs of separate projections, or parts of a fused one."""
+    if paths is not None:
+        return [Point(block.get_submodule(path), "out", d_head=d) for path in paths]
+    if kind not in FUSED_QKV:
+        why = f"{kind}: its q, k and v come from one fused projection whose layout is not known here"
+        return [why, why, why]
+    path, layout = FUSED_QKV[kind]
+    module = block.get_submodule(path)
+    if layout == "by head":  # (..., H, 3 * d): each head's q, k, v side by side
+        return [Point(module, "out", groups=n_heads, part=(i * d, (i + 1) * d), d_head=d) for i in range(3)]
+    q, kv = n_heads * d, int(getattr(config, "num_key_value_heads", None) or n_heads) * d  # [q | k | v]
+    return [Point(module, "out", part=(a, b), d_head=d) for a, b in ((0, q), (q, q + kv), (q + kv, q + 2 * kv))]
+
+
+@contextlib.contextmanager
+def hooks(loaded: LoadedModel, fwd_hooks, *, lock: bool = True) -> Iterator[list[str]]:
+    """Run every forward pass inside the block through fwd_hooks, [(name, fn)]: a point's full name, or a
+    predicate on names (every point it accepts); fn(tensor, hook) as the module docstring says. Yields the
+    names hooked. Every name is checked before anything is installed; hooks go in the order given and are
+    removed in `finally`, whatever a fn raised. `lock`: hold the model's lock for the block (pass False when
+    the caller holds it: the lock is not re-entrant), so that no other session's pass runs through these
+    hooks. A family whose attention makes weights only when asked (DeBERTa-v2) needs output_attentions=True
+    in the pass for hook_pattern (run_with_cache and run_with_hooks pass it)."""
+    found = points(loaded)
+    chosen = []
+    for name, fn in fwd_hooks:
+        names = [n for n, p in found.items() if isinstance(p, Point) and name(n)] if callable(name) else [name]
+        chosen += [(n, _point(found, n, loaded), fn) for n in names]
+    with loaded.lock if lock else contextlib.nullcontext():
+        handles = []
+        try:
+            for name, point, fn in chosen:
+                handles.append(_install(point, HookPoint(name), fn, loaded))
+            yield [name for name, _, _ in chosen]
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def _point(found: dict[str, Point | str], name: str, loaded: LoadedModel) -> Point:
+    """The Point named, or HookPointError: an unknown name (with the closest ones), or a point not here."""
+    point = found.get(name) if isinstance(name, str) else None
+    if isinstance(point, Point):
+        return point
+    if isinstance(point, str):
+        raise HookPointError(f"{loaded.spec.name} has no {name}: {point}")
+    close = difflib.get_close_matches(str(name), list(found), n=3)
+    n_layers = sum(1 for n in found if n.endswith(".hook_resid_pre"))
+    raise HookPointError(f"no hook point is named {name!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
+                         + f"; this model's are hook_embed, blocks.{{l}}.hook_resid_pre, attn.hook_q/k/v/pattern/z, "
+                         f"hook_attn_out, hook_mlp_out, hook_resid_post for l from 0 to {n_layers - 1}, and "
+                         "ln_final.hook_normalized (hook_names(model) lists them)")
+
+
+def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel):
+    """One torch hook on the point's module that shows fn the point's tensor and puts back what fn returns."""
+    def run(t: torch.Tensor) -> torch.Tensor | None:
+        if not isinstance(t, torch.Tensor):
+            raise HookPointError(f"{loaded.spec.name} ({loaded.anatomy.model_type}): {hook} found no tensor there "
+                                 f"(the module gave {type(t).__name__}; its attention returns weights only when it "
+                                 "runs eager attention: load it with the package's loader or "
+                                 "attn_implementation=\"eager\")")
+        seen = point.view(t)
+        if point.heads is not None and (seen.ndim != 4 or seen.shape[1] != point.heads):
+            raise HookPointError(f"{loaded.spec.name} ({loaded.anatomy.model_type}): {hook} found a tensor of shape "
+                                 f"{tuple(seen.shape)} where its attention's weights should be: this family's "
+                                 "attention does not return them as transformers' attention interface does")
+        if not point.editable:
+            copy = seen.clone()
+            if fn(copy, hook) is not None or not torch.equal(copy, seen):
+                raise HookPointError(f"{hook} is read only: the layer's output is already computed from these "
+                                     "weights (edit hook_q, hook_k, hook_v or hook_z instead)")
+            return None
+        edited = fn(seen, hook)
+        if edited is None:
+            return None
+        if tuple(edited.shape) != tuple(seen.shape):
+            raise HookPointError(f"the fn on {hook} returned shape {tuple(edited.shape)}, not the point's "
+                                 f"{tuple(seen.shape)}")
+        return point.back(t, edited.to(seen.dtype))
+
+    if point.side == "in":
+        def before(module, args, kwargs):
+            new = run(args[0] if args else kwargs["hidden_states"])
+            if new is None:
+                return None
+            return ((new, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": new})
+        return point.module.register_forward_pre_hook(before, with_kwargs=True)
+
+    def after(module, args, output):
+        items = isinstance(output, tuple)
+        new = run(output[point.item] if items else output)
+        if new is None:
+            return None
+        return (*output[:point.item], new, *output[point.item + 1:]) if items else new
+    return point.module.register_forward_hook(after)
+
+
+def hook_names(loaded: LoadedModel) -> list[str]:
+    """The hook points this model gives, in the order a pass meets them (TransformerLens's hook_dict keys)."""
+    return [name for name, point in points(loaded).items() if isinstance(point, Point)]
+
+
+class HookCache(Mapping):
+    """What run_with_cache kept: name -> tensor, detached copies on the model's device, batch first.
+    cache["blocks.3.attn.hook_pattern"], or TransformerLens's short form cache["pattern", 3] (a negative layer
+    counts from the end)."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], n_layers: int):
+        self._tensors, self.n_layers = tensors, n_layers
+
+    def __getitem__(self, key) -> torch.Tensor:
+        name = self._name(key)
+        if name not in self._tensors:
+            raise KeyError(f"{name!r} was not kept: run_with_cache kept {len(self)} points"
+                           + (f" ({', '.join(list(self)[:4])}, ...)" if self._tensors else "")
+                           + "; its names_filter says which")
+        return self._tensors[name]
+
+    def _name(self, key) -> str:
+        short, layer = (key, None) if isinstance(key, str) else (key[0], key[1])
+        if short not in SHORT:
+            return short
+        if layer is None:
+            return SHORT[short] if "{}" not in SHORT[short] else short
+        return SHORT[short].format(layer + self.n_layers if layer < 0 else layer)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+
+def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None) -> tuple[torch.Tensor, HookCache]:
+    """(logits [batch, pos, vocab], cache) of one pass: the cache keeps the points `names_filter` names (a
+    name, a list of names, or a predicate on names; None: every point the model gives). Names listed must
+    exist; a predicate only picks among those that do. Memory: each point kept is one tensor of its shape.
+    Shapes: logits [batch, pos, vocab] (an encoder without a head: its last hidden state [batch, pos, d_model]);
+    each cached tensor as the module docstring lists it."""
+    found = points(loaded)
+    if names_filter is None or callable(names_filter):
+        keep = [n for n, p in found.items() if isinstance(p, Point) and (names_filter is None or names_filter(n))]
+    else:
+        keep = [names_filter] if isinstance(names_filter, str) else list(names_filter)
+    kept: dict[str, torch.Tensor] = {}
+
+    def save(t: torch.Tensor, hook: HookPoint) -> None:
+        kept[hook.name] = t.detach().clone()
+
+    ids = _ids(loaded, text_or_ids)
+    with loaded.lock, torch.no_grad(), hooks(loaded, [(name, save) for name in keep], lock=False) as hooked:
+        logits = _forward(loaded, ids, hooked)
+    n_layers = sum(1 for n in found if n.endswith(".hook_resid_pre"))
+    return logits, HookCache({n: kept[n] for n in found if n in kept}, n_layers)
+
+
+def run_with_hooks(loaded: LoadedModel, text_or_ids, fwd_hooks) -> torch.Tensor:
+    """The logits of one pass with fwd_hooks, [(name or predicate, fn)], applied (hooks).
+    Shapes: [batch, pos, vocab] (an encoder without a head: its last hidden state [batch, pos, d_model])."""
+    ids = _ids(loaded, text_or_ids)
+    with loaded.lock, torch.no_grad(), hooks(loaded, fwd_hooks, lock=False) as hooked:
+        return _forward(loaded, ids, hooked)
+
+
+def _ids(loaded: LoadedModel, text_or_ids) -> torch.Tensor:
+    """(batch, pos) token ids on the model's device: a text tokenized as attend() does it, or ids as given."""
+    if isinstance(text_or_ids, str):
+        return text_inputs(loaded, text_or_ids, None).ids
+    if isinstance(text_or_ids, list | tuple) and text_or_ids and isinstance(text_or_ids[0], str):
+        raise ValueError("one text at a time: a batch of texts needs padding, which these hooks do not handle yet "
+                         "(pass ids of one length as a (batch, pos) tensor)")
+    ids = torch.as_tensor(text_or_ids, dtype=torch.long)
+    ids = ids[None] if ids.ndim == 1 else ids
+    limit = loaded.spec.token_limit(loaded.device)
+    if ids.ndim != 2 or not 0 < ids.shape[1] <= limit:
+        raise ValueError(f"token ids as (pos,) or (batch, pos) with 1 to {limit} positions, not {tuple(ids.shape)}")
+    return ids.to(loaded.device)
+
+
+def _forward(loaded: LoadedModel, ids: torch.Tensor, hooked: list[str]) -> torch.Tensor:
+    """The network on ids: its logits, or an encoder's last hidden state. Weights are asked for when a pattern
+    is hooked: most families return them anyway (eager attention), DeBERTa-v2 only when asked."""
+    extra = {"use_cache": False} if loaded.spec.architecture == "decoder-only" else {}
+    if any(name.endswith(".hook_pattern") for name in hooked):
+        extra["output_attentions"] = True
+    out = loaded.network(input_ids=ids, **extra)
+    logits = getattr(out, "logits", None)
+    return out.last_hidden_state if logits is None else logits
