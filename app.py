@@ -24,7 +24,8 @@ st.set_page_config(page_title="Attention Explorer", page_icon="🔎", layout="wi
 PRINT_STYLE = """<style>@media print {
   [data-testid="stSidebar"], [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"],
   [data-testid="stBaseButton-secondary"], [data-testid="stBaseButton-primary"], [data-testid="stDownloadButton"],
-  [data-testid="stSelectbox"], [data-testid="stCheckbox"], [data-testid="stPageLink"] { display: none !important; }
+  [data-testid="stSelectbox"], [data-testid="stCheckbox"], [data-testid="stPageLink"],
+  .st-key-noprint { display: none !important; }
   [data-testid="stMain"], [data-testid="stAppViewContainer"] { margin: 0 !important; padding: 0 !important; }
   [data-testid="stMainBlockContainer"] { max-width: 100% !important; padding: 0 1rem !important; }
 }</style>"""

@@ -66,6 +66,8 @@ def key_markdown(entries: Sequence[KeyEntry], *, answers: bool, titles: Mapping[
     other choice says the student believes."""
     titles = titles or {}
     lines = [f"# Predict, then see: {'answer key' if answers else 'questions'}"]
+    if not answers:  # a sheet a student fills in
+        lines += ["", "Name: " + r"\_" * 30]
     page = None
     for n, e in enumerate(entries, 1):
         if e.page != page:
@@ -73,6 +75,8 @@ def key_markdown(entries: Sequence[KeyEntry], *, answers: bool, titles: Mapping[
             lines += ["", f"## {titles.get(page, page)}"]
         pad = " " * (len(str(n)) + 2)  # under the text of "n. ": what follows stays inside the item
         lines += ["", f"{n}. {e.ask}", *(f"{pad}- {shown_choice(c)}" for c in e.choices)]
+        if not answers:
+            lines += ["", f"{pad}My prediction: " + r"\_" * 20 + "  Why: " + r"\_" * 30]
         if answers:
             lines += ["", f"{pad}{_answer_line(e)}", "", f"{pad}{_sentence(e.numbers)}", "",
                       f"{pad}Why: {_ended(e.why)}", ""]

@@ -32,6 +32,7 @@ from attention.classroom import (
     progress_of,
     purge,
     record_answer,
+    retention,
 )
 from attention.toy.questions import Reveal
 from pages._live import COMPONENTS
@@ -45,7 +46,6 @@ CLASS = "lessons.class"  # session key: the learner's class (attention.classroom
 TOKEN = "learner.token"  # session key: the learner's anonymous id, as the cookie keeps it
 UNSTORED = "learner.unstored"  # session key: why the database could not be read (progress kept in the tab only)
 COOKIE = "attention_explorer_learner"  # the cookie that keeps the id in the browser
-COOKIE_DAYS = 365
 
 _cookie = st.components.v2.component("attention_explorer_learner",
                                      js=(COMPONENTS / "learner.js").read_text(encoding="utf-8"))
@@ -70,8 +70,9 @@ def begin() -> None:
     reload()
     token = st.session_state[TOKEN]
     if _cookies().get(COOKIE) != token:  # a new id, or one another tab replaced: the browser keeps (or tells) it
+        kept_for = int(retention().total_seconds())  # as long as the database keeps an inactive learner
         with st.sidebar:
-            _cookie(key="learner.cookie", data={"name": COOKIE, "token": token, "max_age": COOKIE_DAYS * 86400},
+            _cookie(key="learner.cookie", data={"name": COOKIE, "token": token, "max_age": kept_for},
                     on_token_change=_adopt, height="content")
 
 
@@ -185,6 +186,16 @@ def skipped(page: str) -> bool:
     so, or their class's teacher revealed it."""
     klass = current_class()
     return page in st.session_state.get(SKIPPED, set()) or (klass is not None and page in klass.revealed)
+
+
+def page_revealed(page: str) -> bool:
+    """Whether the learner's teacher has opened `page` for the class now (read from the database, not the session:
+    a page waiting for it asks again)."""
+    try:
+        klass = class_of(st.session_state[TOKEN])
+    except Exception:  # noqa: BLE001 — the database unreachable: the page keeps waiting
+        return False
+    return klass is not None and page in klass.revealed
 
 
 def current_class() -> ClassInfo | None:

@@ -19,10 +19,11 @@ from attention.figures import reveal_bars
 from attention.focus import with_visible_spaces
 from attention.glossary import definition
 from pages._focus import current, put, update
-from pages._learner import Answered, answer, current_class, forget, record, skip, skipped
+from pages._learner import Answered, answer, current_class, forget, page_revealed, record, skip, skipped
 from pages._path import path_links
 from pages._text import md
 
+CLASS_POLL_S = 3  # how often a student waiting on a page asks whether the teacher opened it
 BEFORE = "lessons.before"  # session key: question key -> the focus a model question's commit replaced
 
 
@@ -84,12 +85,20 @@ def _rest_waits(page: str) -> None:
     if current_class() is not None:  # in a class, the teacher opens a page for everyone (their view's Reveal)
         st.caption("The rest of this page shows the answer: commit a prediction first (or wait for your teacher "
                    "to open it for the class).")
+        _opened_by_the_teacher(page)
     else:
         st.caption("The rest of this page shows the answer: commit a prediction first, or open it without one.")
         st.button("Show the rest of the page", key="lesson.skip", icon=":material/visibility:",
                   on_click=functools.partial(skip, page))
     path_links(f"pages/{page}.py")
     st.stop()
+
+
+@st.fragment(run_every=CLASS_POLL_S)
+def _opened_by_the_teacher(page: str) -> None:
+    """A student waiting on a page: once their teacher opens it for the class, the page runs again, whole."""
+    if page_revealed(page):
+        st.rerun(scope="app")
 
 
 def _on_screen(q, shown) -> bool:

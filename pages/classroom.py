@@ -25,7 +25,7 @@ from attention.classroom import (
 )
 from attention.figures import class_answers as class_answers_chart
 from pages._frame import ensure_app_frame
-from pages._learner import TOKEN, current_class, reload
+from pages._learner import TOKEN, current_class, last_step, next_step, reload
 from pages._lessons import shown_choice
 from pages._site import entry
 from pages._text import md
@@ -34,6 +34,7 @@ ensure_app_frame()
 PAGE = "pages/classroom.py"
 TEACHER = "classroom.teacher"  # session key: (code, secret) of the class this browser teaches
 REFRESH_S = 2  # the teacher's view reads the class's answers again this often
+DELETED = "classroom.deleted"  # session key: the title of the class its teacher just deleted
 
 
 def _client() -> str:
@@ -74,8 +75,12 @@ def _student() -> None:
     if klass is not None:
         st.success(f"You are in **{md(klass.title)}** (code {klass.code}). Your lesson: "
                    f"{', '.join(md(_title(p)) for p in klass.route)}.")
-        st.page_link(f"pages/{klass.route[0]}.py", label=f"Start: {_title(klass.route[0])}",
-                     icon=":material/arrow_forward:")
+        upcoming = next_step()
+        if upcoming is None:
+            st.caption("You have opened every page of the lesson.")
+        else:
+            st.page_link(upcoming, label=f"{'Continue' if last_step() else 'Start'}: {entry(upcoming).title}",
+                         icon=":material/arrow_forward:")
         if st.button("Leave the class", icon=":material/logout:"):
             leave_class(st.session_state[TOKEN])
             reload()
@@ -99,16 +104,15 @@ def _student() -> None:
 
 def _open() -> None:
     st.subheader("Teach a class")
-    with st.form("classroom.open"):
-        title = st.text_input("Its name (students see it)", value="Attention", max_chars=80)
-        route = st.radio("The lesson", list(ROUTES), format_func=lambda r: f"{ROUTES[r].title} · "
-                         f"about {ROUTES[r].minutes} min", captions=[ROUTES[r].line for r in ROUTES])
-        if st.form_submit_button("Open the class", type="primary"):
-            purge()  # what the retention no longer allows goes first
-            opened = open_class(title, ROUTES[route].pages)
-            st.session_state[TEACHER] = (opened.code, opened.secret)
-            st.query_params.update(teach=opened.code, key=opened.secret)
-            st.rerun()
+    st.text_input("Its name (students see it)", value="Attention", max_chars=80, key="classroom.title")
+    route = st.radio("The lesson", list(ROUTES), format_func=lambda r: f"{ROUTES[r].title} · "
+                     f"about {ROUTES[r].minutes} min", captions=[ROUTES[r].line for r in ROUTES], key="classroom.route")
+    if st.button("Open the class", type="primary", key="classroom.open"):  # a button, not a form: Enter opens nothing
+        purge()  # what the retention no longer allows goes first
+        opened = open_class(st.session_state["classroom.title"], ROUTES[route].pages)
+        st.session_state[TEACHER] = (opened.code, opened.secret)
+        st.query_params.update(teach=opened.code, key=opened.secret)
+        st.rerun()
 
 
 def _teacher(code: str, secret: str) -> None:
@@ -119,10 +123,16 @@ def _teacher(code: str, secret: str) -> None:
         st.session_state.pop(TEACHER, None)
         return
     st.markdown(f"## {md(klass.title)} · code **{klass.code}**")
-    st.caption(f"Students open this app's **A class** page (or this address with ?join={klass.code}) and type "
-               f"**{klass.code}**. This page's address is your teacher's link: it holds the class's key, shown once "
-               "and kept only as a hash, so bookmark it and do not share it. The class's answers are deleted "
-               f"{klass.delete_after:%Y-%m-%d} (UTC), or now, below.")
+    join = f"{str(st.context.url or '').split('?')[0]}?join={klass.code}"
+    if klass.closed:
+        st.warning("This class is closed: no one can join it. Students already in it can go on answering; their "
+                   "answers still arrive here.")
+    else:
+        st.markdown(f"For the board: **{md(join)}** (or the app's **A class** page and the code **{klass.code}**).")
+    st.caption("This page's address is your teacher's link: it holds the class's key, shown once and kept only as "
+               "a hash, so bookmark it and do not share it. The class's answers are deleted "
+               f"{klass.delete_after:%Y-%m-%d} (UTC), or now, below. Each student's first prediction is what counts "
+               "here: asking a question again after seeing the answer does not change it.")
     st.page_link("pages/handout.py", label="The lesson's questions and answer key, to print",
                  icon=":material/print:", query_params={"teach": klass.code, "key": secret})
     _live(klass.code, secret)
@@ -137,7 +147,7 @@ def _teacher(code: str, secret: str) -> None:
     st.download_button("Download the answers (CSV)", answers_csv(rows), file_name=f"class-{klass.code}.csv",
                        mime="text/csv", icon=":material/download:")
     row = st.container(horizontal=True)
-    if not klass.closed and row.button("Close the class (no one joins any more)"):
+    if not klass.closed and row.button("Close the class (no one joins any more)", key="classroom.close"):
         close_class(klass)
         st.rerun()
     if row.button("Delete the class and every answer now", type="secondary"):
@@ -148,6 +158,7 @@ def _teacher(code: str, secret: str) -> None:
             delete_class(klass)
             st.session_state.pop(TEACHER, None)
             st.session_state.pop("classroom.deleting", None)
+            st.session_state[DELETED] = klass.title
             st.query_params.clear()
             st.rerun()
 
@@ -187,6 +198,8 @@ def _live(code: str, secret: str) -> None:
                            f"Why the answer is otherwise: {md(why)}")
 
 
+if DELETED in st.session_state:
+    st.success(f"The class {md(st.session_state.pop(DELETED))} and every answer in it are deleted.")
 teaching = st.session_state.get(TEACHER)
 if teaching:
     _teacher(*teaching)

@@ -35,9 +35,11 @@ else:
     chosen = st.selectbox("The lesson", list(ROUTES), format_func=lambda r: ROUTES[r].title, key="handout.route")
     pages, name = ROUTES[chosen].pages, ROUTES[chosen].title
 answers = teacher is not None and st.toggle("With the answers (the answer key)", value=True, key="handout.answers")
-st.caption(f"{md(name)}: the questions its pages ask, in order. Print with your browser (Ctrl+P): the sidebar and the "
-           "controls are left out." + ("" if teacher else " The answer key is in the class's handout, opened from "
-                                       "the teacher's view."))
+note = (f"{md(name)}: the questions its pages ask, in order. Print with your browser (Ctrl+P): the sidebar and "
+        "the controls are left out.")
+if teacher is None:
+    note += " The answer key is in the class's handout, opened from the teacher's view."
+st.container(key="noprint").caption(note)  # not printed (the app's print styles)
 handout = key_markdown(_key(tuple(pages)), answers=answers, titles=TITLES)
 st.download_button("Download as Markdown", handout, file_name=f"{'answer-key' if answers else 'questions'}.md",
                    mime="text/markdown", icon=":material/download:")

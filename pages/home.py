@@ -37,7 +37,7 @@ kept = ("kept for this browser: a reload, a new tab or a return tomorrow goes on
 st.markdown(f"{len(steps)} pages{'' if klass else ', from a toy lookup to what a real model' + chr(39) + 's heads do'}"
             f", about {total_minutes} minutes in all. Each page explains, then asks you to **predict** before it "
             f"shows; your place and answers are {kept}. So far: **{seen_pages} of {len(steps)}** pages "
-            f"on the path, **{answered}** "
+            f"opened, **{answered}** "
             f"question{'' if answered == 1 else 's'} answered, **{right}** right.")
 for number, step in enumerate(steps, 1):  # a link, then its line: two columns clipped the titles at 800 px
     page = entry(step)
@@ -57,7 +57,18 @@ for section, entries in SECTIONS.items():
         line(page.line)
 
 st.caption("The examples come from well-known introductions to attention; the README lists them.")
-if (seen_pages or answered) and st.button("Start afresh: forget my answers and pages", icon=":material/restart_alt:",
-                                          key="learner.forget"):
-    forget_everything()
-    st.rerun()
+if klass is not None:
+    st.caption(f"Your answers belong to the class {md(klass.title)} until its teacher deletes it.")
+elif seen_pages or answered:
+    if st.button("Start afresh: forget my answers and pages", icon=":material/restart_alt:", key="learner.forget"):
+        st.session_state["learner.forgetting"] = True
+    if st.session_state.get("learner.forgetting"):
+        st.warning("This deletes the pages you opened and every answer you gave, here and on the server.")
+        row = st.container(horizontal=True)
+        if row.button("Yes, forget them", type="primary", key="learner.forget.yes"):
+            forget_everything()
+            st.session_state.pop("learner.forgetting", None)
+            st.rerun()
+        if row.button("Keep them", key="learner.forget.no"):
+            st.session_state.pop("learner.forgetting", None)
+            st.rerun()

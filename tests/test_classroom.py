@@ -165,15 +165,49 @@ def test_a_hostile_nickname_is_kept_as_short_text_and_the_csv_does_not_run_it(st
 
 def test_join_codes_resist_guessing(store):
     opened = cr.open_class("c", ("lookup",))
-    for _ in range(cr.classes.JOIN_TRIES):
+    guesser = cr.new_token()
+    with pytest.raises(cr.ClassError, match="6 letters"):  # a typo of another shape is not a guess: not counted
+        cr.join_class(guesser, "ZZZ", None, client="203.0.113.9")
+    for _ in range(cr.classes.BROWSER_TRIES):
+        with pytest.raises(cr.ClassError, match="No open class"):
+            cr.join_class(guesser, "ZZZZZZ", None, client="203.0.113.9")
+    with pytest.raises(cr.ClassError, match="Too many"):  # even the right code, from that browser, for a while
+        cr.join_class(guesser, opened.code, None, client="203.0.113.9")
+    assert cr.join_class(cr.new_token(), opened.code, None, client="203.0.113.9").code == opened.code  # a classmate
+    for _ in range(cr.classes.ADDRESS_TRIES - cr.classes.BROWSER_TRIES):  # many browsers behind one address
         with pytest.raises(cr.ClassError, match="No open class"):
             cr.join_class(cr.new_token(), "ZZZZZZ", None, client="203.0.113.9")
-    with pytest.raises(cr.ClassError, match="Too many"):  # even the right code, from that address, for a while
+    with pytest.raises(cr.ClassError, match="Too many"):
         cr.join_class(cr.new_token(), opened.code, None, client="203.0.113.9")
     assert cr.join_class(cr.new_token(), opened.code, None, client="203.0.113.10").code == opened.code
+    with cr.session() as s:  # only failures are kept, an address salted (not sha256 of the address alone)
+        from attention.classroom.schema import JoinAttempt
+
+        kept = list(s.query(JoinAttempt))
+        assert len(kept) == cr.classes.ADDRESS_TRIES and not any(a.ok for a in kept)
+        assert cr.progress.hashed("203.0.113.9") not in {a.client for a in kept}
     cr.close_class(cr.teacher_class(opened.code, opened.secret))
     with pytest.raises(cr.ClassError, match="closed"):
         cr.join_class(cr.new_token(), opened.code, None, client="203.0.113.11")
+
+
+def test_the_teacher_reads_each_students_first_prediction_not_a_second_try(store):
+    opened = cr.open_class("c", ("lookup",))
+    token = cr.new_token()
+    cr.join_class(token, opened.code, "Ann", client="10.0.0.4")
+    reveal = {"answer": "chair", "why": "w"}
+    cr.record_answer(token, "lookup.winner", "lookup", "apple", reveal=reveal, answer="chair")
+    cr.forget_answer(token, "lookup.winner", "lookup")  # "Ask me again", after seeing the answer
+    assert "lookup.winner" not in cr.progress_of(token).answers  # asked again: the learner's page asks anew
+    cr.record_answer(token, "lookup.winner", "lookup", "chair", reveal=reveal, answer="chair")
+    assert cr.progress_of(token).answers["lookup.winner"].choice == "chair"
+    teacher = cr.teacher_class(opened.code, opened.secret)
+    (row,) = cr.class_answers(teacher)
+    assert (row.choice, row.right, row.attempts, row.last_choice) == ("apple", False, 2, "chair")
+    (summary,) = cr.summarize([row], [("lookup.winner", "lookup", ("apple", "banana", "chair"))])
+    assert summary.right == 0 and dict(summary.counts)["apple"] == 1
+    table = list(csv.DictReader(io.StringIO(cr.answers_csv([row]))))
+    assert table[0]["first_prediction"] == "apple" and table[0]["choice_now"] == "chair" and table[0]["attempts"] == "2"
 
 
 def test_a_class_and_its_answers_are_deleted_on_request_and_after_the_retention(store, monkeypatch):
@@ -235,7 +269,7 @@ def test_a_reload_resumes_where_the_learner_was():
     assert "Question 2 of 2" in " ".join(m.value for m in again.markdown)  # on to the next question
     home = _browser(token)
     text = " ".join(m.value for m in home.markdown).replace("\\", "")
-    assert "**1** question answered, **1** right" in text and "So far: **1 of 11** pages" in text
+    assert "**1** question answered, **1** right" in text and "So far: **1 of 11** pages opened" in text
     assert [b for b in home.button if b.label.startswith("Continue: Step by step")]
 
 
@@ -253,8 +287,8 @@ def test_a_class_on_the_pages_teacher_and_students(monkeypatch):
     from tests.test_lessons import _commit
 
     teacher = _browser(cr.new_token(), "pages/classroom.py")
-    teacher.radio[0].set_value("toy-45")
-    teacher.button(key="FormSubmitter:classroom.open-Open the class").click().run()
+    teacher.radio(key="classroom.route").set_value("toy-45")
+    teacher.button(key="classroom.open").click().run()
     assert not teacher.exception, teacher.exception
     code, secret = teacher.query_params["teach"], teacher.query_params["key"]
     code = code[0] if isinstance(code, list) else code

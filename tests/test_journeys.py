@@ -528,7 +528,7 @@ def test_the_learners_path_in_chromium_answering_every_question_and_nothing_leav
     asked = len([q for q in toy_questions if f"pages/{q.page}.py" in PATH]) + len(
         [q for q in model_questions if f"pages/{q.page}.py" in PATH])
     so_far = page.get_by_text("So far:").first.inner_text()
-    assert f"{len(PATH)} of {len(PATH)} pages on the path, {asked} questions answered" in so_far, (asked, so_far)
+    assert f"{len(PATH)} of {len(PATH)} pages opened, {asked} questions answered" in so_far, (asked, so_far)
     if width == 800:
         for entry in (e for es in SECTIONS.values() for e in es if e.path not in PATH):
             page.goto(f"{app_url}/{Path(entry.path).stem}")

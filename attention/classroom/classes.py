@@ -8,8 +8,13 @@ closes, and is deleted on request or once the operator's retention has passed.
     class_answers(teacher)                                   # every answer, with its nickname
 
 Nothing here trusts its caller's text: nicknames are cut to NICKNAME_CHARS and kept as data; every query is
-built by SQLAlchemy with bound parameters. A client that fails JOIN_TRIES times in JOIN_WINDOW is refused until
-the window passes, so the codes' 31**6 (8.9e8) cannot be walked.
+built by SQLAlchemy with bound parameters. A browser that fails BROWSER_TRIES times in JOIN_WINDOW, or an address
+that fails ADDRESS_TRIES times (a school behind one address: many browsers' typos), is refused until the window
+passes: at ADDRESS_TRIES per address, the codes' 31**6 (8.9e8) take decades to walk. A typo that is not a code's
+shape (six of CODE_ALPHABET) is not counted.
+
+What a teacher reads of an answer is the student's first prediction: asking a question again and answering anew
+(after seeing the answer) counts an attempt but does not rewrite it.
 """
 
 from __future__ import annotations
@@ -21,14 +26,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
 
 from attention.classroom.database import session
 from attention.classroom.progress import hashed, learner_id, now
-from attention.classroom.schema import NICKNAME_CHARS, Answer, Classroom, JoinAttempt, Learner, Reveal
+from attention.classroom.schema import NICKNAME_CHARS, Answer, Classroom, Install, JoinAttempt, Learner, Reveal
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a board without doubt
 CODE_LENGTH = 6
-JOIN_TRIES = 30  # failed join codes an address may try per window (a school behind one address: 40 students' typos)
+BROWSER_TRIES = 10  # failed join codes one browser may try per window
+ADDRESS_TRIES = 200  # failed join codes one address may try per window: a class of 40 behind one address typing
 JOIN_WINDOW = timedelta(minutes=10)
 RETENTION_DAYS = 30  # default; the operator sets ATTENTION_EXPLORER_RETENTION_DAYS
 
@@ -68,9 +75,11 @@ class AnswerRow:
     student: str  # the nickname, or "student 3" for one who gave none
     question: str
     page: str
-    choice: str
+    choice: str  # the first prediction, made before the answer was seen
     answer: str | None  # None until judged (a model question, before its page ran)
-    right: bool | None
+    right: bool | None  # whether that prediction was right
+    attempts: int  # answered this many times (asked again after seeing the answer: more than 1)
+    last_choice: str  # the choice now (the same as `choice` unless asked again)
     why: str  # the reveal's why ("" until judged)
     answered_at: datetime
 
@@ -128,20 +137,44 @@ def nickname(text: str | None) -> str | None:
     return kept or None
 
 
+def _salted(address: str) -> str:
+    """An address as the join limit keeps it: sha256 of this installation's salt and the address."""
+    with session() as s:
+        row = s.scalar(select(Install).where(Install.id == 1))
+        if row is None:
+            try:
+                with s.begin_nested():
+                    row = Install(id=1, salt=secrets.token_hex(32))
+                    s.add(row)
+            except IntegrityError:  # another process made it first
+                row = s.scalar(select(Install).where(Install.id == 1))
+        salt = row.salt
+    return hashed(salt + address)
+
+
+def _a_code(code: str) -> bool:
+    return len(code) == CODE_LENGTH and set(code) <= set(CODE_ALPHABET)
+
+
 def join_class(token: str, code: str, name: str | None, *, client: str) -> ClassInfo:
-    """The learner `token` joins the class `code` as `name`. ClassError when the code is unknown or closed, or
-    when `client` (its address) has failed JOIN_TRIES times in JOIN_WINDOW."""
-    client_key = hashed(client)
+    """The learner `token` joins the class `code` as `name`. ClassError when the code is not a code's shape, unknown
+    or closed, or when this browser or `client` (its address) has failed too often in JOIN_WINDOW."""
+    code = normal_code(code)
+    if not _a_code(code):
+        raise ClassError(f"A class's code is {CODE_LENGTH} letters and digits (no 0, O, 1, I or L): check it on the "
+                         "board.")
+    address, browser = _salted(client), hashed(token)
     with session() as s:
         since = now() - JOIN_WINDOW
-        failed = s.scalar(select(func.count()).select_from(JoinAttempt).where(
-            JoinAttempt.client == client_key, JoinAttempt.at > since, JoinAttempt.ok.is_(False)))
-        if failed >= JOIN_TRIES:
-            raise ClassError(f"Too many wrong codes from here: try again in {JOIN_WINDOW.seconds // 60} minutes.")
-        row = s.scalar(select(Classroom).where(Classroom.code == normal_code(code)))
+        failed = select(func.count()).select_from(JoinAttempt).where(JoinAttempt.at > since)
+        if (s.scalar(failed.where(JoinAttempt.browser == browser)) >= BROWSER_TRIES
+                or s.scalar(failed.where(JoinAttempt.client == address)) >= ADDRESS_TRIES):
+            raise ClassError(f"Too many wrong codes: try again in {JOIN_WINDOW.seconds // 60} minutes.")
+        row = s.scalar(select(Classroom).where(Classroom.code == code))
         ok = row is not None and row.closed_at is None
-        s.add(JoinAttempt(client=client_key, at=now(), ok=ok))
-    if not ok:  # the failed attempt is kept (its session committed) before the error
+        if not ok:  # kept (committed with this session) before the error; a join that worked is not kept
+            s.add(JoinAttempt(client=address, browser=browser, at=now(), ok=False))
+    if not ok:
         raise ClassError("No open class has that code: check it on the board." if row is None
                          else "That class has closed.")
     with session() as s:
@@ -183,22 +216,30 @@ def _names(s, class_id: int) -> dict[int, tuple[str, Learner]]:
 
 
 def class_answers(teacher: ClassInfo) -> tuple[AnswerRow, ...]:
-    """Every answer the class's students gave, oldest first (a teacher's ClassInfo, from teacher_class)."""
+    """Every question the class's students answered, each student's first prediction, oldest first (a teacher's
+    ClassInfo, from teacher_class)."""
     with session() as s:
         names = _names(s, teacher.id)
         rows = s.scalars(select(Answer).where(Answer.learner_id.in_(names)).order_by(Answer.answered_at))
-        return tuple(AnswerRow(names[a.learner_id][0], a.question, a.page, a.choice, a.answer, a.right,
-                               (a.reveal or {}).get("why", ""), a.answered_at) for a in rows)
+        return tuple(_row(names[a.learner_id][0], a) for a in rows)
+
+
+def _row(student: str, a: Answer) -> AnswerRow:
+    first = a.first_choice or a.choice
+    return AnswerRow(student=student, question=a.question, page=a.page, choice=first, answer=a.answer,
+                     right=None if a.answer is None else first == a.answer, attempts=a.attempts or 1,
+                     last_choice=a.choice, why=(a.reveal or {}).get("why", ""), answered_at=a.answered_at)
 
 
 def class_students(teacher: ClassInfo) -> tuple[Student, ...]:
-    """Who is in the class, where each is on the route, and how many answers each gave and got right."""
+    """Who is in the class, where each is on the route, how many questions each answered and how many of their
+    first predictions were right."""
     with session() as s:
         names = _names(s, teacher.id)
         counts = {lid: (0, 0) for lid in names}
-        for lid, right in s.execute(select(Answer.learner_id, Answer.right).where(Answer.learner_id.in_(names))):
-            n, r = counts[lid]
-            counts[lid] = (n + 1, r + bool(right))
+        for a in s.scalars(select(Answer).where(Answer.learner_id.in_(names))):
+            n, r = counts[a.learner_id]
+            counts[a.learner_id] = (n + 1, r + bool(_row("", a).right))
         return tuple(Student(name, row.last_step, *counts[lid], row.active_at) for lid, (name, row) in names.items())
 
 

@@ -84,7 +84,7 @@ def progress_of(token: str) -> Progress:
         seen = frozenset(s.scalars(select(Seen.page).where(Seen.learner_id == row.id)))
         skipped = frozenset(s.scalars(select(Skipped.page).where(Skipped.learner_id == row.id)))
         answers = {a.question: StoredAnswer(a.choice, a.reveal)
-                   for a in s.scalars(select(Answer).where(Answer.learner_id == row.id))}
+                   for a in s.scalars(select(Answer).where(Answer.learner_id == row.id, Answer.withdrawn.is_(False)))}
         return Progress(seen, skipped, answers, row.last_step, row.class_id, row.nickname)
 
 
@@ -110,10 +110,15 @@ def mark_skipped(token: str, page: str) -> None:
 
 def record_answer(token: str, question: str, page: str, choice: str, *, reveal: dict | None = None,
                   answer: str | None = None) -> None:
-    """The learner's choice for `question` (on `page`), and once judged the answer and the reveal (JSON)."""
+    """The learner's choice for `question` (on `page`), and once judged the answer and the reveal (JSON). A question
+    asked again and answered anew counts one more attempt; its first choice stays as it was."""
     with session() as s:
         lid = learner_id(s, token)
-        row = s.get(Answer, (lid, question)) or Answer(learner_id=lid, question=question)
+        row = s.get(Answer, (lid, question))
+        if row is None:
+            row = Answer(learner_id=lid, question=question, first_choice=choice, attempts=1, withdrawn=False)
+        elif row.withdrawn:  # answered again after "Ask me again"
+            row.attempts, row.withdrawn = row.attempts + 1, False
         row.page, row.choice, row.reveal, row.answer = page, choice, reveal, answer
         row.right = None if answer is None else choice == answer
         row.answered_at = now()
@@ -122,10 +127,13 @@ def record_answer(token: str, question: str, page: str, choice: str, *, reveal: 
 
 
 def forget_answer(token: str, question: str, page: str | None = None) -> None:
-    """A question asked again: its answer gone, and with `page`, that page no longer skipped."""
+    """A question asked again: its answer no longer the learner's (withdrawn: the first prediction is kept for
+    their class), and with `page`, that page no longer skipped."""
     with session() as s:
         lid = learner_id(s, token)
-        s.execute(delete(Answer).where(Answer.learner_id == lid, Answer.question == question))
+        row = s.get(Answer, (lid, question))
+        if row is not None:
+            row.withdrawn = True
         if page is not None:
             s.execute(delete(Skipped).where(Skipped.learner_id == lid, Skipped.page == page))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NICKNAME_CHARS = 24  # the longest nickname kept (longer ones are cut)
@@ -76,7 +76,9 @@ class Skipped(Base):
 
 class Answer(Base):
     """A learner's answer to one question: the choice, and once judged the answer and the reveal it was judged
-    against (attention.toy.questions.Reveal as JSON, so a reload shows the same verdict and figures)."""
+    against (attention.toy.questions.Reveal as JSON, so a reload shows the same verdict and figures). Asked again,
+    the row is withdrawn, not deleted: the first prediction (made before the answer was seen) is what a class's
+    teacher reads."""
 
     __tablename__ = "answers"
     learner_id: Mapped[int] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"), primary_key=True)
@@ -87,13 +89,27 @@ class Answer(Base):
     right: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     reveal: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     answered_at: Mapped[datetime] = mapped_column(DateTime())
+    first_choice: Mapped[str | None] = mapped_column(String(CHOICE_CHARS), nullable=True)  # before seeing the answer
+    attempts: Mapped[int] = mapped_column(Integer, server_default="1")
+    withdrawn: Mapped[bool] = mapped_column(Boolean, server_default=false())  # "Ask me again": not the learner's now
+
+
+class Install(Base):
+    """This installation's own random salt: an address is kept only as sha256(salt + address), which cannot be
+    reversed by trying the 4e9 IPv4 addresses without the salt."""
+
+    __tablename__ = "install"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    salt: Mapped[str] = mapped_column(String(64))
 
 
 class JoinAttempt(Base):
-    """A try at a join code, by a client (a hash of its address): failed ones count against the rate limit."""
+    """A failed try at a join code, by a client (its salted hash: Install) and a browser (its id's hash): they count
+    against the rate limits, and are deleted once the window has passed."""
 
     __tablename__ = "join_attempts"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     client: Mapped[str] = mapped_column(String(64), index=True)
+    browser: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     at: Mapped[datetime] = mapped_column(DateTime(), index=True)
-    ok: Mapped[bool] = mapped_column(Boolean)
+    ok: Mapped[bool] = mapped_column(Boolean)  # always False since migration 0002: a join that worked is not kept

@@ -57,7 +57,8 @@ def summarize(rows: Iterable[AnswerRow], questions: Sequence[tuple[str, str, Seq
     return tuple(summaries)
 
 
-CSV_COLUMNS = ("student", "page", "question", "choice", "answer", "right", "answered_at_utc")
+CSV_COLUMNS = ("student", "page", "question", "first_prediction", "answer", "right", "attempts", "choice_now",
+               "answered_at_utc")
 
 
 def _cell(value: object) -> str:
@@ -67,12 +68,13 @@ def _cell(value: object) -> str:
 
 
 def answers_csv(rows: Iterable[AnswerRow]) -> str:
-    """The answers as CSV, one row per student and question (CSV_COLUMNS)."""
+    """The answers as CSV, one row per student and question (CSV_COLUMNS): the first prediction and whether it was
+    right, how many times the question was answered, and the choice now."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
     for a in rows:
         writer.writerow([_cell(v) for v in (a.student, a.page, a.question, a.choice, a.answer,
-                                              "" if a.right is None else ("yes" if a.right else "no"),
-                                              a.answered_at.isoformat(timespec="seconds"))])
+                                              "" if a.right is None else ("yes" if a.right else "no"), a.attempts,
+                                              a.last_choice, a.answered_at.isoformat(timespec="seconds"))])
     return out.getvalue()
