@@ -15,6 +15,10 @@ the picture this package draws from them. (BertViz's `head_view` and `model_view
     bertviz.py  BertViz's head_view and model_view, with its argument names
     corpus.py   a corpus survey's four: corpus_map, example_rows, qk_scatter, corpus_statistic
     images.py   an image model's three, over its picture: picture, heads_over_image, norms_chart
+    notebook.py a canvas heatmap for notebooks and files: NotebookHeatmap, shown as HTML (heatmap.js inline) with a
+                PNG beside it; to_html(path), to_png(path)
+    notebook_results.py  notebook_heatmap: a result (every head, one head, one token) or a payload -> NotebookHeatmap
+    png.py      a canvas heatmap as a PNG drawn in Python (Pillow): heatmap_png
 
 From a result (`attend(load_model(...), text)`, `from_attentions(...)` on any model's output_attentions, or
 `load_npz(...)`):
@@ -30,10 +34,12 @@ From a result (`attend(load_model(...), text)`, `from_attentions(...)` on any mo
     comparison(cmp)                   two models or precisions: how far each head moved (compare_heads)
     pair(head_pair(...))              one head of A beside B's, and B − A, in three panels
     head_view(...), model_view(...)   BertViz's two functions, with its argument names: change the import
+    notebook_heatmap(att, layer, head) the app's canvas heatmap in a notebook: tens of kB where head_view's page
+                                      is 4.9 MB; it renders in an exported page and (as a PNG) on a code host
 
 The toy side's names, base.py's, canvas.py's and models.py's builders load with this front (numpy and Plotly: a
-toy page starts without torch); the others (results, bertviz, corpus, images) load their module, and with it
-torch, when first used.
+toy page starts without torch); the others (results, bertviz, corpus, images, notebook_results; notebook and png)
+load their module, and with it torch (or only Pillow), when first used.
 """
 
 from __future__ import annotations
@@ -85,12 +91,15 @@ from attention.figures.toy import (
 )
 from attention.naming import head_name, head_words
 
-_LATER = {  # name -> the module that holds it, imported on first use (it imports torch: attention.models)
+_LATER = {  # name -> the module that holds it, imported on first use (it imports torch, attention.models, or Pillow)
     **dict.fromkeys(("distance", "grid", "head", "lines", "statistic", "token"), "attention.figures.results"),
     **dict.fromkeys(("head_view", "model_view", "ViewHTML"), "attention.figures.bertviz"),
     **dict.fromkeys(("CONTEXT_COLUMN", "corpus_map", "corpus_statistic", "example_rows", "head_types", "qk_scatter"),
                     "attention.figures.corpus"),
     **dict.fromkeys(("heads_over_image", "image_uri", "norms_chart", "picture"), "attention.figures.images"),
+    "NotebookHeatmap": "attention.figures.notebook",
+    "notebook_heatmap": "attention.figures.notebook_results",
+    "heatmap_png": "attention.figures.png",
 }
 
 __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED", "WEIGHT_SCALE", "WEIGHTS", "Colours",
