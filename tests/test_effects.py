@@ -348,7 +348,7 @@ def test_a_pass_between_two_batches_of_a_scan_sees_the_model_unedited(tokenizer)
 
     def run_scan():
         try:
-            scan(loaded, setup, sites, lambda part: hooked_z(setup, head_slices(setup, part, None)),
+            scan(loaded, setup, sites, lambda part: hooked_z(loaded, head_slices(part, None)),
                  lambda out: out.logits[:, -1, 0], None)
         except Exception as err:  # noqa: BLE001 - reported by the test below
             errors.append(err)

@@ -201,7 +201,7 @@ def test_an_analysis_puts_its_hooks_on_the_shared_model_only_while_it_holds_the_
     loaded, reference = build("bert" if analysis == "qk_attribution" else "gpt2", tok)  # bert: post-norm, one pass
     att = attend(loaded, TEXT)
     run = {"qk_attribution": lambda: qk_attribution(loaded, att, 1, 0, 4, 2).total,
-           "residual_stream": lambda: residual_stream(loaded, att, loaded.anatomy).streams}[analysis]
+           "residual_stream": lambda: residual_stream(loaded, att, loaded.anatomy).resid}[analysis]
     alone, own_hooks = run(), _hooked(loaded.network)
     ids = torch.as_tensor(att.token_ids)[None]
     with torch.no_grad():

@@ -1,12 +1,15 @@
 """Running a model with parts of it edited: what ablation, patching and attribution share.
 
-Two places can be edited, both found through the family's anatomy (attention.models.forward.anatomy):
-    z       a layer's heads' outputs side by side, (B, n, H * d): the input of its output projection W_O
-            (TransformerLens's hook_z); one head is the slice h * d ... (h + 1) * d
-    block   the residual stream entering a block, (B, n, D)
-`edit_setup(loaded, att)` runs the clean text once and keeps what every edited run needs: the token ids,
-each layer's W_O, and each block's input on this text. `scan(...)` runs many edited copies of a text in
-batches of about BATCH_SECONDS each, releasing the model's lock in between so that another user's
+Edits are hook fns on TransformerLens's hook points (attention.models.forward.hook_points, found through the
+family's anatomy), put on with its one installer, `hooks(loaded, fwd_hooks, lock=False)`, while the caller
+holds the model's lock. Two points are edited:
+    blocks.{l}.attn.hook_z          [batch, pos, head_index, d_head]  every head's output: W_O's input
+    blocks.{l}.hook_resid_pre       [batch, pos, d_model]  the residual stream entering block l
+(and activation patching's last row, blocks.{L-1}.hook_resid_post: the stream leaving the last block). The
+residual stream is `resid` here and in patching, readout and qk_stream, as TransformerLens names it.
+`edit_setup(loaded, att)` runs the clean text once and keeps what every edited run needs: the token ids and
+the residual stream entering each block on this text (`resid_pre`). `scan(...)` runs many edited copies of a
+text in batches of about BATCH_SECONDS each, releasing the model's lock in between so that another user's
 sentence waits at most about that long; llama-style models start each batch at its first edited layer,
 from the residual stream there (about half the work for an ablation of every head).
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +28,7 @@ import torch
 
 from attention.models.analyses.target_foil import Contrast, logit_difference
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy, has_lm_head, parameter
+from attention.models.forward.hook_points import HookPoint, hooks
 from attention.models.forward.model import LoadedModel, cap_logits
 from attention.models.forward.model_attention import ModelAttention
 
@@ -37,14 +41,12 @@ EFFECT_MAX_TOKENS = 512  # longer texts are refused: one pass per edit, and attr
 class EditSetup:
     att: ModelAttention  # the clean pass: tokens, modules
     ids: torch.Tensor  # (1, n)
-    projections: tuple[torch.nn.Module, ...]  # per layer, W_O: the linear layer reading the concatenated heads
-    blocks: tuple[torch.nn.Module, ...]  # per layer, the block
+    n_layers: int
     n_heads: int
-    head_size: int
     clean: object  # the model's output on the text, computed as the edited runs are (eager attention)
     restart: tuple[torch.nn.Module, str, torch.nn.ModuleList] | None  # (parent, attribute, blocks) when a pass
     # can start at any block (see restart_of); None otherwise
-    block_inputs: tuple[torch.Tensor, ...]  # L x (1, n, D): the residual stream entering each block
+    resid_pre: tuple[torch.Tensor, ...]  # L x [1, pos, d_model]: the residual stream entering each block
 
 
 def edit_setup(loaded: LoadedModel, att: ModelAttention) -> EditSetup:
@@ -67,23 +69,18 @@ def edit_setup(loaded: LoadedModel, att: ModelAttention) -> EditSetup:
         raise ValueError(f"{name} runs one shared block for every layer ({parts.model_type}): removing a head "
                          "from one layer alone would remove it from all of them, so head effects are not shown.")
     ids = torch.as_tensor(att.token_ids)[None].to(loaded.device)
-    inputs = {}
-    with loaded.lock, torch.inference_mode():  # hooks only while the model is ours: another user's pass is not seen
-        hooks = [block.register_forward_pre_hook(lambda m, args, kwargs, i=i: inputs.__setitem__(
-            i, _hidden_of(args, kwargs).detach().clone()), with_kwargs=True) for i, block in enumerate(parts.blocks)]
-        try:
-            clean = loaded.network(input_ids=ids, **lm_kwargs(loaded))
-        finally:
-            for h in hooks:
-                h.remove()
-    L, H = len(parts.outputs), att.n_heads
-    return EditSetup(att=att, ids=ids, projections=parts.outputs, blocks=parts.blocks, n_heads=H,
-                     head_size=parts.output_weight(0).shape[0] // H, clean=clean, restart=restart_of(parts),
-                     block_inputs=tuple(inputs[i] for i in range(L)))
+    L = len(parts.blocks)
+    resid_pre = {}
 
+    def keep(resid: torch.Tensor, hook: HookPoint) -> None:  # [1, pos, d_model]
+        resid_pre[hook.layer] = resid.detach().clone()
 
-def _hidden_of(args, kwargs) -> torch.Tensor:
-    return args[0] if args else kwargs["hidden_states"]
+    # hooks only while the model is ours: another user's pass is not seen
+    with loaded.lock, torch.inference_mode(), hooks(
+            loaded, [(f"blocks.{layer}.hook_resid_pre", keep) for layer in range(L)], lock=False):
+        clean = loaded.network(input_ids=ids, **lm_kwargs(loaded))
+    return EditSetup(att=att, ids=ids, n_layers=L, n_heads=att.n_heads, clean=clean, restart=restart_of(parts),
+                     resid_pre=tuple(resid_pre[layer] for layer in range(L)))
 
 
 def restart_of(parts: Anatomy) -> tuple[torch.nn.Module, str, torch.nn.ModuleList] | None:
@@ -102,46 +99,23 @@ def lm_kwargs(loaded: LoadedModel) -> dict:
     return {"logits_to_keep": 1} if has_lm_head(loaded.network) else {}
 
 
-@contextlib.contextmanager
-def hooked_z(setup: EditSetup, edit: Callable[[int, torch.Tensor], torch.Tensor]):
-    """Route each layer's z (the projection's input, (B, n, H * d)) through edit(layer, z)."""
-    handles = [p.register_forward_pre_hook(lambda module, args, layer=layer: (edit(layer, args[0]), *args[1:]))
-               for layer, p in enumerate(setup.projections)]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
-
-
-@contextlib.contextmanager
-def hooked_blocks(setup: EditSetup, edit: Callable[[int, torch.Tensor], torch.Tensor]):
-    """Route the residual stream entering each block ((B, n, D)) through edit(layer, x)."""
-    def hook(module, args, kwargs, layer):
-        if args:
-            return (edit(layer, args[0]), *args[1:]), kwargs
-        return args, {**kwargs, "hidden_states": edit(layer, kwargs["hidden_states"])}
-
-    handles = [block.register_forward_pre_hook(lambda m, a, k, layer=layer: hook(m, a, k, layer), with_kwargs=True)
-               for layer, block in enumerate(setup.blocks)]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
+def hooked_z(loaded: LoadedModel, fn: Callable[[torch.Tensor, HookPoint], torch.Tensor | None]):
+    """hooks() with fn(z, hook) on every layer's blocks.{l}.attn.hook_z, z [batch, pos, head_index, d_head]
+    (hook.layer says which), for a caller that holds the model's lock (scan's batches do)."""
+    n_layers = len(loaded.anatomy.blocks)
+    return hooks(loaded, [(f"blocks.{layer}.attn.hook_z", fn) for layer in range(n_layers)], lock=False)
 
 
 def z_of(loaded: LoadedModel, setup: EditSetup) -> list[torch.Tensor]:
-    """Each layer's z on the setup's text, (n, H * d)."""
+    """Each layer's z on the setup's text: L x [pos, head_index, d_head]."""
     seen = {}
 
-    def keep(layer, z):
-        seen[layer] = z[0].detach().clone()
-        return z
+    def keep(z: torch.Tensor, hook: HookPoint) -> None:
+        seen[hook.layer] = z[0].detach().clone()
 
-    with loaded.lock, hooked_z(setup, keep), torch.inference_mode():
+    with loaded.lock, hooked_z(loaded, keep), torch.inference_mode():
         loaded.network(input_ids=setup.ids)
-    return [seen[layer] for layer in range(len(setup.projections))]
+    return [seen[layer] for layer in range(setup.n_layers)]
 
 
 def run_from(loaded: LoadedModel, setup: EditSetup, first_layer: int, copies: int, *, base: bool = False):
@@ -156,7 +130,7 @@ def run_from(loaded: LoadedModel, setup: EditSetup, first_layer: int, copies: in
     parent, attribute, blocks = setup.restart
     setattr(parent, attribute, torch.nn.ModuleList(list(blocks)[first_layer:]))
     try:
-        return network(inputs_embeds=setup.block_inputs[first_layer].repeat(copies, 1, 1), **kwargs)
+        return network(inputs_embeds=setup.resid_pre[first_layer].repeat(copies, 1, 1), **kwargs)
     finally:
         setattr(parent, attribute, blocks)
 
@@ -166,9 +140,10 @@ def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]],
          read: Callable[[object], torch.Tensor], progress, *, base: bool = False, verb: str = "Edited",
          last_block: int | None = None) -> np.ndarray:
     """read(output) of one edited copy of the text per site (layer, index), sites sorted by layer:
-    hooks_for(part) installs the edits of a batch, copy b editing part[b] (hooked_z, hooked_blocks), while the
-    batch holds the model's lock: hooks on the shared model are never up while another pass runs. A batch
-    starts at its first site's layer (at most `last_block`, for sites past the last block).
+    hooks_for(part) installs the edits of a batch, copy b editing part[b] (hooks(..., lock=False): hooked_z with
+    head_slices, or the residual stream's points), while the batch holds the model's lock: hooks on the shared
+    model are never up while another pass runs. A batch starts at its first site's layer (at most
+    `last_block`, for sites past the last block).
     Shapes: -> (len(sites),)."""
     values = np.zeros(len(sites))
     # The first batch is one copy: its time sizes the next. (It was 8: at the first layers, on a busy machine,
@@ -191,13 +166,17 @@ def scan(loaded: LoadedModel, setup: EditSetup, sites: list[tuple[int, int]],
     return values
 
 
-def copy_edits(part: list[tuple[int, int]], put: Callable[[torch.Tensor, int, int, int], None]):
-    """edit(layer, x) for a batch of copies: copy b is edited at its site part[b] = (layer, index) by
-    put(x, b, layer, index), on a clone of x; layers without a site pass x through. Shapes: x (B, ...)."""
-    def edit(layer, x):
+def copy_edits(part: list[tuple[int, int]], put: Callable[[torch.Tensor, int, int, int], None],
+               rows: Mapping[str, int] | None = None):
+    """A hook fn, edit(x, hook), for a batch of copies: copy b is edited at its site part[b] = (layer, index)
+    by put(x, b, layer, index), on a clone of x (returned: the model reads the clone); where no copy has a site
+    it returns None (x unchanged). A point's layer is hook.layer, or rows[hook.name] (patching's last row, L,
+    is the last block's hook_resid_post). Shapes: x [batch, ...]."""
+    def edit(x: torch.Tensor, hook: HookPoint) -> torch.Tensor | None:
+        layer = hook.layer if rows is None else rows[hook.name]
         mine = [(b, index) for b, (site_layer, index) in enumerate(part) if site_layer == layer]
         if not mine:
-            return x
+            return None
         x = x.clone()
         for b, index in mine:
             put(x, b, layer, index)
@@ -205,14 +184,12 @@ def copy_edits(part: list[tuple[int, int]], put: Callable[[torch.Tensor, int, in
     return edit
 
 
-def head_slices(setup: EditSetup, part: list[tuple[int, int]], source: list[torch.Tensor] | None):
-    """The z edit that sets head h's slice of copy b (part[b] = (layer, h)) to source[layer]'s slice (its
-    values at every position, or one row broadcast), or to 0 when source is None."""
-    d = setup.head_size
-
-    def put(z, b, layer, h):
-        cut = slice(h * d, (h + 1) * d)
-        z[b, :, cut] = 0 if source is None else source[layer][..., cut]
+def head_slices(part: list[tuple[int, int]], source: list[torch.Tensor] | None):
+    """The hook_z edit that sets head h of copy b (part[b] = (layer, h)) to source[layer]'s head h (its values
+    at every position, [pos, head_index, d_head], or one [head_index, d_head] for all), or to 0 when source is
+    None."""
+    def put(z, b, layer, h):  # z [batch, pos, head_index, d_head]
+        z[b, :, h] = 0 if source is None else source[layer][..., h, :]
     return copy_edits(part, put)
 
 

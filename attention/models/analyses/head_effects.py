@@ -29,6 +29,7 @@ import torch
 from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, linear_metric, run_from, scan, z_of
 from attention.models.analyses.target_foil import Contrast
 from attention.models.forward.device import LONG_WORK_TOKENS, work_threads
+from attention.models.forward.hook_points import HookPoint, hooks
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.tokens import find_word
@@ -122,11 +123,11 @@ def _check(ablation: str) -> None:
 
 def _ablations(loaded: LoadedModel, setup, ablation: str, read, progress, *, base: bool = False) -> np.ndarray:
     """The metric with each head removed in turn: (L, H)."""
-    L, H = len(setup.projections), setup.n_heads
-    means = [z.mean(0) for z in z_of(loaded, setup)] if ablation == "mean" else None  # (H * d,) per layer
+    L, H = setup.n_layers, setup.n_heads
+    means = [z.mean(0) for z in z_of(loaded, setup)] if ablation == "mean" else None  # L x [head_index, d_head]
     sites = [(layer, head) for layer in range(L) for head in range(H)]  # by layer: a batch starts at its first
     with work_threads(LONG_WORK_TOKENS):  # a batch holds dozens of copies of the text: long work
-        values = scan(loaded, setup, sites, lambda part: hooked_z(setup, head_slices(setup, part, means)), read,
+        values = scan(loaded, setup, sites, lambda part: hooked_z(loaded, head_slices(part, means)), read,
                       progress, base=base, verb="Ablated heads:")
     return values.reshape(L, H)
 
@@ -174,37 +175,39 @@ def attribution_patching(loaded: LoadedModel, att: ModelAttention, contrast: Con
     from one forward and one backward pass: (z_ablated - z) . d metric / d z, summed over the head's slice."""
     _check(ablation)
     setup = edit_setup(loaded, att)
-    network, d = loaded.network, setup.head_size
+    network = loaded.network
     seen = {}
 
-    def keep(layer, z):
-        z.retain_grad()  # z is inside the graph: its .grad is the total derivative, through later layers too
-        seen[layer] = z
-        return z
+    def grad_from_here(embed: torch.Tensor, hook: HookPoint) -> None:  # hook_embed [1, pos, d_model]
+        embed.requires_grad_(True)
 
-    embeddings = network.get_input_embeddings()
+    def keep(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # hook_z [1, pos, head_index, d_head]
+        z.retain_grad()  # z is inside the graph: its .grad is the total derivative, through later layers too
+        seen[hook.layer] = z
+        return z  # returned, z is what W_O reads (copied into its input), so the gradient reaches z (with None
+        # returned, W_O would read its own input, of which z is a view, and z's .grad would stay None)
+
     with loaded.lock:  # the hooks and flags below change the shared model: only while no other pass runs
-        grad_from_here = embeddings.register_forward_hook(lambda module, args, out: out.requires_grad_(True))
         flags = [p.requires_grad for p in network.parameters()]
         try:
-            with hooked_z(setup, keep), torch.enable_grad():
+            with (hooks(loaded, [("hook_embed", grad_from_here)], lock=False), hooked_z(loaded, keep),
+                  torch.enable_grad()):
                 for p in network.parameters():
                     p.requires_grad_(False)  # gradients for the activations only, not the 135M parameters
                 logits = network(input_ids=setup.ids, logits_to_keep=1).logits[0, -1]  # as the model caps them
                 metric = contrast.difference(logits)
                 metric.backward()
         finally:
-            grad_from_here.remove()
             for p, flag in zip(network.parameters(), flags, strict=True):
                 p.requires_grad_(flag)
-    L, H = len(setup.projections), setup.n_heads
+    L, H = setup.n_layers, setup.n_heads
     estimate = np.zeros((L, H))
     for layer in range(L):
         # In float64: a model in half precision has z and its gradient in bfloat16 or float16 (numpy has no
         # bfloat16: issue 42's walk found "Got unsupported ScalarType BFloat16" here), and a sum of n * d products
         # is better added up in float64 anyway.
-        z, grad = seen[layer][0].detach().double(), seen[layer].grad[0].double()  # (n, H * d)
+        z, grad = seen[layer][0].detach().double(), seen[layer].grad[0].double()  # [pos, head_index, d_head]
         delta = -z if ablation == "zero" else z.mean(0, keepdim=True) - z
-        estimate[layer] = (delta * grad).reshape(z.shape[0], H, d).sum((0, 2)).cpu().numpy()
+        estimate[layer] = (delta * grad).sum((0, 2)).cpu().numpy()
     return HeadEffects(baseline=contrast.baseline, effect=estimate, ablation=ablation, estimated=True,
                        metric=contrast.metric, contrast=contrast)

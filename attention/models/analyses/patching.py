@@ -6,9 +6,10 @@ taken from the clean run, and see how much of the clean prediction comes back:
 
     effect = (m_patched − m_corrupt) / (m_clean − m_corrupt)        m = logit(target) − logit(foil)
 
-1 restores the clean prediction, 0 changes nothing. Sites:
-    "residual"  the residual stream at one (layer, position): row l < L enters block l, row L leaves the last
-    "heads"     one head's output z_h at every position
+1 restores the clean prediction, 0 changes nothing. Sites (TransformerLens's hook points):
+    "residual"  the residual stream at one (layer, position): row l < L enters block l (blocks.{l}.hook_resid_pre),
+                row L leaves the last (blocks.{L-1}.hook_resid_post, the final norm's input)
+    "heads"     one head's output z_h at every position (blocks.{l}.attn.hook_z[:, :, h])
 
 Runs are batched like the ablation scan (attention.models.analyses.edits): about BATCH_SECONDS a batch, the model's
 lock released in between, a progress report after each.
@@ -18,7 +19,6 @@ Shapes: L layers, H heads, n tokens (the same for both prompts).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,7 +30,6 @@ from attention.models.analyses.edits import (
     copy_edits,
     edit_setup,
     head_slices,
-    hooked_blocks,
     hooked_z,
     linear_metric,
     scan,
@@ -38,6 +37,7 @@ from attention.models.analyses.edits import (
 )
 from attention.models.analyses.target_foil import Contrast
 from attention.models.forward.device import LONG_WORK_TOKENS, work_threads
+from attention.models.forward.hook_points import HookPoint, hooks
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention, shown_tokens
 
@@ -71,18 +71,18 @@ def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: Mod
                          "nothing for patching to restore. Corrupt the prompt where it matters.")
     source, into = edit_setup(loaded, clean), edit_setup(loaded, corrupt)  # patched from source into `into`
     read = linear_metric(loaded, contrast)
-    L, n = len(into.blocks), len(clean.tokens)
+    L, n = into.n_layers, len(clean.tokens)
     with work_threads(LONG_WORK_TOKENS):
         if site == "residual":
-            streams = [x[0] for x in source.block_inputs] + [_final_stream(loaded, source)]  # (L + 1) x (n, D)
+            clean_resid = [r[0] for r in source.resid_pre] + [_final_resid(loaded, source)]  # (L+1) x [pos, d_model]
             sites = [(layer, pos) for layer in range(L + 1) for pos in range(n)]
-            values = scan(loaded, into, sites, lambda part: _patched_streams(loaded, into, part, streams), read,
+            values = scan(loaded, into, sites, lambda part: _patched_resid(loaded, into, part, clean_resid), read,
                           progress, base=True, verb="Patched residual sites:", last_block=L - 1)
             shape = (L + 1, n)
         else:
-            clean_z = z_of(loaded, source)
+            clean_z = z_of(loaded, source)  # L x [pos, head_index, d_head]
             sites = [(layer, head) for layer in range(L) for head in range(into.n_heads)]
-            values = scan(loaded, into, sites, lambda part: hooked_z(into, head_slices(into, part, clean_z)),
+            values = scan(loaded, into, sites, lambda part: hooked_z(loaded, head_slices(part, clean_z)),
                           read, progress, base=True, verb="Patched heads:")
             shape = (L, into.n_heads)
     effect = (values.reshape(shape) - m_corrupt) / (contrast.baseline - m_corrupt)
@@ -90,40 +90,33 @@ def activation_patching(loaded: LoadedModel, clean: ModelAttention, corrupt: Mod
                     corrupt_tokens=shown_tokens(corrupt), contrast=contrast)
 
 
-def _final_stream(loaded: LoadedModel, setup: EditSetup) -> torch.Tensor:
-    """The residual stream leaving the last block (the final norm's input) on the setup's text, (n, D)."""
-    seen = {}
-    norm = _final_norm(loaded)
-    with loaded.lock, torch.inference_mode():  # a hook on the shared model: only while no other pass runs
-        handle = norm.register_forward_pre_hook(lambda module, args: seen.__setitem__("x", args[0][0].detach().clone()))
-        try:
-            loaded.network(input_ids=setup.ids, logits_to_keep=1)
-        finally:
-            handle.remove()
-    return seen["x"]
-
-
-def _final_norm(loaded: LoadedModel) -> torch.nn.Module:
-    norm = loaded.anatomy.final_norm
-    if norm is None:
+def _final_resid(loaded: LoadedModel, setup: EditSetup) -> torch.Tensor:
+    """The residual stream leaving the last block (blocks.{L-1}.hook_resid_post: the final norm's input) on the
+    setup's text, [pos, d_model]. ValueError for a family whose final norm is not known (linear_metric reads
+    the final norm's output)."""
+    if loaded.anatomy.final_norm is None:
         raise ValueError(f"{loaded.spec.name}'s final norm is not known here: the residual stream cannot be patched.")
-    return norm
+    seen = {}
+
+    def keep(resid: torch.Tensor, hook: HookPoint) -> None:
+        seen["resid"] = resid[0].detach().clone()
+
+    # a hook on the shared model: only while no other pass runs
+    with loaded.lock, torch.inference_mode(), hooks(
+            loaded, [(f"blocks.{setup.n_layers - 1}.hook_resid_post", keep)], lock=False):
+        loaded.network(input_ids=setup.ids, logits_to_keep=1)
+    return seen["resid"]
 
 
-@contextlib.contextmanager
-def _patched_streams(loaded: LoadedModel, setup: EditSetup, part: list[tuple[int, int]], streams):
-    """Copy b's residual stream at (layer, position) = part[b] set to the clean run's: entering block l for
-    l < L, entering the final norm for l = L."""
-    L = len(setup.blocks)
+def _patched_resid(loaded: LoadedModel, setup: EditSetup, part: list[tuple[int, int]], clean_resid):
+    """hooks() (the caller holds the lock) that set copy b's residual stream at (layer, position) = part[b] to
+    the clean run's, clean_resid[layer]: entering block l for l < L (blocks.{l}.hook_resid_pre), leaving the last
+    block for l = L (blocks.{L-1}.hook_resid_post)."""
+    L = setup.n_layers
 
-    def put(x, b, layer, pos):
-        x[b, pos] = streams[layer][pos]
+    def put(resid, b, layer, pos):  # resid [batch, pos, d_model]
+        resid[b, pos] = clean_resid[layer][pos]
 
-    patch = copy_edits(part, put)
-
-    handle = _final_norm(loaded).register_forward_pre_hook(lambda module, args: (patch(L, args[0]), *args[1:]))
-    try:
-        with hooked_blocks(setup, patch):
-            yield
-    finally:
-        handle.remove()
+    rows = {f"blocks.{layer}.hook_resid_pre": layer for layer in range(L)} | {f"blocks.{L - 1}.hook_resid_post": L}
+    patch = copy_edits(part, put, rows)
+    return hooks(loaded, [(name, patch) for name in rows], lock=False)

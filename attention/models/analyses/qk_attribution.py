@@ -10,7 +10,7 @@ each a sum over parts plus a constant (the norms' and projections' biases), and 
     s_ij = scale * q_i . k_j = Σ_(query part a, key part b) scale * q_i^a . k_j^b   +   bias terms
 
 `qk_attribution` builds that matrix (rows: query parts, columns: key parts) from the stream's parts at layer l
-(attention.models.analyses.qk_stream: one pass of the model up to layer l with hooks on the blocks and W_O).
+(attention.models.analyses.qk_stream: the result itself, or one pass up to layer l reading its hook points).
 `against` asks why this key and not the others: the same matrix for key j minus the one for a second key, or
 minus the mean over the keys the query can see. A soft cap (Gemma-2) applies after the sum: softmax reads c *
 tanh(s / c) of the total. The sum is held to the model's own score (its q and k as its attention kernel

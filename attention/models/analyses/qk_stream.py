@@ -1,16 +1,18 @@
 """The residual stream at block `layer`, split into the parts that wrote it, for "why this key".
 
-StreamParts runs the model up to block `layer` once (or reads the result itself, for pre-norm families) and
-gives, at any positions, the stream as a sum of parts: the embeddings, what each earlier head wrote
-(z_h W_O^h), each earlier attention's output bias, each earlier MLP, and the norms' biases, with every norm's
-scale frozen at its value on this text; then those parts through the head's norm, projection, head norm and
-rotary embedding (`vectors`), so that a query or key is a sum over parts plus a constant.
+StreamParts runs the model up to block `layer` once, reading TransformerLens's hook points (or reads the
+result itself, for pre-norm families), and gives, at any positions, the residual stream (`resid`) as a sum of
+parts: the embeddings, what each earlier head wrote (z_h W_O^h), each earlier attention's output bias, each
+earlier MLP, and the norms' biases, with every norm's scale frozen at its value on this text; then those parts
+through the head's norm, projection, head norm and rotary embedding (`vectors`), so that a query or key is a
+sum over parts plus a constant.
 
 Shapes: P parts, p positions, H heads, H_kv KV heads, d head size, D model size.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 
@@ -22,6 +24,7 @@ from attention.models.analyses.readout import frozen_norm
 from attention.models.forward.anatomy import home
 from attention.models.forward.check import ROUNDING_UNITS
 from attention.models.forward.device_arrays import part
+from attention.models.forward.hook_points import HookPoint, hooks
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
 from attention.naming import head_name
@@ -62,62 +65,70 @@ class StreamParts:
         return max(rtol, ROUNDING_UNITS * float(torch.finfo(dtype).eps) / 2)
 
     def _capture(self, att: ModelAttention) -> None:
-        """What the parts are made of, at every position: block inputs x (layer + 1), W_O's input z and output o,
-        the post norms' inputs. Pre-norm families: from the result itself (its hidden states, and z = w v from
-        its q, k, v), no pass; post-norm ones: one pass up to block `layer` with hooks (their second norm's
-        input is kept nowhere else)."""
+        """What the parts are made of, at every position: the residual stream entering blocks 0 ... layer
+        (hook_resid_pre), W_O's input z (attn.hook_z) and output o, the post norms' inputs. Pre-norm families:
+        from the result itself (its hidden states, and z = w v from its q, k, v), no pass; post-norm ones: one
+        pass up to block `layer` with hooks (their second norm's input is kept nowhere else)."""
         s = att.self_attn
         if self.qk.residual != "post" and s.v is not None and att.hidden is not None and s.own_weights is None:
             self.att = att
             return
         self.att = None
-        x, z, o, norm_in = {}, {}, {}, {}
+        resid, z, o, norm_in = {}, {}, {}, {}
         layer = self.layer
 
-        def block_input(m):
-            def hook(module, args, kwargs):
-                x[m] = (args[0] if args else kwargs["hidden_states"])[0].detach().cpu()
-                if m == layer:
-                    raise _Stop
-            return hook
+        def keep_resid(t: torch.Tensor, hook: HookPoint) -> None:  # [1, pos, d_model]
+            resid[hook.layer] = t[0].detach().cpu()
+            if hook.layer == layer:
+                raise _Stop
 
-        def keep(store, m, key=None):
-            def hook(module, args, out=None):
-                store[(m, key) if key is not None else m] = (args[0] if out is None else out)[0].detach().cpu()
-            return hook
+        def keep_z(t: torch.Tensor, hook: HookPoint) -> None:  # [1, pos, head_index, d_head]
+            z[hook.layer] = t[0].detach().cpu()
 
-        handles = []
+        fwd_hooks = ([(f"blocks.{m}.hook_resid_pre", keep_resid) for m in range(layer + 1)]
+                     + [(f"blocks.{m}.attn.hook_z", keep_z) for m in range(layer)])
         ids = torch.as_tensor(att.token_ids)[None].to(self.loaded.device)
         # The hooks go on the shared model only while it is ours: put on before the lock, another session's
         # pass ran into _Stop (make soak: "Running MiniLM-L6 failed: the work raised _Stop").
-        with self.loaded.lock, torch.no_grad():
+        with (self.loaded.lock, torch.no_grad(), hooks(self.loaded, fwd_hooks, lock=False),
+              self._unnamed_points(o, norm_in)):
             try:
-                for m, block in enumerate(self.parts.blocks[:layer + 1]):
-                    handles.append(block.register_forward_pre_hook(block_input(m), with_kwargs=True))
-                    if m == layer:
-                        break
-                    handles += [self.parts.outputs[m].register_forward_pre_hook(keep(z, m)),
-                                self.parts.outputs[m].register_forward_hook(keep(o, m))]
-                    for i, path in enumerate(self.qk.post_norms):
-                        handles.append(block.get_submodule(path).register_forward_pre_hook(keep(norm_in, m, i)))
-                try:
-                    self.loaded.network(input_ids=ids, **({"use_cache": False} if att.architecture ==
-                                                          "decoder-only" else {}))
-                except _Stop:
-                    pass
-            finally:
-                for h in handles:
-                    h.remove()
-        self._x, self._z, self._o, self._norm_in = x, z, o, norm_in
+                self.loaded.network(input_ids=ids, **({"use_cache": False} if att.architecture ==
+                                                      "decoder-only" else {}))
+            except _Stop:
+                pass
+        self._resid, self._z, self._o, self._norm_in = resid, z, o, norm_in
 
-    def x(self, m: int, pos: torch.Tensor) -> torch.Tensor:
-        """Block m's input at `pos`: (p, D) float64."""
+    @contextlib.contextmanager
+    def _unnamed_points(self, o: dict, norm_in: dict):
+        """Hooks put on by hand, on blocks before `layer`, for what no hook point gives in every family: W_O's
+        output o[m] (hook_attn_out is the norm after it in Gemma-2/3 and OLMo-2; OPT has none) and the post
+        norms' inputs norm_in[m, i] (BERT's first is TransformerLens's hook_resid_mid, not a point here; its
+        second, hook_resid_post, is kept with it). Removed in finally; the caller holds the model's lock."""
+        def keep(store, key, side):
+            def hook(module, args, out=None):
+                store[key] = (args[0] if side == "in" else out)[0].detach().cpu()
+            return hook
+
+        handles = []
+        try:
+            for m, block in enumerate(self.parts.blocks[:self.layer]):
+                handles.append(self.parts.outputs[m].register_forward_hook(keep(o, m, "out")))
+                for i, path in enumerate(self.qk.post_norms):
+                    handles.append(block.get_submodule(path).register_forward_pre_hook(keep(norm_in, (m, i), "in")))
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def resid_pre(self, m: int, pos: torch.Tensor) -> torch.Tensor:
+        """The residual stream entering block m at `pos`: (p, D) float64."""
         if self.att is None:
-            return self._x[m][pos].double()
+            return self._resid[m][pos].double()
         return torch.from_numpy(self.att.hidden[m, pos.numpy()]).double()  # those rows only (on a GPU, a copy)
 
     def z(self, m: int, pos: torch.Tensor) -> torch.Tensor:
-        """W_O's input at `pos`, every head's output side by side: (p, H * d) float64."""
+        """W_O's input at `pos`, every head's output: [pos, head_index, d_head] float64."""
         if self.att is None:
             return self._z[m][pos].double()
         s = self.att.self_attn
@@ -126,7 +137,8 @@ class StreamParts:
         if m not in self._values:  # read once per layer (on a GPU each read copies the layer back)
             self._values[m] = torch.from_numpy(s.v[m]).double()
         v = self._values[m].repeat_interleave(self.H // s.v.shape[1], dim=0)  # (H, m, d)
-        return torch.einsum("hpj,hjd->phd", w, v[:, :w.shape[-1]]).reshape(len(pos), -1)
+        flat = torch.einsum("hpj,hjd->phd", w, v[:, :w.shape[-1]]).reshape(len(pos), -1)  # (p, H * d)
+        return flat.unflatten(-1, (self.H, -1))  # a view of flat
 
     def o(self, m: int, pos: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """W_O's output at `pos` (its bias included), from its input there `z` (self.z): (p, D) float64."""
@@ -135,7 +147,7 @@ class StreamParts:
         linear = self.parts.outputs[m]
         bias = getattr(linear, "bias", None)
         w_o = torch.from_numpy(self.parts.output_weight(m)).double()
-        out = z @ w_o
+        out = z.flatten(-2) @ w_o  # (p, H * d) @ (H * d, D)
         return out if bias is None else out + bias.detach().double().cpu()
 
     def norm_input(self, m: int, which: int, pos: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
@@ -150,7 +162,7 @@ class StreamParts:
         the stream the model computed there (checked)."""
         pos = torch.as_tensor(positions)
         H = self.H
-        names, parts = ["embeddings"], [self.x(0, pos)[None]]
+        names, parts = ["embeddings"], [self.resid_pre(0, pos)[None]]
         post = self.qk.residual == "post"
         if post:
             names.append("norm biases")
@@ -160,11 +172,11 @@ class StreamParts:
             d = w_o.shape[0] // H
             z = self.z(m, pos)  # once per layer: z, o and the heads' writes all come from it
             o = self.o(m, pos, z)
-            heads = torch.einsum("phd,hdD->hpD", z.view(len(positions), H, d), w_o.view(H, d, -1))
+            heads = torch.einsum("phd,hdD->hpD", z, w_o.view(H, d, -1))
             bias = (o - heads.sum(0))[None]
             new = [head_name(m, h) for h in range(H)] + [f"L{m + 1} attention bias"]
             if self.qk.residual == "pre":
-                mlp = self.x(m + 1, pos) - self.x(m, pos) - o
+                mlp = self.resid_pre(m + 1, pos) - self.resid_pre(m, pos) - o
                 names += [*new, f"L{m + 1} MLP"]
                 parts += [heads, bias, mlp[None]]
             elif self.qk.residual == "post_attention_norm":
@@ -172,7 +184,7 @@ class StreamParts:
                 written = torch.cat([heads, bias])  # (H + 1, p, D)
                 normed, betas = self._frozen(norm, self.norm_input(m, 0, pos, o), written)
                 normed[-1] += betas
-                mlp = self.x(m + 1, pos) - self.x(m, pos) - normed.sum(0)
+                mlp = self.resid_pre(m + 1, pos) - self.resid_pre(m, pos) - normed.sum(0)
                 names += [*new, f"L{m + 1} MLP"]
                 parts += [normed, mlp[None]]
             else:  # post-norm: y = N1(x + o), x' = N2(y + mlp)
@@ -189,7 +201,7 @@ class StreamParts:
                 names += [*new, f"L{m + 1} MLP"]
                 parts = [x_parts]
         stacked = torch.cat(parts)
-        want = self.x(self.layer, pos)
+        want = self.resid_pre(self.layer, pos)
         tol = self.tolerance(1e-5)
         if not torch.allclose(stacked.sum(0), want, rtol=tol, atol=tol * float(want.abs().max())):
             raise ValueError(f"{self.loaded.spec.name}: the parts of the residual stream do not add up to what the "
@@ -214,11 +226,11 @@ class StreamParts:
         the constant last: names (P,) and (P + 1, p, d), float64, after rotary; checked against the model's own."""
         names, parts = self.stream_parts(positions)
         pos = torch.as_tensor(positions)
-        x = self.x(self.layer, pos)  # (p, D)
+        resid = self.resid_pre(self.layer, pos)  # (p, D)
         if self.qk.norm is None:
-            normed, constant = parts, torch.zeros_like(x)
+            normed, constant = parts, torch.zeros_like(resid)
         else:
-            normed, constant = self._frozen(self.block.get_submodule(self.qk.norm), x, parts)
+            normed, constant = self._frozen(self.block.get_submodule(self.qk.norm), resid, parts)
         rows = torch.cat([normed, constant[None]])  # (P + 1, p, D)
         projected = self._project(rows, side)  # (P + 1, p, heads, d), the bias in the last row
         group = self.H if side == "query" else self.H_kv

@@ -20,6 +20,7 @@ Shapes: L layers, H heads, n positions, V vocabulary, D model size.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,7 @@ import torch
 
 from attention.models.analyses.target_foil import Contrast, TokenChoice
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy, home, parameter
+from attention.models.forward.hook_points import HookPoint, hook_names, hooks
 from attention.models.forward.model import LoadedModel, cap_logits
 from attention.models.forward.model_attention import ModelAttention, shown_tokens
 from attention.models.forward.tokens import out_of_text_labels
@@ -52,13 +54,15 @@ class LogitAttribution:
 
 @dataclass(frozen=True)
 class Residual:
-    """One forward pass's residual stream: each block's input at every position (and the final stream),
-    and at the last position what each attention wrote. Shapes: streams (L + 1, n, D), z (L, H * d),
-    attention_out (L, D)."""
+    """One forward pass's residual stream, read at TransformerLens's hook points (float64): each block's input
+    at every position (and the stream after the last block), and at the last position what each attention
+    wrote. Shapes: resid (L + 1, n, D), z (L, H, d), attention_out (L, D)."""
 
-    streams: torch.Tensor  # block l's input for l < L; the final norm's input for l = L
-    z: torch.Tensor  # each layer's heads' outputs side by side, at the last position (W_O's input)
-    attention_out: torch.Tensor  # each layer's W_O output at the last position (its bias included)
+    resid: torch.Tensor  # blocks.{l}.hook_resid_pre for l < L; blocks.{L-1}.hook_resid_post (the final norm's
+    # input) for l = L
+    z: torch.Tensor  # each layer's attn.hook_z at the last position: every head's output (W_O's input)
+    attention_out: torch.Tensor  # what each attention adds at the last position: hook_attn_out, W_O's output (its
+    # bias included) in every family whose heads write linearly (the only ones direct attribution reads)
 
 
 def _anatomy_for_readout(loaded: LoadedModel, att: ModelAttention, what: str) -> Anatomy:
@@ -75,37 +79,53 @@ def _anatomy_for_readout(loaded: LoadedModel, att: ModelAttention, what: str) ->
 
 
 def residual_stream(loaded: LoadedModel, att: ModelAttention, parts: Anatomy) -> Residual:
-    """Run att's text once with hooks on every block, W_O and the final norm (eager attention)."""
+    """Run att's text once (eager attention), reading every block's hook_resid_pre, the last block's
+    hook_resid_post, and at the last position every layer's attn.hook_z and hook_attn_out."""
     ids = torch.as_tensor(att.token_ids)[None].to(loaded.device)
     L = len(parts.blocks)
-    streams, z, written = [None] * (L + 1), [None] * L, [None] * L
+    resid, z, written = [None] * (L + 1), [None] * L, [None] * L
 
-    def block_input(layer):
-        def hook(module, args, kwargs):
-            streams[layer] = (args[0] if args else kwargs["hidden_states"])[0].detach().double()
-        return hook
+    def keep_resid_pre(t: torch.Tensor, hook: HookPoint) -> None:  # [1, pos, d_model]
+        resid[hook.layer] = t[0].detach().double()
 
-    def w_o(layer):
-        def pre(module, args):
-            z[layer] = args[0][0, -1].detach().double()
+    def keep_resid_final(t: torch.Tensor, hook: HookPoint) -> None:  # [1, pos, d_model]
+        resid[L] = t[0].detach().double()
 
-        def post(module, args, out):
-            written[layer] = out[0, -1].detach().double()
-        return pre, post
+    def keep_z(t: torch.Tensor, hook: HookPoint) -> None:  # [1, pos, head_index, d_head]
+        z[hook.layer] = t[0, -1].detach().double()
 
-    with loaded.lock, torch.inference_mode():  # hooks on the shared model: only while no other pass runs
-        handles = [b.register_forward_pre_hook(block_input(i), with_kwargs=True) for i, b in enumerate(parts.blocks)]
-        for i, proj in enumerate(parts.outputs):
-            pre, post = w_o(i)
-            handles += [proj.register_forward_pre_hook(pre), proj.register_forward_hook(post)]
-        handles.append(parts.final_norm.register_forward_pre_hook(
-            lambda module, args: streams.__setitem__(L, args[0][0].detach().double())))
-        try:
-            loaded.network(input_ids=ids, logits_to_keep=1)
-        finally:
-            for h in handles:
-                h.remove()
-    return Residual(streams=torch.stack(streams), z=torch.stack(z), attention_out=torch.stack(written))
+    def keep_written(t: torch.Tensor, hook: HookPoint) -> None:  # [1, pos, d_model]
+        written[hook.layer] = t[0, -1].detach().double()
+
+    fwd_hooks = ([(f"blocks.{layer}.hook_resid_pre", keep_resid_pre) for layer in range(L)]
+                 + [(f"blocks.{layer}.attn.hook_z", keep_z) for layer in range(L)]
+                 + [(f"blocks.{L - 1}.hook_resid_post", keep_resid_final)])
+    has_attn_out = "blocks.0.hook_attn_out" in hook_names(loaded)
+    if has_attn_out:
+        fwd_hooks += [(f"blocks.{layer}.hook_attn_out", keep_written) for layer in range(L)]
+    # hooks on the shared model: only while no other pass runs
+    with (loaded.lock, torch.inference_mode(), hooks(loaded, fwd_hooks, lock=False),
+          contextlib.nullcontext() if has_attn_out else _w_o_outputs(parts, keep_written)):
+        loaded.network(input_ids=ids, logits_to_keep=1)
+    return Residual(resid=torch.stack(resid), z=torch.stack(z), attention_out=torch.stack(written))
+
+
+@contextlib.contextmanager
+def _w_o_outputs(parts: Anatomy, keep):
+    """keep(W_O's output, blocks.{l}.hook_attn_out) for every layer l, where hook_points has no hook_attn_out:
+    OPT, Falcon and BLOOM, whose anatomy entry has no `writes` (what they add to the stream is not described
+    there, so hook_points gives them neither hook_attn_out nor hook_mlp_out). Their heads write linearly
+    (Family.linear_heads, the only families direct attribution reads): what attention adds is W_O's output as
+    it is, what TransformerLens calls hook_attn_out. So this one hook is put on by hand, and removed in finally;
+    the caller holds the model's lock."""
+    handles = [w_o.register_forward_hook(
+        lambda module, args, out, layer=layer: keep(out, HookPoint(f"blocks.{layer}.hook_attn_out")))
+        for layer, w_o in enumerate(parts.outputs)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def frozen_norm(norm: torch.nn.Module, x: torch.Tensor):
@@ -157,8 +177,8 @@ def direct_logit_attribution(loaded: LoadedModel, att: ModelAttention, contrast:
         raise ValueError(f"{loaded.spec.name} soft-caps its logits: they are not a sum of parts.")
     r = residual_stream(loaded, att, parts)
     L, H = r.z.shape[0], att.n_heads
-    apply, beta = frozen_norm(parts.final_norm, r.streams[L, -1])
-    w_u = parameter(parts.unembed).detach().double().to(r.streams.device)
+    apply, beta = frozen_norm(parts.final_norm, r.resid[L, -1])
+    w_u = parameter(parts.unembed).detach().double().to(r.resid.device)
     u = w_u[contrast.target.token_id] - w_u[contrast.foil.token_id]  # (D,)
     b_u = parts.unembed.bias
     t, f = contrast.target.token_id, contrast.foil.token_id
@@ -169,11 +189,11 @@ def direct_logit_attribution(loaded: LoadedModel, att: ModelAttention, contrast:
     for layer in range(L):
         w_o = torch.from_numpy(parts.output_weight(layer)).double().to(r.z.device)  # (H * d, D)
         d = w_o.shape[0] // H
-        written = torch.einsum("hd,hdD->hD", r.z[layer].view(H, d), w_o.view(H, d, -1))  # (H, D) each head's write
+        written = torch.einsum("hd,hdD->hD", r.z[layer], w_o.view(H, d, -1))  # (H, D) each head's write
         heads[layer] = (apply(written) @ u).cpu().numpy()
         biases += float(apply(r.attention_out[layer] - written.sum(0)) @ u)  # W_O's bias
-        mlps[layer] = float(apply(r.streams[layer + 1, -1] - r.streams[layer, -1] - r.attention_out[layer]) @ u)
-    embeddings = float(apply(r.streams[0, -1]) @ u)
+        mlps[layer] = float(apply(r.resid[layer + 1, -1] - r.resid[layer, -1] - r.attention_out[layer]) @ u)
+    embeddings = float(apply(r.resid[0, -1]) @ u)
     total = float(heads.sum() + mlps.sum() + embeddings + biases)
     return LogitAttribution(heads=heads, mlps=mlps, embeddings=embeddings, biases=biases, total=total,
                             model=contrast.baseline, contrast=contrast)
@@ -200,19 +220,19 @@ def logit_lens(loaded: LoadedModel, att: ModelAttention, *, target: TokenChoice 
     transformers hands back the residual stream as att.hidden: every block's input, then the final stream
     already through the final norm. That last row's logits at the last position must be the model's own
     next-token logits (att.next_logits); for a family where they are not, a pass of our own reads the
-    streams (residual_stream) and the lens is read again from them. Cost: one unembedding of the
+    residual stream (residual_stream) and the lens is read again from it. Cost: one unembedding of the
     (L + 1) x n' vectors, reduced a slab of the vocabulary at a time (_lens_read; make bench: the lens against
     the unembedding alone)."""
     parts = _anatomy_for_readout(loaded, att, "logit lens")
     n = len(att.tokens)
     positions = np.arange(max(0, n - max_positions), n)
-    hidden = torch.from_numpy(np.ascontiguousarray(att.hidden[:, positions])).to(loaded.device)
-    read = _lens_read(loaded, parts, hidden, normed=True, target=target, own=att.next_logits)
-    if read is None:  # the last row is not the final norm's output: read the streams from a pass of our own
-        streams = residual_stream(loaded, att, parts).streams[:, positions]
-        read = _lens_read(loaded, parts, streams, normed=False, target=target)
+    resid = torch.from_numpy(np.ascontiguousarray(att.hidden[:, positions])).to(loaded.device)  # (L + 1, n', D)
+    read = _lens_read(loaded, parts, resid, normed=True, target=target, own=att.next_logits)
+    if read is None:  # the last row is not the final norm's output: read the stream from a pass of our own
+        read = _lens_read(loaded, parts, residual_stream(loaded, att, parts).resid[:, positions], normed=False,
+                          target=target)
     top_ids, top_p, target_p = read
-    shape = (hidden.shape[0], len(positions))
+    shape = (resid.shape[0], len(positions))
     top_ids = top_ids.reshape(shape)
     top_tokens = tuple(out_of_text_labels(loaded.tokenizer, row) for row in top_ids)  # " Paris" as "␣Paris"
     return LogitLens(positions=positions, tokens=tuple(shown_tokens(att)[i] for i in positions), top_ids=top_ids,
@@ -220,18 +240,18 @@ def logit_lens(loaded: LoadedModel, att: ModelAttention, *, target: TokenChoice 
                      target_probability=None if target_p is None else target_p.reshape(shape))
 
 
-def _lens_read(loaded: LoadedModel, parts: Anatomy, streams: torch.Tensor, *, normed: bool,
+def _lens_read(loaded: LoadedModel, parts: Anatomy, resid: torch.Tensor, *, normed: bool,
                target: TokenChoice | None, own: np.ndarray | None = None):
     """(top token ids, their probabilities, the target's probabilities or None), each flat over
-    (L + 1) x n', of `streams` (L + 1, n', D) read through the final norm (the last row too unless `normed`)
-    and the LM head. With `own` (the model's next-token logits): None when the last vector's logits are not
-    those. The logits are made a slab of the vocabulary at a time and reduced while the slab is in cache
+    (L + 1) x n', of the residual stream `resid` (L + 1, n', D) read through the final norm (the last row too
+    unless `normed`) and the LM head. With `own` (the model's next-token logits): None when the last vector's
+    logits are not those. The logits are made a slab of the vocabulary at a time and reduced while the slab is in cache
     (the running maximum and log-sum-exp of each row, as flash attention keeps them), so the (rows, V)
     logits never exist at once."""
     dtype = next(parts.final_norm.parameters()).dtype
     top_ids, top_p, target_p = [], [], []
     with torch.inference_mode():
-        rows = streams.to(dtype)
+        rows = resid.to(dtype)
         last = rows[-1:] if normed else parts.final_norm(rows[-1:])
         flat = torch.cat([parts.final_norm(rows[:-1]), last]).reshape(-1, rows.shape[-1])
         chunks = flat.split(LENS_ROWS)

@@ -7,6 +7,10 @@ LlamaForCausalLM, BertModel itself), and, for the parts of one block, relative t
 
     family "llama":  layers "layers"   attention "self_attn"   output "self_attn.o_proj"   final norm "norm"
 
+The entry also says what the hook points (attention.models.forward.hook_points) read there: which module's
+output is what attention and the MLP add to the residual stream (`writes`), and how a family that makes q, k
+and v in one projection lays them out (`fused_qkv`). A family is described here once.
+
 A family without an entry still shows its attention (capture needs no anatomy); what needs the anatomy
 says which family is missing instead of guessing module names.
 
@@ -46,6 +50,24 @@ def home(module: torch.nn.Module) -> tuple[torch.device, torch.dtype]:
 
 
 @dataclass(frozen=True)
+class Writes:
+    """Where a family's block says what attention and the MLP add to the residual stream (paths in a block):
+    TransformerLens's hook_attn_out and hook_mlp_out, and the post-norm encoders' hook_resid_post."""
+
+    attn_out: str | None  # the module whose output attention adds (None: W_O, the family's output projection)
+    mlp_out: str  # the module whose output the MLP adds
+    post_norm: str | None = None  # post-norm encoders: the LayerNorm whose input is TL's hook_resid_post
+
+
+@dataclass(frozen=True)
+class FusedQKV:
+    """One projection in a block that makes q, k and v (families without separate ones: Family.qkv None)."""
+
+    path: str  # the projection, from a block
+    layout: str  # "side by side": [q | k | v] (k, v of the KV heads); "by head": [q_h k_h v_h] for each head h
+
+
+@dataclass(frozen=True)
 class Family:
     """Where one family keeps its parts (paths from the base model; block parts from a block)."""
 
@@ -62,43 +84,59 @@ class Family:
     linear_heads: bool = False  # pre-norm residual blocks: x_out = x_in + W_O(z) + mlp, nothing normalises W_O(z)
     # on its way in, so each head's write to the residual stream is its own (direct logit attribution)
     qkv: tuple[str, str, str] | None = None  # separate q, k, v projections in a block (composition scores)
+    fused_qkv: FusedQKV | None = None  # qkv None: the one projection making them, where its layout is known here
+    # (Falcon's and BLOOM's are not: they have no hook_q, hook_k, hook_v)
+    writes: Writes | None = None  # what attention and the MLP add to the residual stream (None: not known here,
+    # as for OPT, Falcon, BLOOM, DeBERTa-v2: no hook_attn_out, hook_mlp_out)
 
 
+PLAIN_WRITES = Writes(None, "mlp")  # x + W_O(z) + mlp(...): each term added as its module returns it
+NORMED_WRITES = Writes("post_attention_layernorm", "post_feedforward_layernorm")  # each normalised, then added
+BERT_WRITES = Writes(None, "output.dense", "output.LayerNorm")  # y = N1(x + W_O(z)); x' = N2(y + dense(...))
 QKV = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
 LLAMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                    restartable=True, linear_heads=True, qkv=QKV)
+                    restartable=True, linear_heads=True, qkv=QKV, writes=PLAIN_WRITES)
+# OLMo-2 normalises what attention writes before adding it
 POST_NORM = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                   restartable=True, qkv=QKV)  # OLMo-2 normalises what attention writes before adding it
+                   restartable=True, qkv=QKV, writes=NORMED_WRITES)
+# embeddings scaled by √D on the way in: no restart
 GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                    linear_heads=True, qkv=QKV)  # embeddings scaled by √D on the way in: no restart
+                    linear_heads=True, qkv=QKV, writes=PLAIN_WRITES)
+# attention's output is normalised before the residual: not linear per head
 GEMMA2_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                     qkv=QKV)  # attention's output is normalised before the residual: not linear per head
+                     qkv=QKV, writes=NORMED_WRITES)
 BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None,
-                   qkv=("attention.self.query", "attention.self.key", "attention.self.value"))
+                   qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
+                   writes=BERT_WRITES)
 DEBERTA_LIKE = replace(BERT_LIKE, qkv=("attention.self.query_proj", "attention.self.key_proj",
-                                       "attention.self.value_proj"))
+                                       "attention.self.value_proj"), writes=None)
 BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None, qkv=QKV)  # the encoder's self-attention
 
 FAMILIES = {  # config.model_type -> Family
     "llama": LLAMA_LIKE, "mistral": LLAMA_LIKE, "mixtral": LLAMA_LIKE, "qwen2": LLAMA_LIKE, "qwen3": LLAMA_LIKE,
-    "phi3": replace(LLAMA_LIKE, qkv=None), "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,  # Phi-3 fuses q, k, v
+    "phi3": replace(LLAMA_LIKE, qkv=None, fused_qkv=FusedQKV("self_attn.qkv_proj", "side by side")),  # q, k, v fused
+    "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,
     "gemma": GEMMA_LIKE, "gemma2": GEMMA2_LIKE, "gemma3_text": GEMMA2_LIKE,
     "phi": Family("layers", "self_attn", "self_attn.dense", "final_layernorm", "rotary_emb", linear_heads=True,
-                  qkv=QKV),
-    "gpt2": Family("h", "attn", "attn.c_proj", "ln_f", linear_heads=True),
+                  qkv=QKV, writes=PLAIN_WRITES),
+    "gpt2": Family("h", "attn", "attn.c_proj", "ln_f", linear_heads=True,
+                   fused_qkv=FusedQKV("attn.c_attn", "side by side"), writes=PLAIN_WRITES),
     "gptj": Family("h", "attn", "attn.out_proj", "ln_f", linear_heads=True,
-                   qkv=("attn.q_proj", "attn.k_proj", "attn.v_proj")),
-    "gpt_neox": Family("layers", "attention", "attention.dense", "final_layer_norm", "rotary_emb", linear_heads=True),
+                   qkv=("attn.q_proj", "attn.k_proj", "attn.v_proj"), writes=PLAIN_WRITES),
+    "gpt_neox": Family("layers", "attention", "attention.dense", "final_layer_norm", "rotary_emb", linear_heads=True,
+                       fused_qkv=FusedQKV("attention.query_key_value", "by head"), writes=PLAIN_WRITES),
     "opt": Family("decoder.layers", "self_attn", "self_attn.out_proj", "decoder.final_layer_norm", linear_heads=True,
                   qkv=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
     "falcon": Family("h", "self_attention", "self_attention.dense", "ln_f", "rotary_emb", linear_heads=True),
     "bloom": Family("h", "self_attention", "self_attention.dense", "ln_f", linear_heads=True),
     "bert": BERT_LIKE, "roberta": BERT_LIKE, "electra": BERT_LIKE, "deberta-v2": DEBERTA_LIKE,
     "distilbert": Family("transformer.layer", "attention", "attention.out_lin", None,
-                         qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin")),
+                         qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin"),
+                         writes=Writes(None, "ffn", "output_layer_norm")),
     "albert": Family("encoder.albert_layer_groups.0.albert_layers", "attention", "attention.dense", None,
                      shared_layers=True, qkv=("attention.query", "attention.key", "attention.value")),
-    "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb", rotate_half=True),
+    "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb", rotate_half=True,
+                         fused_qkv=FusedQKV("attn.Wqkv", "side by side"), writes=PLAIN_WRITES),
     "t5": Family("encoder.block", "layer.0.SelfAttention", "layer.0.SelfAttention.o", "encoder.final_layer_norm",
                  qkv=("layer.0.SelfAttention.q", "layer.0.SelfAttention.k", "layer.0.SelfAttention.v")),
     "bart": BART_LIKE, "marian": BART_LIKE,

@@ -38,14 +38,14 @@ HookedEncoder: hook_resid_post is the sum before the block's last LayerNorm, and
 `blocks.{l}.hook_normalized_resid_post` is the block's output (what block l + 1 receives); they have no
 ln_final. For an encoder without a head the "logits" returned are its last hidden state [batch, pos, d_model].
 
-Not here (a HookPointError names the family and the point): q/k/v of a fused projection whose layout is not
-known here (Falcon, BLOOM); what attention and the MLP add where no entry of WRITES says (OPT, Falcon, BLOOM,
-DeBERTa-v2); ln_final for a family without a final norm; q and k after rotary positions (TransformerLens's
-hook_rot_q/k: attend() records them, read only); any point of a model with one block shared by every layer
-(ALBERT), an encoder-decoder, an image model. hook_pattern raises while the pass runs when the attention
-returned no weights (a model that runs a fused kernel: load it with the package's loader or
-attn_implementation="eager"). A text is a batch of one; ids may be a (batch, pos) tensor of one length (no
-padding).
+Not here (a HookPointError names the family and the point): q/k/v of a fused projection whose layout the
+family's anatomy entry does not give (`fused_qkv`: Falcon, BLOOM); what attention and the MLP add where it
+has no `writes` (OPT, Falcon, BLOOM, DeBERTa-v2); ln_final for a family without a final norm; q and k after
+rotary positions (TransformerLens's hook_rot_q/k: attend() records them, read only); any point of a model with
+one block shared by every layer (ALBERT), an encoder-decoder, an image model. hook_pattern raises while the
+pass runs when the attention returned no weights (a model that runs a fused kernel: load it with the package's
+loader or attn_implementation="eager"). A text is a batch of one; ids may be a (batch, pos) tensor of one
+length (no padding).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attention.models.forward.anatomy import MissingAnatomy, parameter
+from attention.models.forward.anatomy import Family, MissingAnatomy, parameter
 from attention.models.forward.inputs import text_inputs
 from attention.models.forward.model import LoadedModel
 
@@ -83,30 +83,6 @@ class HookPoint(str):
         return None if match is None else int(match[1])
 
 
-@dataclass(frozen=True)
-class Writes:
-    """Where a family's block says what attention and the MLP add to the residual stream (paths in a block)."""
-
-    attn_out: str | None  # the module whose output attention adds (None: W_O, the anatomy's output projection)
-    mlp_out: str  # the module whose output the MLP adds
-    post_norm: str | None = None  # post-norm encoders: the LayerNorm whose input is TL's hook_resid_post
-
-
-PRE_NORM = Writes(None, "mlp")  # x + W_O(z) + mlp(...): each term added as its module returns it
-NORMED = Writes("post_attention_layernorm", "post_feedforward_layernorm")  # each term normalised, then added
-BERT_WRITES = Writes(None, "output.dense", "output.LayerNorm")
-WRITES = {  # config.model_type -> Writes; a family missing here has no hook_attn_out, hook_mlp_out
-    **dict.fromkeys(("llama", "mistral", "mixtral", "qwen2", "qwen3", "phi3", "stablelm", "gemma", "phi", "gpt2",
-                     "gptj", "gpt_neox", "modernbert"), PRE_NORM),
-    "gemma2": NORMED, "gemma3_text": NORMED, "olmo2": NORMED,
-    "bert": BERT_WRITES, "roberta": BERT_WRITES, "electra": BERT_WRITES,
-    "distilbert": Writes(None, "ffn", "output_layer_norm"),
-}
-FUSED_QKV = {  # config.model_type -> (one projection making q, k, v in a block, its layout): families without
-    # separate q, k, v projections (Family.qkv None). "side by side": [q | k | v]; "by head": [q_h k_h v_h] per head
-    "gpt2": ("attn.c_attn", "side by side"), "phi3": ("self_attn.qkv_proj", "side by side"),
-    "modernbert": ("attn.Wqkv", "side by side"), "gpt_neox": ("attention.query_key_value", "by head"),
-}
 SHORT = {  # TransformerLens's short names (cache["pattern", 3]) -> full names
     "embed": "hook_embed", "resid_pre": "blocks.{}.hook_resid_pre", "q": "blocks.{}.attn.hook_q",
     "k": "blocks.{}.attn.hook_k", "v": "blocks.{}.attn.hook_v", "pattern": "blocks.{}.attn.hook_pattern",
@@ -153,7 +129,7 @@ def points(loaded: LoadedModel) -> dict[str, Point | str]:
     parts, kind = _anatomy(loaded)
     config = loaded.network.config
     n_heads = int(config.num_attention_heads)
-    writes = WRITES.get(kind)
+    writes = parts.family.writes
     found: dict[str, Point | str] = {"hook_embed": Point(loaded.network.get_input_embeddings(), "out")}
     for layer, block in enumerate(parts.blocks):
         w_o = parts.outputs[layer]
@@ -161,12 +137,13 @@ def points(loaded: LoadedModel) -> dict[str, Point | str]:
         at = f"blocks.{layer}."
         found[at + "hook_resid_pre"] = Point(block, "in")
         found.update(zip((at + "attn.hook_q", at + "attn.hook_k", at + "attn.hook_v"),
-                         _qkv(kind, parts.family.qkv, block, config, n_heads, d), strict=True))
+                         _qkv(kind, parts.family, block, config, n_heads, d), strict=True))
         found[at + "attn.hook_pattern"] = Point(block.get_submodule(parts.family.attention), "out", item=1,
                                                 editable=False, heads=n_heads)
         found[at + "attn.hook_z"] = Point(w_o, "in", d_head=d)
         if writes is None:
-            why = f"{kind}: what attention and the MLP add to the residual stream is not known here (not in WRITES)"
+            why = (f"{kind}: what attention and the MLP add to the residual stream is not known here (its anatomy "
+                   "entry has no writes)")
             found[at + "hook_attn_out"] = found[at + "hook_mlp_out"] = why
         else:
             found[at + "hook_attn_out"] = Point(w_o, "out") if writes.attn_out is None else _part(
@@ -200,23 +177,22 @@ def _anatomy(loaded: LoadedModel):
 
 
 def _part(block: torch.nn.Module, path: str, kind: str, what: str, side: str = "out") -> Point | str:
-    """A Point on a module of the block, or why not: the module is not where WRITES says."""
+    """A Point on a module of the block, or why not: the module is not where the family's writes say."""
     try:
         return Point(block.get_submodule(path), side)
     except AttributeError:
         return f"{kind}: its block has no {what} at “{path}” as this module's entry for the family says"
 
 
-def _qkv(kind: str, paths, block, config, n_heads: int, d: int) -> list[Point | str]:
+def _qkv(kind: str, family: Family, block, config, n_heads: int, d: int) -> list[Point | str]:
     """hook_q, hook_k, hook_v of one block: the outputs of separate projections, or parts of a fused one."""
-    if paths is not None:
-        return [Point(block.get_submodule(path), "out", d_head=d) for path in paths]
-    if kind not in FUSED_QKV:
+    if family.qkv is not None:
+        return [Point(block.get_submodule(path), "out", d_head=d) for path in family.qkv]
+    if family.fused_qkv is None:
         why = f"{kind}: its q, k and v come from one fused projection whose layout is not known here"
         return [why, why, why]
-    path, layout = FUSED_QKV[kind]
-    module = block.get_submodule(path)
-    if layout == "by head":  # (..., H, 3 * d): each head's q, k, v side by side
+    module = block.get_submodule(family.fused_qkv.path)
+    if family.fused_qkv.layout == "by head":  # (..., H, 3 * d): each head's q, k, v side by side
         return [Point(module, "out", groups=n_heads, part=(i * d, (i + 1) * d), d_head=d) for i in range(3)]
     q, kv = n_heads * d, int(getattr(config, "num_key_value_heads", None) or n_heads) * d  # [q | k | v]
     return [Point(module, "out", part=(a, b), d_head=d) for a, b in ((0, q), (q, q + kv), (q + kv, q + 2 * kv))]
