@@ -3,7 +3,7 @@ one app process killed midway; what the class costs the server, how long student
 whether every answer a student saw taken is kept.
 
     python -m benchmarks.class_soak                        # 8 students, 2 app processes, route toy-45
-    CLASS_ROUTE=real-45 CLASS_LAPS=4 CLASS_MINUTES=5 python -m benchmarks.class_soak
+    CLASS_ROUTE=real-45 CLASS_LAPS=4 CLASS_MINUTES=4 python -m benchmarks.class_soak   # as make soak runs it
 
 The environment sets the class:
     CLASS_STUDENTS   browsers walking at once (default 8), each its own context (its own cookies: nginx's sticky
@@ -22,7 +22,9 @@ process opens the route's pages once (imports, models and caches loaded, as a se
 the CPU this takes is reported apart), and the teacher's view runs alone for TEACHER_ALONE_S.
 
 Measured:
-- ack: a commit's click -> the question's "Ask me again" shown (the answer judged and drawn for the student);
+- ack: a commit's click -> the question's "Ask me again" shown (the answer judged and drawn for the student); a
+  click the page did not take (idle, the question still open, as after a failover) is clicked again, the time
+  running from the first click, and counted (commits_clicked_again);
 - teacher lag: an answer's ack -> the teacher's table counts it (its student's "answered" column; read every 100 ms;
   0 where the table counted it before the student's page showed it);
 - page open: the click on "Start"/"Next" (or the join link's load) -> the new page's run ended and the app idle;
