@@ -173,7 +173,8 @@ def _live(code: str, secret: str) -> None:
     klass = teacher_class(code, secret)
     students = class_students(klass)
     rows = class_answers(klass)
-    st.markdown(f"**{len(students)}** student{'' if len(students) == 1 else 's'} joined; **{len(rows)}** answer{'' if len(rows) == 1 else 's'}.")
+    joined, answers = ("" if len(students) == 1 else "s"), ("" if len(rows) == 1 else "s")
+    st.markdown(f"**{len(students)}** student{joined} joined; **{len(rows)}** answer{answers}.")
     if students:
         st.table({"student": [s.name for s in students],  # an HTML table: names as text, readable when printed
                       "on the page": [_title(s.step) if s.step else "—" for s in students],
