@@ -12,7 +12,8 @@ Three wings, one question each; each wing's `__init__` is its front and says wha
                 pages' questions
     analyses    what heads do, by running the network again (or reading its weights, or a corpus): contrast,
                 head effects, direct logit attribution, the logit lens, patching, roles, composition, why this
-                key (qk_attribution), the corpus survey, predictions
+                key (qk_attribution), the corpus survey, predictions; and over a batch of prompt pairs (IOI):
+                ioi_pairs, logit_differences, batch_attribution, batch_patching
 `recorded` and `analyses` read what `forward` records and never import each other. This module re-exports
 every public name of the three, so `from attention.models import X` works whatever the inner layout; pages
 import these fronts, never an inner module (an import-linter contract in pyproject.toml says so).
@@ -23,6 +24,24 @@ The toy side (`import attention`) never imports this package, so toy pages start
 
 from attention.models.analyses import *  # noqa: F403
 from attention.models.analyses import __all__ as _analyses
+from attention.models.analyses.batch import (
+    BatchAttribution,
+    LogitDifferences,
+    Spread,
+    batch_attribution,
+    logit_differences,
+)
+from attention.models.analyses.batch_inputs import PaddedBatch, last_logits, pad_batch
+from attention.models.analyses.batch_pairs import (
+    CORRUPTIONS,
+    IOI_TEMPLATES,
+    PromptPair,
+    PromptPairs,
+    ioi_pairs,
+    read_prompt_pairs,
+    write_prompt_pairs,
+)
+from attention.models.analyses.batch_patching import BatchPatching, batch_patching
 from attention.models.forward import *  # noqa: F403
 from attention.models.forward import __all__ as _forward
 from attention.models.forward.hook_points import (
@@ -41,4 +60,8 @@ from attention.naming import HeadName
 __all__ = [*_forward, *_recorded, *_analyses,
            # TransformerLens's hook points (forward.hook_points) and one name for a head, both ways
            "HeadName", "HookCache", "HookPoint", "HookPointError", "hook_names", "hooks", "run_with_cache",
-           "run_with_hooks"]
+           "run_with_hooks",
+           # analyses over a batch of prompt pairs (analyses.batch_pairs, batch_inputs, batch, batch_patching)
+           "BatchAttribution", "BatchPatching", "CORRUPTIONS", "IOI_TEMPLATES", "LogitDifferences", "PaddedBatch",
+           "PromptPair", "PromptPairs", "Spread", "batch_attribution", "batch_patching", "ioi_pairs", "last_logits",
+           "logit_differences", "pad_batch", "read_prompt_pairs", "write_prompt_pairs"]
