@@ -153,14 +153,24 @@ def test_the_guard_refuses_a_model_whose_rebuilt_weights_are_wrong(monkeypatch, 
         build("llama", tok)
 
 
-def test_a_family_without_an_anatomy_entry_still_shows_weights_but_says_what_is_missing(monkeypatch, tok):
+def test_a_family_without_an_anatomy_entry_is_read_from_its_tree_or_shows_weights_and_says_what_is_missing(
+        monkeypatch, tok):
     from attention.models.forward import anatomy
 
-    monkeypatch.setattr(anatomy, "FAMILIES", {k: v for k, v in anatomy.FAMILIES.items() if k != "qwen2"})
-    loaded, reference = build("qwen2", tok)  # a fresh load: the anatomy is looked up again
+    tabled, _ = build("qwen2", tok)
+    monkeypatch.setattr(anatomy, "FAMILIES", {k: v for k, v in anatomy.FAMILIES.items() if k not in ("qwen2", "opt")})
+    loaded, reference = build("qwen2", tok)  # a fresh load: the anatomy is looked up again, and read from the tree
+    assert loaded.anatomy.inferred and [loaded.network.get_submodule(f"model.layers.{i}.self_attn.o_proj")
+                                        for i in range(2)] == list(loaded.anatomy.outputs)
+    att, same = attend(loaded, TEXT), attend(tabled, TEXT)
+    c = contrast(att, tok, " dog", " cat")
+    # (the table's entry restarts each pass at the block edited, the tree's runs it whole: float64 sums differ)
+    np.testing.assert_allclose(head_ablation(loaded, att, c).effect, head_ablation(tabled, same, c).effect,
+                               rtol=0, atol=1e-12)
+    loaded, reference = build("opt", tok)  # its blocks have no module named as an MLP is: not read
     att = attend(loaded, TEXT)
     np.testing.assert_allclose(att.weights[1], own_attentions(reference, att)[1], atol=1e-5)
-    with pytest.raises(ValueError, match="“qwen2” has no entry"):
+    with pytest.raises(ValueError, match="“opt” has no entry.*no MLP in a block"):
         head_ablation(loaded, att, contrast(att, tok, " dog", " cat"))
 
 

@@ -14,9 +14,10 @@ import torch
 from attention.models import HeadName, HookCache, HookPointError, hook_names, hooks, run_with_cache, run_with_hooks
 from attention.naming import head_name
 from tests.numerics import assert_float32_close
-from tests.tiny_models import FAMILIES, TEXT, build
+from tests.tiny_models import EVERY, TEXT, build
 
-HOOKED = [name for name in FAMILIES if name not in ("albert", "t5", "bart", "marian")]  # these refuse (below)
+# the families of the table and those read from their module trees (tests.tiny_models.OUTSIDE); these four refuse
+HOOKED = [name for name in EVERY if name not in ("albert", "t5", "bart", "marian")]
 FUSED = ("falcon", "bloom")  # q, k, v from a fused projection of a layout not known here
 NO_WRITES = ("opt", "falcon", "bloom", "deberta_v2")  # no hook_attn_out, hook_mlp_out
 POST_NORM = ("bert", "roberta", "electra", "distilbert")  # TL's HookedEncoder names
@@ -85,7 +86,8 @@ def test_cache_equals_transformers_own_hidden_states_attentions_and_logits(tiny,
             assert cache["k", layer].shape == cache["v", layer].shape == (1, n, H_kv, d)
     width = getattr(ours.network.config, "embedding_size", D)  # ELECTRA embeds in 16 and projects to 32
     if ours.spec.architecture == "decoder-only" and ours.anatomy.family.rotary is not None:
-        assert torch.equal(cache["embed"], cache["resid_pre", 0])  # nothing added on the way in (Gemma: scaled in)
+        scale = getattr(ours.network.config, "embedding_multiplier", 1.0)  # Granite scales them on the way in
+        assert torch.equal(cache["embed"] * scale, cache["resid_pre", 0])  # nothing added (Gemma: scaled in embed)
     assert cache["embed"].shape == (1, n, width) and cache["resid_pre", -1] is cache[f"blocks.{L - 1}.hook_resid_pre"]
 
 
@@ -111,7 +113,7 @@ def test_what_attention_and_the_mlp_add_makes_the_next_stream(tiny, name):
             close(post - mlp, block.get_submodule(first)(pre + attn), terms=64, what=f"{name} {layer}")
 
 
-@pytest.mark.parametrize("name", [n for n in HOOKED if FAMILIES[n].w_o is not None])
+@pytest.mark.parametrize("name", [n for n in HOOKED if EVERY[n].w_o is not None])
 def test_zeroing_a_head_in_hook_z_equals_zeroing_its_slice_of_w_o_input(tiny, name):
     ours, reference, ids = tiny(name)
     H, _ = heads_of(ours.network)
@@ -123,7 +125,7 @@ def test_zeroing_a_head_in_hook_z_equals_zeroing_its_slice_of_w_o_input(tiny, na
 
     edited = run_with_hooks(ours, ids, [(f"blocks.{layer}.attn.hook_z", knock_out)])
     d = ours.anatomy.output_weight(layer).shape[0] // H
-    handle = zero_z_slices(reference, FAMILIES[name].w_o, layer, [head], d)
+    handle = zero_z_slices(reference, EVERY[name].w_o, layer, [head], d)
     try:
         expected = logits_of(reference_pass(reference, ids))
     finally:
@@ -132,7 +134,7 @@ def test_zeroing_a_head_in_hook_z_equals_zeroing_its_slice_of_w_o_input(tiny, na
     assert (edited - logits_of(reference_pass(reference, ids))).abs().max() > 1e-6  # the edit did something
 
 
-@pytest.mark.parametrize("name", [n for n in HOOKED if n not in FUSED and FAMILIES[n].w_o is not None])
+@pytest.mark.parametrize("name", [n for n in HOOKED if n not in FUSED and EVERY[n].w_o is not None])
 def test_zeroing_a_kv_head_in_hook_v_zeroes_its_query_heads_z(tiny, name):
     """v of KV head g is zero -> every query head reading it outputs z = pattern @ 0 = 0: the split of a
     fused projection (GPT-2, Phi-3, ModernBERT side by side; GPT-NeoX by head) must pick v's own part."""
@@ -143,7 +145,7 @@ def test_zeroing_a_kv_head_in_hook_v_zeroes_its_query_heads_z(tiny, name):
                                          lambda v, hook: torch.where(torch.arange(H_kv)[:, None] == g, 0.0, v))])
     d = ours.anatomy.output_weight(layer).shape[0] // H
     group = H // H_kv
-    handle = zero_z_slices(reference, FAMILIES[name].w_o, layer, range(g * group, (g + 1) * group), d)
+    handle = zero_z_slices(reference, EVERY[name].w_o, layer, range(g * group, (g + 1) * group), d)
     try:
         expected = logits_of(reference_pass(reference, ids))
     finally:

@@ -103,6 +103,23 @@ FAMILIES = {
         pad_token_id=0), "encoder-decoder", None),
 }
 
+# Families without an entry in the anatomy's table: their parts are read from the module tree and confirmed by a
+# pass (attention.models.forward.anatomy_inferred). Granite with its real checkpoints' multipliers (granite-3.0:
+# embeddings x 12, each block's writes x 0.22, logits / 8, scores x 1/64); GPT-BigCode with multi-query attention
+# (q, k, v side by side in c_attn) and without (c_attn head by head).
+OUTSIDE = {
+    "granite": TinyFamily(tf.GraniteForCausalLM, lambda: tf.GraniteConfig(
+        **GQA, embedding_multiplier=12.0, residual_multiplier=0.22, logits_scaling=8.0, attention_multiplier=1 / 64),
+        "decoder-only", "model.layers.{layer}.self_attn.o_proj"),
+    "gpt_bigcode": TinyFamily(tf.GPTBigCodeForCausalLM, lambda: tf.GPTBigCodeConfig(
+        n_layer=2, n_head=4, n_embd=32, vocab_size=V, multi_query=True), "decoder-only",
+        "transformer.h.{layer}.attn.c_proj"),
+    "gpt_bigcode_mha": TinyFamily(tf.GPTBigCodeForCausalLM, lambda: tf.GPTBigCodeConfig(
+        n_layer=2, n_head=4, n_embd=32, vocab_size=V, multi_query=False), "decoder-only",
+        "transformer.h.{layer}.attn.c_proj"),
+}
+EVERY = {**FAMILIES, **OUTSIDE}
+
 
 def tokenizer():
     """The bundled MiniLM tokenizer: every tiny model reads BERT tokens."""
@@ -115,7 +132,7 @@ def build(name: str, tok):
     """(ours, reference): the same random weights through from_model, and as a plain eager twin."""
     from attention.models import from_model
 
-    family = FAMILIES[name]
+    family = EVERY[name]
     torch.manual_seed(0)
     config = family.config()
     config._attn_implementation = "eager"
@@ -126,7 +143,7 @@ def build(name: str, tok):
 def saved(name: str, folder, tok, **config_changes):
     """A tiny family with seeded random weights (its config changed by `config_changes`) saved with `tok` as
     a transformers folder, for load_model(folder): returns the model, as the reference."""
-    family = FAMILIES[name]
+    family = EVERY[name]
     torch.manual_seed(0)
     config = family.config()
     for key, value in config_changes.items():

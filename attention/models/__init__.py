@@ -44,6 +44,7 @@ from attention.models.analyses.batch_pairs import (
 from attention.models.analyses.batch_patching import BatchPatching, batch_patching
 from attention.models.forward import *  # noqa: F403
 from attention.models.forward import __all__ as _forward
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy
 from attention.models.forward.hook_points import (
     HookCache,
     HookPoint,
@@ -61,6 +62,8 @@ __all__ = [*_forward, *_recorded, *_analyses,
            # TransformerLens's hook points (forward.hook_points) and one name for a head, both ways
            "HeadName", "HookCache", "HookPoint", "HookPointError", "hook_names", "hooks", "run_with_cache",
            "run_with_hooks",
+           # where a family keeps its parts, from the table or read from its module tree (forward.anatomy_inferred)
+           "Anatomy", "MissingAnatomy",
            # analyses over a batch of prompt pairs (analyses.batch_pairs, batch_inputs, batch, batch_patching)
            "BatchAttribution", "BatchPatching", "CORRUPTIONS", "IOI_TEMPLATES", "LogitDifferences", "PaddedBatch",
            "PromptPair", "PromptPairs", "Spread", "batch_attribution", "batch_patching", "ioi_pairs", "last_logits",

@@ -213,7 +213,7 @@ def _read_directions(loaded: LoadedModel, parts, finals: torch.Tensor, targets, 
     v, constant = [], []
     for x, t, f in zip(finals, targets, foils, strict=True):
         apply, beta = frozen_norm(parts.final_norm, x)
-        u = w_u[t] - w_u[f]  # (D,)
+        u = (w_u[t] - w_u[f]) * parts.logit_scale  # (D,): the logits' scale (Granite) included
         v.append(apply(eye) @ u)  # row j of apply(eye) is A e_j: (A p) · u = p · (apply(eye) @ u)
-        constant.append(float(beta @ u) + (0.0 if b_u is None else float(b_u[t] - b_u[f])))
+        constant.append(float(beta @ u) + (0.0 if b_u is None else float(b_u[t] - b_u[f]) * parts.logit_scale))
     return torch.stack(v), torch.tensor(constant, dtype=torch.float64, device=finals.device)

@@ -153,7 +153,7 @@ def pair_logits(loaded: LoadedModel, final: torch.Tensor, targets, foils) -> tor
     logits = torch.einsum("rd,rkd->rk", final.double(), unembed.weight.detach()[ids].double())
     if getattr(unembed, "bias", None) is not None:
         logits = logits + unembed.bias.detach()[ids].double()
-    return cap_logits(logits, loaded.logit_softcap)
+    return cap_logits(logits * loaded.logit_scale, loaded.logit_softcap)
 
 
 def check_pair_logits(loaded: LoadedModel, batch: PaddedBatch) -> None:

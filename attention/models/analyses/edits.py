@@ -205,5 +205,5 @@ def linear_metric(loaded: LoadedModel, contrast: Contrast) -> Callable[[object],
     def read(out):
         h = out.last_hidden_state[:, -1].double()
         two = h @ rows.T.to(h.device) + bias.to(h.device)  # (B, 2): target, foil
-        return logit_difference(cap_logits(two, loaded.logit_softcap), 0, 1)  # (B,)
+        return logit_difference(cap_logits(two * loaded.logit_scale, loaded.logit_softcap), 0, 1)  # (B,)
     return read

@@ -179,10 +179,10 @@ def direct_logit_attribution(loaded: LoadedModel, att: ModelAttention, contrast:
     L, H = r.z.shape[0], att.n_heads
     apply, beta = frozen_norm(parts.final_norm, r.resid[L, -1])
     w_u = parameter(parts.unembed).detach().double().to(r.resid.device)
-    u = w_u[contrast.target.token_id] - w_u[contrast.foil.token_id]  # (D,)
+    u = (w_u[contrast.target.token_id] - w_u[contrast.foil.token_id]) * parts.logit_scale  # (D,)
     b_u = parts.unembed.bias
     t, f = contrast.target.token_id, contrast.foil.token_id
-    constant = float(beta @ u) + (0.0 if b_u is None else float((b_u[t] - b_u[f]).detach()))
+    constant = float(beta @ u) + (0.0 if b_u is None else float((b_u[t] - b_u[f]).detach()) * parts.logit_scale)
     heads = np.zeros((L, H))
     mlps = np.zeros(L)
     biases = constant
@@ -261,7 +261,7 @@ def _lens_read(loaded: LoadedModel, parts: Anatomy, resid: torch.Tensor, *, norm
             norm = torch.full((len(chunk),), -torch.inf, device=chunk.device)  # log sum exp of the logits so far
             chosen = None
             for first, logits in _unembed_slabs(parts.unembed, chunk):  # (rows, slab) logits at a time
-                logits = cap_logits(logits, loaded.logit_softcap).float()
+                logits = cap_logits(logits * loaded.logit_scale, loaded.logit_softcap).float()
                 if own is not None and chunk is chunks[-1] and not np.allclose(
                         logits[-1].double().cpu().numpy(), own[first:first + logits.shape[1]], atol=1e-3):
                     return None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 
 
@@ -88,6 +89,9 @@ class Family:
     # (Falcon's and BLOOM's are not: they have no hook_q, hook_k, hook_v)
     writes: Writes | None = None  # what attention and the MLP add to the residual stream (None: not known here,
     # as for OPT, Falcon, BLOOM, DeBERTa-v2: no hook_attn_out, hook_mlp_out)
+    write_scale: str | None = None  # a config field the block multiplies what attention and the MLP return by
+    # before adding it (Granite's residual_multiplier): W_O and the writes are read scaled
+    logit_divisor: str | None = None  # a config field the LM head's output is divided by (Granite's logits_scaling)
 
 
 PLAIN_WRITES = Writes(None, "mlp")  # x + W_O(z) + mlp(...): each term added as its module returns it
@@ -155,16 +159,26 @@ class Anatomy:
     final_norm: torch.nn.Module | None
     rotary: torch.nn.Module | None
     unembed: torch.nn.Module | None  # the language-model head (get_output_embeddings), None for encoders
+    write_scale: float = 1.0  # what each block adds is its attention's and MLP's output times this (Granite)
+    logit_scale: float = 1.0  # the model's logits are its LM head's output times this (Granite: 1 / logits_scaling)
+    inferred: str | None = None  # for a family without an entry: how its parts were found and confirmed
+    # (attention.models.forward.anatomy_inferred); None for a family of the table
 
     def output_weight(self, layer: int):
-        """W_O of one layer in x @ W_O form, (H * d, D), a float32 view of the parameter (no copy)."""
+        """W_O of one layer in x @ W_O form, (H * d, D), a float32 view of the parameter (no copy); times the
+        write scale where the block scales what attention returns (then a copy)."""
         linear = self.outputs[layer]
         w = parameter(linear).detach().to(torch.float32).cpu().numpy()
-        return w if type(linear).__name__ == "Conv1D" else w.T  # Conv1D (GPT-2) already stores (in, out)
+        w = w if type(linear).__name__ == "Conv1D" else w.T  # Conv1D (GPT-2) already stores (in, out)
+        return w if self.write_scale == 1.0 else w * np.float32(self.write_scale)
 
 
 class MissingAnatomy(ValueError):
     """A feature needs a part of the network that this family's entry does not name; the message says which."""
+
+
+class NoEntry(MissingAnatomy):
+    """The family has no entry in FAMILIES: attention.models.forward.anatomy_inferred may read its parts."""
 
 
 def model_type(network) -> str:
@@ -178,9 +192,15 @@ def anatomy(network) -> Anatomy:
     kind = model_type(network)
     family = FAMILIES.get(kind)
     if family is None:
-        raise MissingAnatomy(f"the model family “{kind}” has no entry in this app's map of model parts, so its "
-                             "output projections, layers and norms are not known here (its attention weights are "
-                             "still shown exactly)")
+        raise NoEntry(f"the model family “{kind}” has no entry in this app's map of model parts, so its "
+                      "output projections, layers and norms are not known here (its attention weights are "
+                      "still shown exactly)")
+    return parts_of(network, family)
+
+
+def parts_of(network, family: Family, inferred: str | None = None) -> Anatomy:
+    """The network's parts where `family` says they are; MissingAnatomy for a part that is not there."""
+    kind = model_type(network)
     base = getattr(network, "base_model", network)
 
     def part(root: torch.nn.Module, path: str | None, what: str):
@@ -197,9 +217,13 @@ def anatomy(network) -> Anatomy:
         blocks = blocks * (int(getattr(network.config, "num_hidden_layers", len(blocks))) // max(1, len(blocks)))
     outputs = tuple(part(block, family.output, "output projection") for block in blocks)
     unembed = network.get_output_embeddings() if hasattr(network, "get_output_embeddings") else None
+    config = network.config
+    write_scale = float(getattr(config, family.write_scale)) if family.write_scale else 1.0
+    logit_scale = 1.0 / float(getattr(config, family.logit_divisor)) if family.logit_divisor else 1.0
     return Anatomy(model_type=kind, family=family, base=base, blocks=blocks, outputs=outputs,
                    final_norm=part(base, family.final_norm, "final norm"),
-                   rotary=part(base, family.rotary, "rotary embedding"), unembed=unembed)
+                   rotary=part(base, family.rotary, "rotary embedding"), unembed=unembed, write_scale=write_scale,
+                   logit_scale=logit_scale, inferred=inferred)
 
 
 def has_lm_head(network) -> bool:

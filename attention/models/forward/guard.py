@@ -137,7 +137,7 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
                            own_weights=True, dtype=dtype_name, allowed=allowed)
         spec = replace(loaded.spec, max_tokens=min(loaded.spec.max_tokens, OWN_WEIGHTS_MAX_TOKENS),
                        max_tokens_gpu=None)
-        return replace(loaded, spec=spec, check=check)
+        return _found_once(loaded, replace(loaded, spec=spec, check=check))
     _refuse_scores_not_rebuilt(loaded, measured, dtype_name)
     made = [g for g in measured if g.output is not None]
     _refuse_kernel_output(loaded, made, allowed)
@@ -149,7 +149,19 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
                        dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst),
                        checked=len(measured), kernel_layers=len(made),
                        exact_gap=max(g.exact for g in measured), top_score=max(g.top_score for g in measured))
-    return replace(loaded, check=check)
+    return _found_once(loaded, replace(loaded, check=check))
+
+
+def _found_once(probed: LoadedModel, checked: LoadedModel) -> LoadedModel:
+    """`checked` with what the probe's pass found of the network's parts (for a family without an entry in the
+    anatomy's table, read from its module tree and confirmed by a pass: attention.models.forward.anatomy_inferred),
+    found now if the pass did not need them, so that no later request pays for it or runs it under the lock."""
+    for cached in ("found_anatomy", "output_weights"):
+        if cached in probed.__dict__:
+            checked.__dict__[cached] = probed.__dict__[cached]
+    if probed.spec.inputs == "text" and probed.spec.architecture != "encoder-decoder":
+        _ = checked.found_anatomy
+    return checked
 
 
 def _probe_pass(loaded: LoadedModel, dtype_name: str):

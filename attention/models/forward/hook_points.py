@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attention.models.forward.anatomy import Family, MissingAnatomy, parameter
+from attention.models.forward.anatomy import Anatomy, Family, MissingAnatomy, model_type, parameter
 from attention.models.forward.inputs import text_inputs
 from attention.models.forward.model import LoadedModel
 
@@ -105,6 +105,7 @@ class Point:
     d_head: int | None = None  # ... then split into heads of d_head (None: the tensor as it is)
     editable: bool = True
     heads: int | None = None  # attention weights: the (batch, heads, query_pos, key_pos) a tensor must have
+    scale: float = 1.0  # the point is the module's tensor times this (Granite's blocks scale what they add)
 
     def view(self, t: torch.Tensor) -> torch.Tensor:
         """The module's tensor as the point shows it: (..., groups * width) -> (..., heads, d_head)."""
@@ -123,10 +124,11 @@ class Point:
         return out
 
 
-def points(loaded: LoadedModel) -> dict[str, Point | str]:
+def points(loaded: LoadedModel, parts: Anatomy | None = None) -> dict[str, Point | str]:
     """Every hook point of this model by name: a Point, or a str saying why the family cannot give it exactly.
-    HookPointError when the model has none at all."""
-    parts, kind = _anatomy(loaded)
+    HookPointError when the model has none at all. `parts`: an anatomy to read instead of the model's own (the
+    one attention.models.forward.anatomy_inferred is confirming)."""
+    parts, kind = (parts, parts.model_type) if parts is not None else _anatomy(loaded)
     config = loaded.network.config
     n_heads = int(config.num_attention_heads)
     writes = parts.family.writes
@@ -146,9 +148,9 @@ def points(loaded: LoadedModel) -> dict[str, Point | str]:
                    "entry has no writes)")
             found[at + "hook_attn_out"] = found[at + "hook_mlp_out"] = why
         else:
-            found[at + "hook_attn_out"] = Point(w_o, "out") if writes.attn_out is None else _part(
-                block, writes.attn_out, kind, "attention's output norm")
-            found[at + "hook_mlp_out"] = _part(block, writes.mlp_out, kind, "MLP")
+            found[at + "hook_attn_out"] = Point(w_o, "out", scale=parts.write_scale) if writes.attn_out is None \
+                else _part(block, writes.attn_out, kind, "attention's output norm")
+            found[at + "hook_mlp_out"] = _part(block, writes.mlp_out, kind, "MLP", scale=parts.write_scale)
         post_norm = None if writes is None else writes.post_norm
         found[at + "hook_resid_post"] = Point(block, "out") if post_norm is None else _part(
             block, post_norm, kind, "last LayerNorm", "in")
@@ -176,10 +178,11 @@ def _anatomy(loaded: LoadedModel):
     return parts, parts.model_type
 
 
-def _part(block: torch.nn.Module, path: str, kind: str, what: str, side: str = "out") -> Point | str:
+def _part(block: torch.nn.Module, path: str, kind: str, what: str, side: str = "out",
+          scale: float = 1.0) -> Point | str:
     """A Point on a module of the block, or why not: the module is not where the family's writes say."""
     try:
-        return Point(block.get_submodule(path), side)
+        return Point(block.get_submodule(path), side, scale=scale)
     except AttributeError:
         return f"{kind}: its block has no {what} at “{path}” as this module's entry for the family says"
 
@@ -199,15 +202,15 @@ def _qkv(kind: str, family: Family, block, config, n_heads: int, d: int) -> list
 
 
 @contextlib.contextmanager
-def hooks(loaded: LoadedModel, fwd_hooks, *, lock: bool = True) -> Iterator[list[str]]:
+def hooks(loaded: LoadedModel, fwd_hooks, *, lock: bool = True, parts: Anatomy | None = None) -> Iterator[list[str]]:
     """Run every forward pass inside the block through fwd_hooks, [(name, fn)]: a point's full name, or a
     predicate on names (every point it accepts); fn(tensor, hook) as the module docstring says. Yields the
     names hooked. Every name is checked before anything is installed; hooks go in the order given and are
     removed in `finally`, whatever a fn raised. `lock`: hold the model's lock for the block (pass False when
     the caller holds it: the lock is not re-entrant), so that no other session's pass runs through these
     hooks. A family whose attention makes weights only when asked (DeBERTa-v2) needs output_attentions=True
-    in the pass for hook_pattern (run_with_cache and run_with_hooks pass it)."""
-    found = points(loaded)
+    in the pass for hook_pattern (run_with_cache and run_with_hooks pass it). `parts`: as points() takes it."""
+    found = points(loaded, parts)
     chosen = []
     for name, fn in fwd_hooks:
         names = [n for n, p in found.items() if isinstance(p, Point) and name(n)] if callable(name) else [name]
@@ -242,13 +245,16 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel):
     """One torch hook on the point's module that shows fn the point's tensor and puts back what fn returns."""
     def run(t: torch.Tensor) -> torch.Tensor | None:
         if not isinstance(t, torch.Tensor):
-            raise HookPointError(f"{loaded.spec.name} ({loaded.anatomy.model_type}): {hook} found no tensor there "
+            raise HookPointError(f"{loaded.spec.name} ({model_type(loaded.network)}): {hook} found no tensor there "
                                  f"(the module gave {type(t).__name__}; its attention returns weights only when it "
                                  "runs eager attention: load it with the package's loader or "
                                  "attn_implementation=\"eager\")")
         seen = point.view(t)
+        if point.scale != 1.0:  # what the block adds: a copy, put back divided only when fn changed it
+            seen = seen * point.scale
+            before = seen.clone()
         if point.heads is not None and (seen.ndim != 4 or seen.shape[1] != point.heads):
-            raise HookPointError(f"{loaded.spec.name} ({loaded.anatomy.model_type}): {hook} found a tensor of shape "
+            raise HookPointError(f"{loaded.spec.name} ({model_type(loaded.network)}): {hook} found a tensor of shape "
                                  f"{tuple(seen.shape)} where its attention's weights should be: this family's "
                                  "attention does not return them as transformers' attention interface does")
         if not point.editable:
@@ -258,6 +264,10 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel):
                                      "weights (edit hook_q, hook_k, hook_v or hook_z instead)")
             return None
         edited = fn(seen, hook)
+        if point.scale != 1.0:
+            if edited is None and torch.equal(seen, before):
+                return None
+            edited = (seen if edited is None else edited) / point.scale
         if edited is None:
             return None
         if tuple(edited.shape) != tuple(seen.shape):

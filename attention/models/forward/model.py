@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import Anatomy, MissingAnatomy, anatomy
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy, NoEntry, anatomy
 from attention.models.forward.check import ModelCheck
 from attention.models.forward.registry import ModelSpec
 
@@ -161,11 +161,37 @@ class LoadedModel:
             return None
         return tuple(parts.output_weight(layer) for layer in range(len(parts.outputs)))
 
-    @cached_property
+    @property
     def anatomy(self) -> Anatomy:
-        """Where the network keeps its parts (attention.models.forward.anatomy); MissingAnatomy for an unknown
-        family."""
-        return anatomy(self.network)
+        """Where the network keeps its parts (attention.models.forward.anatomy), or for a family without an entry
+        as its module tree shows them once a pass confirms it (attention.models.forward.anatomy_inferred);
+        MissingAnatomy, saying why, where neither gives them."""
+        found = self.found_anatomy
+        if isinstance(found, MissingAnatomy):
+            raise type(found)(str(found))
+        return found
+
+    @cached_property
+    def found_anatomy(self) -> Anatomy | MissingAnatomy:
+        """The anatomy or why there is none, found once (an inferred one costs a pass of the model)."""
+        try:
+            return anatomy(self.network)
+        except NoEntry:
+            from attention.models.forward.anatomy_inferred import inferred_anatomy
+
+            try:
+                return inferred_anatomy(self)
+            except MissingAnatomy as err:
+                return err
+        except MissingAnatomy as err:
+            return err
+
+    @property
+    def logit_scale(self) -> float:
+        """What the model multiplies its LM head's output by (Granite: 1 / logits_scaling), as its anatomy found
+        and confirmed it; 1 where it has none or no anatomy."""
+        found = self.found_anatomy
+        return 1.0 if isinstance(found, MissingAnatomy) else found.logit_scale
 
     @property
     def logit_softcap(self) -> float | None:
