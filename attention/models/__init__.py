@@ -32,6 +32,7 @@ from attention.models.analyses.batch import (
     logit_differences,
 )
 from attention.models.analyses.batch_inputs import PaddedBatch, last_logits, pad_batch
+from attention.models.analyses.batch_job import BatchJob, batch_file, load_batch_job, merge_batch_jobs
 from attention.models.analyses.batch_pairs import (
     CORRUPTIONS,
     IOI_TEMPLATES,
@@ -42,6 +43,7 @@ from attention.models.analyses.batch_pairs import (
     write_prompt_pairs,
 )
 from attention.models.analyses.batch_patching import BatchPatching, batch_patching
+from attention.models.analyses.batch_ray import batch_file_on_ray
 from attention.models.forward import *  # noqa: F403
 from attention.models.forward import __all__ as _forward
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy
@@ -67,4 +69,6 @@ __all__ = [*_forward, *_recorded, *_analyses,
            # analyses over a batch of prompt pairs (analyses.batch_pairs, batch_inputs, batch, batch_patching)
            "BatchAttribution", "BatchPatching", "CORRUPTIONS", "IOI_TEMPLATES", "LogitDifferences", "PaddedBatch",
            "PromptPair", "PromptPairs", "Spread", "batch_attribution", "batch_patching", "ioi_pairs", "last_logits",
-           "logit_differences", "pad_batch", "read_prompt_pairs", "write_prompt_pairs"]
+           "logit_differences", "pad_batch", "read_prompt_pairs", "write_prompt_pairs",
+           # the same as a job over a pairs file, saved as it goes, resumed, or on Ray (batch_job, batch_ray)
+           "BatchJob", "batch_file", "batch_file_on_ray", "load_batch_job", "merge_batch_jobs"]

@@ -235,11 +235,7 @@ def position_labels(tokenizer, batch: PaddedBatch, columns: list[int], targets, 
     its role where every prompt's token there has one (IO: the target; S1, S2: the foil's first and second
     mention), or the roles joined ("IO/S1"); else the first prompt's token and "…" (a slot that varies)."""
     ids = batch.ids.cpu().numpy()  # (B, T)
-    roles = np.full(ids.shape, "", dtype=object)
-    roles[ids == targets[:, None]] = "IO"
-    is_foil = ids == foils[:, None]
-    roles[is_foil & (np.cumsum(is_foil, 1) == 1)] = "S1"
-    roles[is_foil & (np.cumsum(is_foil, 1) == 2)] = "S2"
+    roles = position_roles(ids, targets, foils)
     labels = []
     for c in columns:
         shown = tokenizer.decode([int(ids[0, c])])
@@ -250,3 +246,14 @@ def position_labels(tokenizer, batch: PaddedBatch, columns: list[int], targets, 
         else:
             labels.append(shown + "…")
     return tuple(labels)
+
+
+def position_roles(ids: np.ndarray, targets, foils) -> np.ndarray:
+    """Each token's role in its prompt: "IO" (the target), "S1" and "S2" (the foil's first and second mention),
+    "" (none). Shapes: ids (B, T), targets and foils (B,) -> (B, T) of str."""
+    roles = np.full(ids.shape, "", dtype=object)
+    roles[ids == np.asarray(targets)[:, None]] = "IO"
+    is_foil = ids == np.asarray(foils)[:, None]
+    roles[is_foil & (np.cumsum(is_foil, 1) == 1)] = "S1"
+    roles[is_foil & (np.cumsum(is_foil, 1) == 2)] = "S2"
+    return roles
