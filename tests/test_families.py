@@ -158,6 +158,7 @@ def test_a_family_without_an_anatomy_entry_is_read_from_its_tree_or_shows_weight
     from attention.models.forward import anatomy
 
     tabled, _ = build("qwen2", tok)
+    assert tabled.anatomy.inferred is None  # found now, from the table's entry
     monkeypatch.setattr(anatomy, "FAMILIES", {k: v for k, v in anatomy.FAMILIES.items() if k not in ("qwen2", "opt")})
     loaded, reference = build("qwen2", tok)  # a fresh load: the anatomy is looked up again, and read from the tree
     assert loaded.anatomy.inferred and [loaded.network.get_submodule(f"model.layers.{i}.self_attn.o_proj")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import pytest
 import torch
 
@@ -113,24 +112,31 @@ def test_causal_tools_on_a_family_outside_the_table_equal_transformers_own_model
     assert lens.top_probability[-1, -1] == float32_approx(float(probabilities.max()), terms=D)
 
 
-def test_a_reading_the_model_does_not_confirm_is_refused_with_the_gap_and_attention_still_shown(tok):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_reading_the_model_does_not_confirm_is_refused_with_the_gap_and_attention_still_shown(tok, dtype):
     """A Granite whose blocks scale what they add by another factor than its config says: the parts read from
-    its tree would give direct attributions that do not sum to its logit difference; refused, saying so."""
+    its tree would give direct attributions that do not sum to its logit difference; refused, saying so. In
+    bfloat16 too, where what attention writes is smaller than the stream's rounding (the confirming pass adds
+    a vector as large as the stream to each write)."""
     import transformers as tf
 
     family = OUTSIDE["granite"]
     torch.manual_seed(0)
     config = family.config()
     config._attn_implementation = "eager"
-    reference = family.model(config).eval()
+    reference = family.model(config).eval().to(dtype)
     for block in reference.model.layers:
-        block.residual_multiplier = 0.5  # the config still says 0.22
+        block.residual_multiplier = 0.3  # the config still says 0.22
     loaded = from_model(copy.deepcopy(reference), tok, name="odd granite")
     with pytest.raises(MissingAnatomy, match=r"granite.*not confirm.*off by"):
         _ = loaded.anatomy
     att = attend(loaded, PROMPT)
     with pytest.raises(ValueError, match="not confirm"):
         direct_logit_attribution(loaded, att, contrast(att, tok, " the", " a"))
-    for ours, own in zip(att.self_attn.weights, own_attentions(reference, att), strict=True):
-        assert_float32_close(ours, own, terms=len(att.tokens))
-    assert isinstance(tf.GraniteConfig().residual_multiplier, float) and np.isfinite(att.self_attn.weights[0]).all()
+    if dtype == torch.float32:  # (in bfloat16 the model's own weights are rounded: the guard's rule holds them)
+        for ours, own in zip(att.self_attn.weights, own_attentions(reference, att), strict=True):
+            assert_float32_close(ours, own, terms=len(att.tokens))
+    assert loaded.check.gap <= loaded.check.allowed
+    for block in reference.model.layers:
+        block.residual_multiplier = tf.GraniteConfig(residual_multiplier=0.22).residual_multiplier  # as it says
+    assert from_model(copy.deepcopy(reference), tok, name="granite").anatomy.inferred

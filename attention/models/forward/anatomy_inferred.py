@@ -50,7 +50,8 @@ NAMES = {  # where transformers' families keep each part, most common first
 }
 SCALES = {"write_scale": "residual_multiplier", "logit_divisor": "logits_scaling"}  # Family field -> config field
 PROBE = "When Mary and John went to the store, John gave a drink to Mary. The river bank was quiet."
-ROUNDING = 64  # gaps allowed: this many of the dtype's epsilon, times the size of the terms compared
+ROUNDING = 8  # gaps allowed: this many of the dtype's epsilon times the size of the terms compared (each check
+# recomputes one rounded step of the model from its own rounded inputs: half an epsilon of the result apart)
 
 
 def inferred_anatomy(loaded: LoadedModel) -> Anatomy:
@@ -156,20 +157,24 @@ def _readings(network) -> list[Family]:
 
 
 def confirm(loaded: LoadedModel, parts: Anatomy) -> list[str]:
-    """What a pass over PROBE finds wrong with `parts` (module docstring), each with its gap; [] when nothing."""
+    """What two passes over PROBE find wrong with `parts` (module docstring), each with its gap; [] when nothing.
+    The writes are confirmed on a second pass that adds a vector as large as the residual stream to every
+    hook_attn_out and hook_mlp_out (+Δ and -Δ/2, the signs turning layer by layer, so the stream stays bounded):
+    in 16 bits what attention writes can be smaller than the stream's rounding, and a scale that is off would go
+    unseen on the plain pass; on this one it moves each block's output by Δ times the error."""
     from attention.models.forward.hook_points import hooks  # (hook_points reads this module's parts)
 
     tokenizer = loaded.tokenizer
     ids = torch.tensor(tokenizer(PROBE)["input_ids"] if tokenizer is not None else list(range(1, 21)))[None]
+    ids = ids.to(loaded.device)
     kept: dict[str, torch.Tensor] = {}
 
     def keep(t: torch.Tensor, hook) -> None:
         kept[str(hook)] = t.detach().double().cpu()
 
-    wanted = ("hook_resid_pre", "attn.hook_v", "attn.hook_pattern", "attn.hook_z", "hook_attn_out", "hook_mlp_out",
-              "hook_resid_post", "ln_final.hook_normalized")
+    wanted = ("hook_resid_pre", "attn.hook_v", "attn.hook_pattern", "attn.hook_z", "ln_final.hook_normalized")
     with torch.inference_mode(), hooks(loaded, [(lambda n: n.endswith(wanted), keep)], lock=False, parts=parts):
-        logits = loaded.network(input_ids=ids.to(loaded.device), output_attentions=True).logits[0].double().cpu()
+        logits = loaded.network(input_ids=ids, output_attentions=True).logits[0].double().cpu()
     eps = torch.finfo(next(loaded.network.parameters()).dtype).eps
     gaps = []
 
@@ -179,7 +184,8 @@ def confirm(loaded: LoadedModel, parts: Anatomy) -> list[str]:
             gaps.append(f"{what} off by {gap:.2g} (allowed {ROUNDING * eps * size:.2g})")
 
     n_heads = int(loaded.network.config.num_attention_heads)
-    for layer in range(len(parts.blocks)):
+    L = len(parts.blocks)
+    for layer in range(L):
         at = f"blocks.{layer}."
         if at + "attn.hook_pattern" not in kept:
             return [f"layer {layer + 1}'s attention gave no weights to confirm with"]
@@ -189,16 +195,31 @@ def confirm(loaded: LoadedModel, parts: Anatomy) -> list[str]:
             z = torch.einsum("bhqk,bkhd->bqhd", kept[at + "attn.hook_pattern"], v)
             check(f"layer {layer + 1}: W_O's input against each head's pattern times v", kept[at + "attn.hook_z"], z,
                   float(v.abs().max()))
-        terms = [kept[at + n] for n in ("hook_resid_pre", "hook_attn_out", "hook_mlp_out")]
+    if gaps:
+        return gaps
+    size = max(float(kept[f"blocks.{layer}.hook_resid_pre"].abs().max()) for layer in range(L))
+    width = kept["blocks.0.hook_resid_pre"].shape[-1]
+    delta = torch.cos(torch.arange(width, dtype=torch.float64)) * size  # (D,) as large as the stream
+
+    def add(t: torch.Tensor, hook) -> None:
+        sign = 1.0 if hook.layer % 2 == 0 else -1.0
+        t += (delta * (sign if hook.endswith("hook_attn_out") else -sign / 2)).to(t.device, t.dtype)
+        keep(t, hook)
+
+    edited = (lambda n: n.endswith(("hook_attn_out", "hook_mlp_out")), add)
+    streams = (lambda n: n.endswith(("hook_resid_pre", "hook_resid_post")), keep)
+    with torch.inference_mode(), hooks(loaded, [edited, streams], lock=False, parts=parts):
+        loaded.network(input_ids=ids)
+    for layer in range(L):
+        terms = [kept[f"blocks.{layer}.{n}"] for n in ("hook_resid_pre", "hook_attn_out", "hook_mlp_out")]
         check(f"layer {layer + 1}: the block's output against its input plus what attention and the MLP add",
-              sum(terms), kept[at + "hook_resid_post"], sum(float(t.abs().max()) for t in terms))
+              sum(terms), kept[f"blocks.{layer}.hook_resid_post"], sum(float(t.abs().max()) for t in terms))
         if gaps:
-            break
-    if not gaps:
-        with torch.inference_mode():
-            final = kept["ln_final.hook_normalized"].to(loaded.device, next(parts.unembed.parameters()).dtype)
-            own = parts.unembed(final)[0].double().cpu() * parts.logit_scale
-        check("the LM head of the final norm's output against the model's logits", own, logits,
-              float(logits.abs().max()))
+            return gaps
+    with torch.inference_mode():
+        final = kept["ln_final.hook_normalized"].to(loaded.device, next(parts.unembed.parameters()).dtype)
+        own = parts.unembed(final)[0].double().cpu() * parts.logit_scale
+    check("the LM head of the final norm's output against the model's logits", own, logits,
+          float(logits.abs().max()))
     return gaps
 

@@ -38,7 +38,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import attention_window, model_type
+from attention.models.forward.anatomy import MissingAnatomy, NoEntry, anatomy, attention_window, model_type
+from attention.models.forward.anatomy_inferred import inferred_anatomy
 from attention.models.forward.capture import CapturedCall, EagerBeside
 from attention.models.forward.check import GUARD_GAP, OWN_WEIGHTS_MAX_TOKENS, ModelCheck, ModelRefused, allowed_gap
 from attention.models.forward.device_arrays import DeviceArray, part
@@ -137,7 +138,7 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
                            own_weights=True, dtype=dtype_name, allowed=allowed)
         spec = replace(loaded.spec, max_tokens=min(loaded.spec.max_tokens, OWN_WEIGHTS_MAX_TOKENS),
                        max_tokens_gpu=None)
-        return _found_once(loaded, replace(loaded, spec=spec, check=check))
+        return _with_parts(replace(loaded, spec=spec, check=check))
     _refuse_scores_not_rebuilt(loaded, measured, dtype_name)
     made = [g for g in measured if g.output is not None]
     _refuse_kernel_output(loaded, made, allowed)
@@ -149,19 +150,27 @@ def check_model(loaded: LoadedModel) -> LoadedModel:
                        dtype=dtype_name, allowed=allowed, layer_gaps=self_gaps, worst=_where(worst),
                        checked=len(measured), kernel_layers=len(made),
                        exact_gap=max(g.exact for g in measured), top_score=max(g.top_score for g in measured))
-    return _found_once(loaded, replace(loaded, check=check))
+    return _with_parts(replace(loaded, check=check))
 
 
-def _found_once(probed: LoadedModel, checked: LoadedModel) -> LoadedModel:
-    """`checked` with what the probe's pass found of the network's parts (for a family without an entry in the
-    anatomy's table, read from its module tree and confirmed by a pass: attention.models.forward.anatomy_inferred),
-    found now if the pass did not need them, so that no later request pays for it or runs it under the lock."""
-    for cached in ("found_anatomy", "output_weights"):
-        if cached in probed.__dict__:
-            checked.__dict__[cached] = probed.__dict__[cached]
-    if probed.spec.inputs == "text" and probed.spec.architecture != "encoder-decoder":
-        _ = checked.found_anatomy
-    return checked
+def _with_parts(checked: LoadedModel) -> LoadedModel:
+    """`checked` with its parts read from its module tree and confirmed by a pass, for a text model whose family
+    has no entry in the anatomy's table (attention.models.forward.anatomy_inferred), or with why they are not:
+    found once, now, so that no request pays for it or runs it under the model's lock."""
+    if checked.spec.inputs != "text" or checked.spec.architecture == "encoder-decoder":
+        return checked
+    try:
+        anatomy(checked.network)
+        return checked
+    except NoEntry:
+        pass
+    except MissingAnatomy:
+        return checked
+    try:
+        parts = inferred_anatomy(checked)
+    except MissingAnatomy as err:
+        parts = err
+    return replace(checked, read_parts=parts)
 
 
 def _probe_pass(loaded: LoadedModel, dtype_name: str):

@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import Anatomy, MissingAnatomy, NoEntry, anatomy
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy, anatomy
 from attention.models.forward.check import ModelCheck
 from attention.models.forward.registry import ModelSpec
 
@@ -141,6 +141,9 @@ class LoadedModel:
     check: ModelCheck | None = None  # what the guard measured when a loader checked it (None: not checked)
     lock: ModelLock = field(default_factory=ModelLock, repr=False, compare=False)
     processor: object = None  # an image model's transformers image processor (spec.inputs == "image"), else None
+    read_parts: Anatomy | MissingAnatomy | None = field(default=None, repr=False, compare=False)  # a family
+    # without an entry in the anatomy's table: its parts as the guard read them from the module tree and confirmed
+    # (attention.models.forward.anatomy_inferred), or why not; None: the table's entry
 
     def __getattr__(self, name: str):
         """Only for names that are not here: the pass was a method (`loaded.attend(text)`) until 0.3; say where
@@ -164,8 +167,8 @@ class LoadedModel:
     @property
     def anatomy(self) -> Anatomy:
         """Where the network keeps its parts (attention.models.forward.anatomy), or for a family without an entry
-        as its module tree shows them once a pass confirms it (attention.models.forward.anatomy_inferred);
-        MissingAnatomy, saying why, where neither gives them."""
+        as the guard read them from its module tree and confirmed them (read_parts); MissingAnatomy, saying why,
+        where neither gives them."""
         found = self.found_anatomy
         if isinstance(found, MissingAnatomy):
             raise type(found)(str(found))
@@ -173,16 +176,11 @@ class LoadedModel:
 
     @cached_property
     def found_anatomy(self) -> Anatomy | MissingAnatomy:
-        """The anatomy or why there is none, found once (an inferred one costs a pass of the model)."""
+        """The anatomy or why there is none, found once."""
+        if self.read_parts is not None:
+            return self.read_parts
         try:
             return anatomy(self.network)
-        except NoEntry:
-            from attention.models.forward.anatomy_inferred import inferred_anatomy
-
-            try:
-                return inferred_anatomy(self)
-            except MissingAnatomy as err:
-                return err
         except MissingAnatomy as err:
             return err
 
