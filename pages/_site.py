@@ -70,6 +70,9 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/corpus.py", "A head across a corpus", ":material/scatter_plot:",
                   "Every head over 278 texts: a map of all heads, each head's top examples anywhere in the corpus, "
                   "its queries and keys in one picture."),
+        PageEntry("pages/batch.py", "A batch of prompts", ":material/stacked_bar_chart:",
+                  "For researchers: the logit difference, each head's direct share and residual patching over 100 IOI "
+                  "prompt pairs or a file of yours, each prompt's value kept, with the mean and its spread."),
     ),
     "Class": (
         PageEntry("pages/classroom.py", "A class", ":material/groups:",

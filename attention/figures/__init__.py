@@ -14,6 +14,8 @@ the picture this package draws from them. (BertViz's `head_view` and `model_view
     classroom.py the teacher's view of a class: class_answers (one question's answers, the right one marked)
     bertviz.py  BertViz's head_view and model_view, with its argument names
     corpus.py   a corpus survey's four: corpus_map, example_rows, qk_scatter, corpus_statistic
+    batch.py    analyses over a batch of prompt pairs: m_rows, prompt_strip, attribution_canvas, head_rows,
+                parts_gap, patching_canvas, patching_rows, counted_prompts
     images.py   an image model's three, over its picture: picture, heads_over_image, norms_chart
     notebook.py a canvas heatmap for notebooks and files: NotebookHeatmap, shown as HTML (heatmap.js inline) with a
                 PNG beside it; to_html(path), to_png(path)
@@ -59,6 +61,16 @@ from attention.figures.base import (
     esc,
     heatmap,
     image_config,
+)
+from attention.figures.batch import (
+    attribution_canvas,
+    counted_prompts,
+    head_rows,
+    m_rows,
+    parts_gap,
+    patching_canvas,
+    patching_rows,
+    prompt_strip,
 )
 from attention.figures.canvas import CanvasHeatmap, grid_canvas, layer_head_canvas, matrix_canvas, view_canvas
 from attention.figures.canvas import source as canvas_source
@@ -110,6 +122,8 @@ __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED",
            "HEAD_COLOURS", "attention_lines", "comparison", "effects", "focus_meta", "head_grid", "layer_head_heatmap",
            "LENS_SHOWN", "lens_heatmap", "named", "pair", "qk_attribution_heatmap", "row_distance", "view_heatmap",
            "window_edge",
+           "attribution_canvas", "counted_prompts", "head_rows", "m_rows", "parts_gap", "patching_canvas",
+           "patching_rows", "prompt_strip",
            "heatmap_panels", "line_chart", "reveal_bars", "sense_plane", "trace_steps", "vector_plane", "weights_bar",
            *_LATER]
 

@@ -146,15 +146,22 @@ def _fill(template: str, order: str, io_: str, s1: str, s2: str, slots: dict) ->
 def read_prompt_pairs(name: str | Path, data: bytes | None = None) -> PromptPairs:
     """The rows of a .jsonl file (one object per line with clean, corrupted, target, foil) or a .csv file (those
     four columns; others are ignored): read from `name`, or from `data` (an upload's bytes) named `name`.
-    ValueError, saying the line, for a missing column or an empty field."""
+    ValueError, saying the line, for a missing column or an empty field, a line that is not JSON, text that is not
+    UTF-8."""
     suffix = Path(name).suffix.lower()
     if suffix not in PAIR_FORMATS:
         raise ValueError(f"{Path(name).name}: prompt pairs are read from {' or '.join(PAIR_FORMATS)} files")
-    text = (Path(name).read_bytes() if data is None else data).decode("utf-8-sig")
-    if suffix == ".jsonl":
-        records = [(i, json.loads(line)) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
-    else:
-        records = list(enumerate(csv.DictReader(io.StringIO(text)), 2))  # line 1 is the header
+    try:
+        text = (Path(name).read_bytes() if data is None else data).decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{Path(name).name} is not UTF-8 text (byte {err.start} cannot be read)") from err
+    try:
+        if suffix == ".jsonl":
+            records = [(i, _json_line(line, i)) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+        else:
+            records = list(enumerate(csv.DictReader(io.StringIO(text)), 2))  # line 1 is the header
+    except (ValueError, csv.Error) as err:  # not JSON on a line; a CSV field over csv's size limit
+        raise ValueError(f"{Path(name).name}: {err}") from err
     rows = []
     for line, record in records:
         if not isinstance(record, dict):
@@ -167,6 +174,14 @@ def read_prompt_pairs(name: str | Path, data: bytes | None = None) -> PromptPair
     if not rows:
         raise ValueError(f"{Path(name).name} holds no prompt pairs")
     return PromptPairs(tuple(rows), Path(name).name)
+
+
+def _json_line(line: str, number: int):
+    """One .jsonl line's object; ValueError saying the line where it is not JSON."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"line {number} is not JSON ({err.msg}, column {err.colno})") from err
 
 
 def write_prompt_pairs(pairs: PromptPairs) -> str:
