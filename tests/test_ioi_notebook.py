@@ -30,4 +30,4 @@ def test_the_ioi_notebook_runs_and_draws_its_two_figures_as_pictures():
         assert not re.search(r"<script[^>]*\bsrc=", page) and len(page) < 400_000  # inline, no plotly.js
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "100 pairs" in text and "shares add up" in text and "at S2" in text
-    assert took < 180, f"the notebook took {took:.0f} s"  # ~40 s on 2 cores; a loose bound for a busy machine
+    print(f"the IOI notebook ran in {took:.0f} s")  # (its speed is make bench's to hold, not a test's)
