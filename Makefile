@@ -62,11 +62,13 @@ test: install-dev browser nginx postgres
 	HF_HUB_OFFLINE=1 ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -m numeric -p no:cacheprovider --durations=5
 
 # Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here), and the table
-# of model families x features, docs/models.md.
+# of model families x features, docs/models.md. Then our hook points against TransformerLens, where it is
+# importable (it is not a requirement: docs/transformer_lens.md); otherwise that step says so and passes.
 bench: install-dev browser nginx postgres $(VENV)/.installed-bench
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.families
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.lesson_minutes
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.run
+	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.transformer_lens
 
 # A class for 20 minutes (benchmarks/soak.py): 2 app processes behind nginx, 8 browser sessions walking the
 # pages with random inputs, then one process killed; its figures go into docs/benchmarks.md. Then JOURNEYS

@@ -23,6 +23,7 @@ from attention.toy import examples as ex
 from benchmarks import browser as bb
 from benchmarks import common, compute, soak
 from benchmarks import comparison as compared
+from benchmarks import hooks as hook_bench
 from benchmarks import images as image_bench
 from benchmarks import slow_operations as slow
 from benchmarks.elements_app import ELEMENTS
@@ -581,6 +582,8 @@ def report(r: dict, smoke: bool) -> str:
         lines += ["", *image_bench.lines(r["images"])]
     if "slow" in r:
         lines += ["", *slow.section(r["slow"])]
+    if "hooks" in r:
+        lines += ["", *hook_bench.lines(r["hooks"])]
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -642,6 +645,8 @@ def main() -> int:
         if not args.smoke:  # fresh servers, ~10 minutes: not part of make test's smoke run
             r["slow"] = slow.measure(runs=3)
             print("slow operations done", file=sys.stderr)
+            r["hooks"] = hook_bench.measure()  # batch_patching over 100 pairs, minutes: not in the smoke run
+            print("hooks done", file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report(r, args.smoke))

@@ -31,7 +31,8 @@ the same shape. Every point is editable except hook_pattern.
     blocks.{l}.hook_mlp_out        [batch, pos, d_model]  what the MLP adds (the same norms after it for those three)
     blocks.{l}.hook_resid_post     [batch, pos, d_model]  the residual stream after block l
     ln_final.hook_normalized       [batch, pos, d_model]  the final norm's output, its weight and bias applied
-                                   (TransformerLens's is before them: the same with its default fold_ln=True)
+                                   (TransformerLens's is x / scale, before the weight, folded or not: this is
+                                   its value times ln_final.w; docs/transformer_lens.md)
 
 Encoders that normalise after each sum (BERT, RoBERTa, ELECTRA, DistilBERT) follow TransformerLens's
 HookedEncoder: hook_resid_post is the sum before the block's last LayerNorm, and
