@@ -25,6 +25,7 @@ from pages._clicks import head_opener, open_head_buttons, picked_head
 from pages._focus import changing, following, on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import model_or_stop, result_of, result_or_none
+from pages._kept import drawn, keep, keeping, kept
 from pages._labels import label_of
 from pages._path import intro, path_links
 from pages._prose import for_developers, prose
@@ -33,7 +34,9 @@ from pages._widgets import fit, layer_and_head, model_picker
 
 ensure_app_frame()
 SOURCES = {"ioi": "IOI template", "file": "a file of yours"}
-DEFAULTS = {"batch.n": 100, "batch.corruption": "abc", "batch.seed": 0}  # the preset: 100 IOI pairs, ABC
+DEFAULTS = {"batch.source": "ioi", "batch.n": 100, "batch.corruption": "abc", "batch.seed": 0}  # the preset: 100
+# IOI pairs, ABC. The page's own choices, kept for the session (pages/_kept.py): they hold when the visitor follows
+# a head to another page and comes back; an uploaded file is kept as its name and bytes ("batch.upload")
 MAX_PAIRS = 500  # rows one run reads: a file's later rows are left out (and said so)
 UPLOAD_MB = 5
 TOP_HEADS = 10
@@ -48,14 +51,13 @@ intro("pages/batch.py", "For researchers: what studies of indirect-object identi
       "patched from the clean run into the corrupted one; each prompt's value is kept, and the mean is shown with "
       "its spread.")
 focus = on_page()
-for key, value in DEFAULTS.items():  # the page's own inputs: set before they are drawn (a test sets them first)
-    st.session_state.setdefault(key, value)
 
 # --- The prompt pairs ------------------------------------------------------------------------------------------
 c1, c2 = st.columns([2, 1])  # at 800 px a narrower column cut the model's name
 name = model_picker(c2, focus, slot="batch", default=DEFAULT_DECODER)
-source = c1.segmented_control("Prompt pairs", list(SOURCES), format_func=label_of(SOURCES), default="ioi",
-                              key="batch.source") or "ioi"
+source = c1.segmented_control("Prompt pairs", list(SOURCES), format_func=label_of(SOURCES),
+                              key=drawn("batch.source", "batch.source", DEFAULTS["batch.source"]),
+                              on_change=keeping("batch.source", "batch.source")) or "ioi"
 loaded = model_or_stop(name)
 if loaded.spec.architecture != "decoder-only":  # an encoder predicts no next token: there is no m to read
     st.info(f"{md(model_label(name))} predicts no next token: this page reads a prediction's logit difference. "
@@ -65,14 +67,24 @@ if loaded.spec.architecture != "decoder-only":  # an encoder predicts no next to
     path_links("pages/batch.py")
     st.stop()
 
+def _forget_a_removed_file() -> None:
+    """The uploader's on_change: a file the visitor removed is no longer read (a new one is kept where it is read)."""
+    if st.session_state.get("batch.file") is None:
+        keep("batch.upload", None)
+
+
 if source == "ioi":
     n_col, corruption_col, seed_col = c1.columns(3)
-    n = n_col.number_input("Pairs", 2, MAX_PAIRS, step=10, key="batch.n",
+    n = n_col.number_input("Pairs", 2, MAX_PAIRS, step=10, key=drawn("batch.n", "batch.n", DEFAULTS["batch.n"]),
+                           on_change=keeping("batch.n", "batch.n"),
                            help=f"How many prompt pairs to generate, {MAX_PAIRS} at most.")
-    corruption = corruption_col.selectbox("Corruption", list(CORRUPTIONS), format_func=str.upper,
-                                          key="batch.corruption", help=" ".join(f"{k.upper()}: {v}."
-                                                                                for k, v in CORRUPTIONS.items()))
-    seed = seed_col.number_input("Seed", 0, 10_000, key="batch.seed",
+    corruption = corruption_col.selectbox(
+        "Corruption", list(CORRUPTIONS), format_func=str.upper,
+        key=drawn("batch.corruption", "batch.corruption", DEFAULTS["batch.corruption"]),
+        on_change=keeping("batch.corruption", "batch.corruption"),
+        help=" ".join(f"{k.upper()}: {v}." for k, v in CORRUPTIONS.items()))
+    seed = seed_col.number_input("Seed", 0, 10_000, key=drawn("batch.seed", "batch.seed", DEFAULTS["batch.seed"]),
+                                 on_change=keeping("batch.seed", "batch.seed"),
                                  help="The generator's seed: the same seed gives the same pairs.")
     try:
         pairs = ioi_pairs(loaded.tokenizer, int(n), seed=int(seed), corruption=corruption)
@@ -85,24 +97,30 @@ if source == "ioi":
                   else ""))
 else:
     file = c1.file_uploader("A .jsonl or .csv file of prompt pairs", type=["jsonl", "csv"], key="batch.file",
+                            on_change=_forget_a_removed_file,
                             max_upload_size=UPLOAD_MB,
                             help="One row per pair, with the columns clean, corrupted, target and foil (.csv: a "
                                  "header line; .jsonl: one JSON object per line). The target and the foil are the "
                                  "next tokens m compares, with their leading space: “ Mary”, “ John”. What the "
                                  "download button below writes reads back here.")
-    if file is None:
+    if file is not None:  # kept: the uploader is empty again when the visitor comes back (removing the file forgets it)
+        keep("batch.upload", (file.name, file.getvalue()))
+    upload = kept("batch.upload")
+    if file is None and upload is not None:
+        c1.caption(f"Reading {md(upload[0])}, uploaded earlier in this visit: upload another file to replace it.")
+    if upload is None:
         st.info("Upload a file of prompt pairs, or download the IOI pairs (choose “IOI template” above) to see "
                 "the format.")
         path_links("pages/batch.py")
         st.stop()
     try:
-        pairs = read_prompt_pairs(file.name, file.getvalue())
+        pairs = read_prompt_pairs(*upload)
     except ValueError as err:
-        st.error(f"**{md(file.name)} cannot be read.** {md(err)}")
+        st.error(f"**{md(upload[0])} cannot be read.** {md(err)}")
         path_links("pages/batch.py")
         st.stop()
     if len(pairs) > MAX_PAIRS:
-        st.warning(f"{md(file.name)} holds {len(pairs):,} pairs: the first {MAX_PAIRS} are read.")
+        st.warning(f"{md(upload[0])} holds {len(pairs):,} pairs: the first {MAX_PAIRS} are read.")
         pairs = pairs[:MAX_PAIRS]
     st.caption(f"{len(pairs)} pairs read from {md(pairs.source)}.")
 
@@ -177,9 +195,11 @@ if dla is not None:
 st.header("3 · Where it enters: activation patching")
 st.latex(r"\text{recovery} = \frac{m_{\text{patched}} - m_{\text{corrupt}}}{m_{\text{clean}} - m_{\text{corrupt}}}")
 prose("Each corrupted prompt runs again with its residual stream at one layer and position taken from its clean "
-      "twin: 1 brings the clean m back, 0 changes nothing. Every stream at every position where a pair differs "
-      "is patched, one run per prompt each, so this takes much longer than the rest of the page: a bar shows how far "
-      "it got, and the work goes on if you change something meanwhile.")
+      "twin: 1 brings the clean m back, 0 changes nothing. Where every prompt has one length, every stream is patched "
+      "at every position from the first where a pair differs; where the lengths differ, positions do not line up "
+      "across prompts and each prompt's last token alone is patched. One run per prompt each, so this takes much "
+      "longer than the rest of the page: a bar shows how far it got, and the work goes on if you change something "
+      "meanwhile.")
 asked = f"batch.patched.{name.name}@{name.dtype}.{digest}"  # this session asked for these pairs' patching
 if st.button("Run patching", icon=":material/healing:", key="batch.patch", type="primary") or \
         st.session_state.get(asked):

@@ -100,6 +100,20 @@ def test_the_ioi_generator_makes_single_token_names_and_abc_differs_at_s2_only(s
     assert all(r.corrupted.count(r.foil.strip()) == 1 and r.corrupted.count(r.target.strip()) == 2 for r in swapped)
     with pytest.raises(ValueError, match="corruption"):
         ioi_pairs(tokenizer, 5, corruption="shuffle")
+    # one seed, the same clean prompts whatever the corruption: comparing corruptions compares like with like
+    cleans = {c: [r.clean for r in ioi_pairs(tokenizer, 30, seed=4, corruption=c)] for c in ("abc", "xyz", "swap")}
+    assert cleans["abc"] == cleans["xyz"] == cleans["swap"]
+    xyz = ioi_pairs(tokenizer, 30, seed=4, corruption="xyz")
+    assert all(not {r.target.strip(), r.foil.strip()} & set(r.corrupted.replace(",", " ").split()) for r in xyz)
+
+
+def test_a_target_or_foil_of_several_tokens_is_refused_with_its_rows(smollm2):
+    pairs = PromptPairs((
+        PromptPair("The capital of France is", "The capital of Italy is", " Parisian city", " Rome"),
+        PromptPair("The capital of France is", "The capital of Italy is", " Paris", " Rome"),
+    ), "typed")
+    with pytest.raises(ValueError, match=r"row 1's target ' Parisian city' \(\d tokens\)"):
+        logit_differences(smollm2, pairs)
 
 
 def test_pairs_read_back_from_jsonl_and_csv(tmp_path, tok):

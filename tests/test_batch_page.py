@@ -28,7 +28,7 @@ def page(smollm2, monkeypatch):
 
     def open_with(n: int) -> AppTest:
         at = AppTest.from_file(str(APP), default_timeout=120)
-        at.session_state["batch.n"] = n  # before the page's first run: it computes for n pairs, not its 100
+        at.session_state["page.kept"] = {"batch.n": n}  # the page's kept choice (pages/_kept.py): n pairs, not 100
         at.run()
         at.switch_page(PAGE)
         at.run()
@@ -103,6 +103,22 @@ def test_an_upload_it_cannot_read_is_said_and_a_good_one_is_read(page, smollm2):
     assert len(table_with(at, "corrupted")) == 3
     m = table_with(at, "m on").set_index("m on")
     assert m.loc["corrupted prompts", "mean"] < 0 < m.loc["clean prompts", "mean"]  # swapped: the foil preferred
+    at.switch_page("pages/lookup.py").run()  # away and back: the file and the choice of it hold
+    at.switch_page(PAGE).run()
+    assert not at.exception and at.segmented_control(key="batch.source").value == "file"
+    assert len(table_with(at, "corrupted")) == 3 and any("mine.jsonl" in c.value.replace("\\", "") for c in at.caption)
+
+
+def test_the_presets_choices_hold_when_the_visitor_leaves_and_comes_back(page):
+    at = page(4)
+    at.selectbox(key="batch.corruption").set_value("xyz").run()
+    at.number_input(key="batch.seed").set_value(3).run()
+    assert not at.exception
+    at.switch_page("pages/lookup.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert (at.selectbox(key="batch.corruption").value, at.number_input(key="batch.seed").value,
+            at.number_input(key="batch.n").value) == ("xyz", 3, 4)
 
 
 def test_patching_runs_from_its_button_and_restores_all_where_the_whole_clean_run_is_patched(page):

@@ -103,6 +103,17 @@ def test_one_output_carries_html_for_notebooks_and_a_png_for_code_hosts_small_an
     assert len(one_head.encode()) < 60_000  # heatmap.js 21 kB, 144 cells, a 12 x 12 PNG
 
 
+def test_a_plain_array_is_drawn_and_a_wrong_payload_is_told_what_to_call():
+    from attention.figures import notebook_heatmap
+
+    z = np.arange(12, dtype=float).reshape(3, 4) - 5  # a signed table, as a cache's slice or a grid of effects
+    shown = notebook_heatmap(z)
+    assert shown.payload.values.shape == (3, 4) and np.array_equal(shown.payload.values, z.astype(np.float32))
+    assert shown.png().startswith(b"\x89PNG") and "<script" in shown.html()
+    with pytest.raises(TypeError, match=r"notebook_heatmap\(array\)"):
+        NotebookHeatmap(z)
+
+
 def test_the_png_decodes_and_each_cell_has_its_weights_colour(grid):
     tiles, view = grid
     L, H, n, _ = tiles.shape

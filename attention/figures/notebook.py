@@ -100,6 +100,12 @@ class NotebookHeatmap:
     payload: CanvasHeatmap
     scale: int | None = None  # the PNG's pixels per cell (None: attention.figures.png.auto_scale)
 
+    def __post_init__(self):
+        if not isinstance(self.payload, CanvasHeatmap):
+            raise TypeError(f"NotebookHeatmap draws what a figure builder made (figures.matrix_canvas, "
+                            f"layer_head_canvas, ...), not a {type(self.payload).__name__}: for an array, "
+                            "figures.notebook_heatmap(array) draws it")
+
     @property
     def name(self) -> str:
         """What the chart shows, in words (its title, else the title a saved picture gets)."""

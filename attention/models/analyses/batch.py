@@ -61,16 +61,23 @@ def spread(values) -> Spread:
 
 
 def pair_token_ids(tokenizer, pairs: PromptPairs) -> tuple[np.ndarray, np.ndarray]:
-    """(targets, foils): each row's target and foil as token ids (the first token of each, as the app reads
-    a typed word: attention.models.analyses.target_foil.choose_token). ValueError for a row whose two are one
-    token. Shapes: (B,), (B,)."""
-    targets, foils = [], []
+    """(targets, foils): each row's target and foil as token ids (attention.models.analyses.target_foil.
+    choose_token). ValueError for a row whose two are one token, or either of which is more than one token: m
+    compares the next token's logits, and a word of several tokens would be read as its first alone (the rows,
+    counted from 1 as a file's lines are, are named). Shapes: (B,), (B,)."""
+    targets, foils, longer = [], [], []
     for i, row in enumerate(pairs):
         t, f = choose_token(tokenizer, row.target, "target"), choose_token(tokenizer, row.foil, "foil")
         if t.token_id == f.token_id:
-            raise ValueError(f"row {i}: the target {row.target!r} and the foil {row.foil!r} are one token")
+            raise ValueError(f"row {i + 1}: the target {row.target!r} and the foil {row.foil!r} are one token")
+        longer += [f"row {i + 1}'s {what} {word!r} ({c.pieces} tokens)" for what, word, c in
+                   (("target", row.target, t), ("foil", row.foil, f)) if c.pieces > 1]
         targets.append(t.token_id)
         foils.append(f.token_id)
+    if longer:
+        raise ValueError(f"m compares one next token, and {len(longer)} target or foil words are more than one "
+                         f"token for this model: {'; '.join(longer[:5])}{' …' if len(longer) > 5 else ''}. Give "
+                         "each as the single token the model should predict next, with its leading space (“ Paris”)")
     return np.array(targets), np.array(foils)
 
 

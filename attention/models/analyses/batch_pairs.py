@@ -104,7 +104,8 @@ def ioi_pairs(tokenizer, n: int = 100, *, seed: int = 0, corruption: str = "abc"
               orders=ORDERS, names=NAMES, places=PLACES, objects=OBJECTS) -> PromptPairs:
     """n IOI rows from `templates` (by default the first: one template, so positions align across rows), each
     with a random order from `orders`, names, place and object (module docstring); corrupted as `corruption`
-    says (a key of CORRUPTIONS). ValueError when fewer than five names (three for "abc" and "swap") are single
+    says (a key of CORRUPTIONS). One seed gives the same clean rows whatever the corruption: the corrupted
+    rows' other names are drawn apart. ValueError when fewer than five names (three for "abc" and "swap") are single
     tokens of this tokenizer."""
     if corruption not in CORRUPTIONS:
         raise ValueError(f"unknown corruption {corruption!r}; choose one of {', '.join(CORRUPTIONS)}")
@@ -118,13 +119,14 @@ def ioi_pairs(tokenizer, n: int = 100, *, seed: int = 0, corruption: str = "abc"
         raise ValueError(f"this tokenizer makes single tokens of {len(names)} names, {len(places)} places and "
                          f"{len(objects)} objects: the generator needs {need}, 1 and 1 (pass names=, places=, "
                          "objects= it reads as one token each after a space)")
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # the clean rows: the same for every corruption of one seed
+    others = random.Random(f"{seed} corrupted")  # the corruption's own names, drawn apart
     rows = []
     for _ in range(n):
         template, order = rng.choice(tuple(templates)), rng.choice(tuple(orders))
-        drawn = rng.sample(names, need)  # distinct names: IO, S, then C (abc) or X, Y, Z (xyz)
-        io_, s = drawn[:2]
+        io_, s = rng.sample(names, 2)
         slots = dict(place=rng.choice(places), object=rng.choice(objects))
+        drawn = [io_, s, *others.sample([x for x in names if x not in (io_, s)], need - 2)]  # then C, or X, Y, Z
         clean = _fill(template, order, io_, s, s, slots)
         if corruption == "abc":
             corrupted = _fill(template, order, io_, s, drawn[2], slots)

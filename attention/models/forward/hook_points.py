@@ -303,11 +303,18 @@ class HookCache(Mapping):
     cache["blocks.3.attn.hook_pattern"], or TransformerLens's short form cache["pattern", 3] (a negative layer
     counts from the end)."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], n_layers: int):
+    def __init__(self, tensors: dict[str, torch.Tensor], n_layers: int, points: tuple[str, ...] = ()):
         self._tensors, self.n_layers = tensors, n_layers
+        self._points = points  # every point the model gives (hook_names), kept or not
 
     def __getitem__(self, key) -> torch.Tensor:
         name = self._name(key)
+        if name not in self._tensors and self._points and name not in self._points:
+            short = isinstance(key, tuple) and key[0] not in SHORT
+            close = difflib.get_close_matches(name, [*self._points, *SHORT], n=3)
+            raise KeyError(f"{key!r} names no hook point of this model" + (
+                f" ({key[0]!r} is not one of the short names {', '.join(SHORT)})" if short else "")
+                + (f"; did you mean {', '.join(close)}?" if close else "; hook_names(model) lists them"))
         if name not in self._tensors:
             raise KeyError(f"{name!r} was not kept: run_with_cache kept {len(self)} points"
                            + (f" ({', '.join(list(self)[:4])}, ...)" if self._tensors else "")
@@ -349,7 +356,8 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None) -> tuple
     with loaded.lock, torch.no_grad(), hooks(loaded, [(name, save) for name in keep], lock=False) as hooked:
         logits = _forward(loaded, ids, hooked)
     n_layers = sum(1 for n in found if n.endswith(".hook_resid_pre"))
-    return logits, HookCache({n: kept[n] for n in found if n in kept}, n_layers)
+    given = tuple(n for n, p in found.items() if isinstance(p, Point))
+    return logits, HookCache({n: kept[n] for n in found if n in kept}, n_layers, given)
 
 
 def run_with_hooks(loaded: LoadedModel, text_or_ids, fwd_hooks) -> torch.Tensor:
