@@ -17,7 +17,8 @@ from tests.tiny_models import EVERY, TEXT, build, own_attentions, tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 
-REASONS = {  # a phrase of the message a page shows -> what the table says
+REASONS = {  # a phrase of the message a page shows -> what the table says (the first phrase found)
+    "families whose scores it splits": "family not in its list",
     "transformers' attention interface": "q, k, v not captured", "each head's values": "v not captured",
     "position bias": "position bias", "shared block": "one block for all layers",
     "encoder-decoder": "encoder-decoder", "no entry": "no anatomy entry", "normalises what each attention layer writes":
@@ -126,6 +127,10 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         "  `output_attentions` for families whose scores carry a position bias (T5) or whose attention does not go",
         "  through transformers' attention interface (kept to 512 tokens, since all L × H × n² weights are held).",
         "- a feature marked **no** shows its reason on the page instead of a chart.",
+        "- **granite, gpt_bigcode, gpt_bigcode_mha** have no entry in the anatomy's table: the guard reads their",
+        "  parts from the module tree and keeps them only where a pass confirms them (anatomy_inferred: each head's",
+        "  output is its pattern times its v, the blocks add exactly what attention and the MLP return, Granite's",
+        "  writes scaled by 0.22 and logits by 1/8, and the LM head of the final norm gives the model's logits).",
         "- **how the guard measures** (attention.models.forward.guard): on a probe text longer than every attention",
         "  window, the model's own eager kernel is computed *beside* every layer of every stack, from the very q, k,",
         "  v and mask that layer has in the pass the pages show, while the pass goes on with its own outputs. So a",
