@@ -195,7 +195,7 @@ def test_a_real_models_charts_are_kilobytes_where_bertviz_head_view_is_megabytes
     assert one.payload.meta == {"layer": 2, "head": 5, "token": None} and one.payload.shape == (10, 10)
     assert focus.payload.meta["token"] == shown_tokens(att)[6] and focus.payload.shape == (72, 10)
     assert notebook_heatmap(grid.payload).payload is grid.payload
-    with pytest.raises(TypeError, match="CanvasHeatmap or a result"):
+    with pytest.raises(TypeError, match="a CanvasHeatmap, a 2-D array or a result"):  # weights are 4-D: not one matrix
         notebook_heatmap(att.weights)
     with pytest.raises(ValueError, match="of which layer"):
         notebook_heatmap(att, head=3)
