@@ -212,6 +212,24 @@ def hooks_on(network) -> int:
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in network.modules())
 
 
+@pytest.mark.numeric
+@pytest.mark.parametrize("name", ["gpt2", "llama", "bert"])  # learned positions, rotary, an encoder
+def test_a_list_of_texts_of_different_lengths_is_padded_and_each_gives_what_it_gives_alone(tiny, tok, name):
+    ours, reference, _ = tiny(name)
+    texts = [TEXT, "the river bank", "a dog"]
+    logits, cache = run_with_cache(ours, texts, names_filter=lambda n: n.endswith(("hook_resid_pre", "hook_z")))
+    D = ours.network.config.hidden_size
+    for b, text in enumerate(texts):
+        ids = torch.tensor(tok(text)["input_ids"])[None]
+        out = reference_pass(reference, ids)
+        n = ids.shape[1]
+        close(logits[b, :n], logits_of(out)[0], terms=D, what=f"{name} logits of {text!r}")
+        close(cache["resid_pre", 1][b, :n], out.hidden_states[1][0], terms=D, what=f"{name} resid_pre of {text!r}")
+    assert cache["z", 0].shape[:2] == (3, len(tok(TEXT)["input_ids"]))
+    knocked = run_with_hooks(ours, texts, [("blocks.0.attn.hook_z", lambda z, hook: z.zero_())])
+    assert knocked.shape == logits.shape and not torch.allclose(knocked, logits)
+
+
 def test_hooks_are_removed_after_a_fn_raises_and_the_model_is_as_before(tiny):
     ours, reference, ids = tiny("llama")
     before = hooks_on(ours.network)

@@ -45,8 +45,9 @@ has no `writes` (OPT, Falcon, BLOOM, DeBERTa-v2); ln_final for a family without 
 rotary positions (TransformerLens's hook_rot_q/k: attend() records them, read only); any point of a model with
 one block shared by every layer (ALBERT), an encoder-decoder, an image model. hook_pattern raises while the
 pass runs when the attention returned no weights (a model that runs a fused kernel: load it with the package's
-loader or attn_implementation="eager"). A text is a batch of one; ids may be a (batch, pos) tensor of one
-length (no padding).
+loader or attn_implementation="eager"). A text is a batch of one; a list of texts is padded on the right, as
+TransformerLens pads it (positions past a text's end are padding, the attention mask 0 there: each text's own
+positions are what it gives alone, to float32 rounding); ids may be a (batch, pos) tensor of one length.
 """
 
 from __future__ import annotations
@@ -352,9 +353,9 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None) -> tuple
     def save(t: torch.Tensor, hook: HookPoint) -> None:
         kept[hook.name] = t.detach().clone()
 
-    ids = _ids(loaded, text_or_ids)
+    ids, mask = _ids(loaded, text_or_ids)
     with loaded.lock, torch.no_grad(), hooks(loaded, [(name, save) for name in keep], lock=False) as hooked:
-        logits = _forward(loaded, ids, hooked)
+        logits = _forward(loaded, ids, hooked, mask)
     n_layers = sum(1 for n in found if n.endswith(".hook_resid_pre"))
     given = tuple(n for n, p in found.items() if isinstance(p, Point))
     return logits, HookCache({n: kept[n] for n in found if n in kept}, n_layers, given)
@@ -363,32 +364,44 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None) -> tuple
 def run_with_hooks(loaded: LoadedModel, text_or_ids, fwd_hooks) -> torch.Tensor:
     """The logits of one pass with fwd_hooks, [(name or predicate, fn)], applied (hooks).
     Shapes: [batch, pos, vocab] (an encoder without a head: its last hidden state [batch, pos, d_model])."""
-    ids = _ids(loaded, text_or_ids)
+    ids, mask = _ids(loaded, text_or_ids)
     with loaded.lock, torch.no_grad(), hooks(loaded, fwd_hooks, lock=False) as hooked:
-        return _forward(loaded, ids, hooked)
+        return _forward(loaded, ids, hooked, mask)
 
 
-def _ids(loaded: LoadedModel, text_or_ids) -> torch.Tensor:
-    """(batch, pos) token ids on the model's device: a text tokenized as attend() does it, or ids as given."""
+def _ids(loaded: LoadedModel, text_or_ids) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """((batch, pos) token ids on the model's device, the attention mask or None): a text tokenized as attend()
+    does it; a list of texts, each so, padded on the right as TransformerLens pads them (the mask 0 at the pads,
+    which no real token attends to; in a decoder they come after every real token, so each text's own positions
+    are as it alone gives them, to float32 rounding); or ids as given."""
     if isinstance(text_or_ids, str):
-        return text_inputs(loaded, text_or_ids, None).ids
+        return text_inputs(loaded, text_or_ids, None).ids, None
     if isinstance(text_or_ids, list | tuple) and text_or_ids and isinstance(text_or_ids[0], str):
-        raise ValueError("one text at a time: a batch of texts needs padding, which these hooks do not handle yet "
-                         "(pass ids of one length as a (batch, pos) tensor)")
+        rows = [text_inputs(loaded, text, None).ids[0] for text in text_or_ids]
+        tok = loaded.tokenizer
+        pad = next((i for i in (tok.pad_token_id, tok.eos_token_id) if i is not None), 0)
+        ids = torch.full((len(rows), max(len(r) for r in rows)), int(pad), dtype=torch.long, device=rows[0].device)
+        mask = torch.zeros_like(ids)
+        for b, row in enumerate(rows):
+            ids[b, :len(row)], mask[b, :len(row)] = row, 1
+        return ids, mask
     ids = torch.as_tensor(text_or_ids, dtype=torch.long)
     ids = ids[None] if ids.ndim == 1 else ids
     limit = loaded.spec.token_limit(loaded.device)
     if ids.ndim != 2 or not 0 < ids.shape[1] <= limit:
         raise ValueError(f"token ids as (pos,) or (batch, pos) with 1 to {limit} positions, not {tuple(ids.shape)}")
-    return ids.to(loaded.device)
+    return ids.to(loaded.device), None
 
 
-def _forward(loaded: LoadedModel, ids: torch.Tensor, hooked: list[str]) -> torch.Tensor:
+def _forward(loaded: LoadedModel, ids: torch.Tensor, hooked: list[str],
+             mask: torch.Tensor | None = None) -> torch.Tensor:
     """The network on ids: its logits, or an encoder's last hidden state. Weights are asked for when a pattern
     is hooked: most families return them anyway (eager attention), DeBERTa-v2 only when asked."""
     extra = {"use_cache": False} if loaded.spec.architecture == "decoder-only" else {}
     if any(name.endswith(".hook_pattern") for name in hooked):
         extra["output_attentions"] = True
+    if mask is not None:
+        extra["attention_mask"] = mask
     out = loaded.network(input_ids=ids, **extra)
     logits = getattr(out, "logits", None)
     return out.last_hidden_state if logits is None else logits
