@@ -12,6 +12,8 @@ from attention.models import (
     DEFAULT_DECODER,
     ModelChoice,
     batch_attribution,
+    batch_job_bytes,
+    batch_job_of,
     batch_patching,
     head_words,
     ioi_pairs,
@@ -201,6 +203,7 @@ prose("Each corrupted prompt runs again with its residual stream at one layer an
       "longer than the rest of the page: a bar shows how far it got, and the work goes on if you change something "
       "meanwhile.")
 asked = f"batch.patched.{name.name}@{name.dtype}.{digest}"  # this session asked for these pairs' patching
+patched = None
 if st.button("Run patching", icon=":material/healing:", key="batch.patch", type="primary") or \
         st.session_state.get(asked):
     st.session_state[asked] = True
@@ -223,6 +226,15 @@ if st.button("Run patching", icon=":material/healing:", key="batch.patch", type=
                    "the prompts.")
 else:
     st.info("Patching runs only when asked: press **Run patching**.")
+
+if dla is not None or patched is not None:  # every prompt's values, for a notebook: what the command's jobs save
+    st.download_button("Download every prompt's values (.safetensors)", on_click="ignore", key="batch.values",
+                       data=batch_job_bytes(batch_job_of(loaded, pairs, dla, patched)), icon=":material/download:",
+                       file_name=f"batch-{name.name}-{len(pairs)}-pairs.safetensors",
+                       mime="application/octet-stream",
+                       help="The pairs, each prompt's direct shares" + (" and its patching" if patched else "")
+                            + ": attention.models.load_batch_job(path) reads them in a notebook, as it reads what "
+                            "the command attention-explorer batch saves.")
 
 for_developers("The pairs: attention.models.ioi_pairs (or read_prompt_pairs for a file; write_prompt_pairs writes "
                "what the download holds). The numbers: logit_differences, batch_attribution and batch_patching "

@@ -81,6 +81,23 @@ def test_the_job_in_parts_equals_the_analyses_on_all_pairs_at_once(llama, pairs_
     assert only.patching is None and load_batch_job(tmp_path / "dla.safetensors").patching is None
 
 
+def test_results_computed_elsewhere_save_as_a_job_and_read_back_as_they_were(llama, direct):
+    """The batch page's download: its results as a job's bytes, read back by load_batch_job unchanged."""
+    from attention.models import batch_job_bytes, batch_job_of
+
+    attribution, patching = direct
+    back = load_batch_job(batch_job_bytes(batch_job_of(llama, attribution.pairs, attribution, patching)))
+    assert back.analyses == ("attribution", "patching") and back.model_name == llama.spec.name
+    assert back.pairs.rows == attribution.pairs.rows and back.patching.labels == patching.labels
+    for name in ATTRIBUTION:
+        np.testing.assert_array_equal(getattr(back.attribution, name), getattr(attribution, name))
+    np.testing.assert_array_equal(back.patching.recovery, patching.recovery)
+    only = load_batch_job(batch_job_bytes(batch_job_of(llama, attribution.pairs, attribution, None)))
+    assert only.analyses == ("attribution",) and only.patching is None
+    with pytest.raises(ValueError, match="nothing to save"):
+        batch_job_of(llama, attribution.pairs, None, None)
+
+
 def test_a_job_stopped_after_one_part_resumes_to_one_run_through(llama, pairs_file, tmp_path):
     through = batch_file(llama, pairs_file, tmp_path / "through.safetensors", part_pairs=3)
     out = tmp_path / "job.safetensors"

@@ -55,6 +55,7 @@ def test_the_preset_shows_the_models_own_m_and_each_heads_share(page, smollm2):
     shown = table_with(at, "clean")
     assert list(shown["clean"]) == [r.clean for r in pairs] and list(shown["foil"]) == [r.foil for r in pairs]
     assert at.get("download_button")[0].proto.label.startswith("Download these pairs")
+    assert at.get("download_button")[-1].proto.label.startswith("Download every prompt's values")  # batch_job_of
     clean, corrupted = own_m(smollm2, pairs, "clean"), own_m(smollm2, pairs, "corrupted")
     m = table_with(at, "m on").set_index("m on")
     for row, ref in (("clean prompts", clean), ("corrupted prompts", corrupted),

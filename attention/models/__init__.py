@@ -32,7 +32,14 @@ from attention.models.analyses.batch import (
     logit_differences,
 )
 from attention.models.analyses.batch_inputs import PaddedBatch, last_logits, pad_batch
-from attention.models.analyses.batch_job import BatchJob, batch_file, load_batch_job, merge_batch_jobs
+from attention.models.analyses.batch_job import (
+    BatchJob,
+    batch_file,
+    batch_job_bytes,
+    batch_job_of,
+    load_batch_job,
+    merge_batch_jobs,
+)
 from attention.models.analyses.batch_pairs import (
     CORRUPTIONS,
     IOI_TEMPLATES,
@@ -71,4 +78,5 @@ __all__ = [*_forward, *_recorded, *_analyses,
            "PromptPair", "PromptPairs", "Spread", "batch_attribution", "batch_patching", "ioi_pairs", "last_logits",
            "logit_differences", "pad_batch", "read_prompt_pairs", "write_prompt_pairs",
            # the same as a job over a pairs file, saved as it goes, resumed, or on Ray (batch_job, batch_ray)
-           "BatchJob", "batch_file", "batch_file_on_ray", "load_batch_job", "merge_batch_jobs"]
+           "BatchJob", "batch_file", "batch_file_on_ray", "batch_job_bytes", "batch_job_of", "load_batch_job",
+           "merge_batch_jobs"]

@@ -96,6 +96,17 @@ def batch_part(loaded: LoadedModel, pairs: PromptPairs, *, analyses=ANALYSES, po
     return BatchJob(loaded.spec.name, tuple(analyses), positions, pairs, attribution, patching, slots)
 
 
+def batch_job_of(loaded: LoadedModel, pairs: PromptPairs, attribution: BatchAttribution | None,
+                 patching: BatchPatching | None, *, positions: str = "auto") -> BatchJob:
+    """Results already computed on `pairs` (the batch page's) as a job, to save (batch_job_bytes) and read back
+    with load_batch_job in a notebook as the command's jobs are."""
+    analyses = tuple(name for name, result in (("attribution", attribution), ("patching", patching)) if result)
+    if not analyses:
+        raise ValueError("nothing to save: neither direct attribution nor patching was computed")
+    slots = () if patching is None or patching.positions == (-1,) else _slots(loaded, pairs)
+    return BatchJob(loaded.spec.name, analyses, positions, pairs, attribution, patching, slots)
+
+
 def _slots(loaded: LoadedModel, pairs: PromptPairs) -> tuple[Slot, ...]:
     """Per position of aligned clean prompts: the first prompt's token, the id every prompt has there (-1: they
     differ), and the roles there joined ("IO/S1"; "" unless every prompt has one)."""
