@@ -161,7 +161,9 @@ def test_every_unreadable_file_is_a_value_error_that_says_where():
     huge = b"clean,corrupted,target,foil\n\"" + b"a" * 200_000 + b"\",b,c,d\n"  # over csv's field limit
     for name, data, said in (("big.csv", huge, "big.csv: field larger"),
                              ("two.jsonl", b'{"clean": "a", "corrupted": "b", "target": " c", "foil": " d"}\n{oops\n',
-                              "two.jsonl: line 2 is not JSON"),
+                              "two.jsonl, line 2 is not JSON"),
+                             ("both.jsonl", b'{"clean": "a", "corrupted": "b", "target": " c"}\n{oops\n',
+                              "both.jsonl: 2 lines cannot be read: line 1: no foil.*; line 2 is not JSON"),
                              ("latin.csv", "clean,corrupted,target,foil\né,e,a,b\n".encode("latin-1"), "not UTF-8")):
         with pytest.raises(ValueError, match=said):
             read_prompt_pairs(name, data)

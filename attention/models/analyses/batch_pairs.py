@@ -145,11 +145,14 @@ def _fill(template: str, order: str, io_: str, s1: str, s2: str, slots: dict) ->
     return template.format(first=first, second=second, S=s2, **slots)
 
 
+SHOWN_PROBLEMS = 5  # lines named in the error of a file that cannot be read
+
+
 def read_prompt_pairs(name: str | Path, data: bytes | None = None) -> PromptPairs:
     """The rows of a .jsonl file (one object per line with clean, corrupted, target, foil) or a .csv file (those
     four columns; others are ignored): read from `name`, or from `data` (an upload's bytes) named `name`.
-    ValueError, saying the line, for a missing column or an empty field, a line that is not JSON, text that is not
-    UTF-8."""
+    ValueError, saying every line that cannot be read (a missing column or an empty field, a line that is not
+    JSON; the first SHOWN_PROBLEMS of them named), or text that is not UTF-8."""
     suffix = Path(name).suffix.lower()
     if suffix not in PAIR_FORMATS:
         raise ValueError(f"{Path(name).name}: prompt pairs are read from {' or '.join(PAIR_FORMATS)} files")
@@ -157,33 +160,39 @@ def read_prompt_pairs(name: str | Path, data: bytes | None = None) -> PromptPair
         text = (Path(name).read_bytes() if data is None else data).decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise ValueError(f"{Path(name).name} is not UTF-8 text (byte {err.start} cannot be read)") from err
-    try:
-        if suffix == ".jsonl":
-            records = [(i, _json_line(line, i)) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
-        else:
+    file, problems = Path(name).name, []
+    if suffix == ".jsonl":
+        records = []
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append((i, json.loads(line)))
+                except json.JSONDecodeError as err:
+                    problems.append((i, f"line {i} is not JSON ({err.msg}, column {err.colno})"))
+    else:
+        try:
             records = list(enumerate(csv.DictReader(io.StringIO(text)), 2))  # line 1 is the header
-    except (ValueError, csv.Error) as err:  # not JSON on a line; a CSV field over csv's size limit
-        raise ValueError(f"{Path(name).name}: {err}") from err
+        except csv.Error as err:  # a field over csv's size limit
+            raise ValueError(f"{file}: {err}") from err
     rows = []
     for line, record in records:
-        if not isinstance(record, dict):
-            raise ValueError(f"{Path(name).name}, line {line}: not an object with {', '.join(PAIR_COLUMNS)}")
-        missing = [c for c in PAIR_COLUMNS if not isinstance(record.get(c), str) or not record[c].strip()]
+        missing = PAIR_COLUMNS if not isinstance(record, dict) else [
+            c for c in PAIR_COLUMNS if not isinstance(record.get(c), str) or not record[c].strip()]
         if missing:
-            raise ValueError(f"{Path(name).name}, line {line}: no {', '.join(missing)} (each row needs "
-                             f"{', '.join(PAIR_COLUMNS)})")
-        rows.append(PromptPair(*(record[c] for c in PAIR_COLUMNS)))
+            problems.append((line, f"line {line}: " + (
+                f"no {', '.join(missing)} (each row needs {', '.join(PAIR_COLUMNS)})" if isinstance(record, dict)
+                else f"not an object with {', '.join(PAIR_COLUMNS)}")))
+        else:
+            rows.append(PromptPair(*(record[c] for c in PAIR_COLUMNS)))
+    problems = [said for _, said in sorted(problems)]  # in the file's order
+    if len(problems) == 1:
+        raise ValueError(f"{file}, {problems[0]}")
+    if problems:  # every line that cannot be read, not only the first (the first few named)
+        raise ValueError(f"{file}: {len(problems)} lines cannot be read: {'; '.join(problems[:SHOWN_PROBLEMS])}"
+                         + (f"; and {len(problems) - SHOWN_PROBLEMS} more" if len(problems) > SHOWN_PROBLEMS else ""))
     if not rows:
         raise ValueError(f"{Path(name).name} holds no prompt pairs")
     return PromptPairs(tuple(rows), Path(name).name)
-
-
-def _json_line(line: str, number: int):
-    """One .jsonl line's object; ValueError saying the line where it is not JSON."""
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"line {number} is not JSON ({err.msg}, column {err.colno})") from err
 
 
 def write_prompt_pairs(pairs: PromptPairs) -> str:
