@@ -228,8 +228,11 @@ else:
     st.info("Patching runs only when asked: press **Run patching**.")
 
 if dla is not None or patched is not None:  # every prompt's values, for a notebook: what the command's jobs save
+    saved = f"batch.values.{name.name}@{name.dtype}.{digest}.{patched is not None}"  # made once a session, not a rerun
+    if saved not in st.session_state:
+        st.session_state[saved] = batch_job_bytes(batch_job_of(loaded, pairs, dla, patched))
     st.download_button("Download every prompt's values (.safetensors)", on_click="ignore", key="batch.values",
-                       data=batch_job_bytes(batch_job_of(loaded, pairs, dla, patched)), icon=":material/download:",
+                       data=st.session_state[saved], icon=":material/download:",
                        file_name=f"batch-{name.name}-{len(pairs)}-pairs.safetensors",
                        mime="application/octet-stream",
                        help="The pairs, each prompt's direct shares" + (" and its patching" if patched else "")

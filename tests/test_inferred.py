@@ -140,3 +140,13 @@ def test_a_reading_the_model_does_not_confirm_is_refused_with_the_gap_and_attent
     for block in reference.model.layers:
         block.residual_multiplier = tf.GraniteConfig(residual_multiplier=0.22).residual_multiplier  # as it says
     assert from_model(copy.deepcopy(reference), tok, name="granite").anatomy.inferred
+
+
+def test_a_tree_whose_q_k_v_are_not_found_is_refused_each_heads_output_unconfirmed(tok, monkeypatch):
+    from attention.models.forward import anatomy_inferred
+    from tests.tiny_models import build
+
+    monkeypatch.setattr(anatomy_inferred, "NAMES", {**anatomy_inferred.NAMES, "separate": (), "fused": ()})
+    loaded, _ = build("granite", tok)  # its q_proj, k_proj, v_proj now go unrecognised
+    with pytest.raises(MissingAnatomy, match="each head's output .* cannot be confirmed"):
+        _ = loaded.anatomy

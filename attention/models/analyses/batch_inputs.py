@@ -36,7 +36,7 @@ from attention.models.analyses.edits import restart_of
 from attention.models.forward.device import work_threads
 from attention.models.forward.hook_points import hooks
 from attention.models.forward.inputs import text_inputs
-from attention.models.forward.model import LoadedModel, cap_logits
+from attention.models.forward.model import LoadedModel, final_logits
 
 BATCH_TOKENS = 2_048  # tokens of one pass (rows x columns run): bounds memory; larger gained nothing on 2 cores
 SIDES = ("left", "right")
@@ -153,7 +153,7 @@ def pair_logits(loaded: LoadedModel, final: torch.Tensor, targets, foils) -> tor
     logits = torch.einsum("rd,rkd->rk", final.double(), unembed.weight.detach()[ids].double())
     if getattr(unembed, "bias", None) is not None:
         logits = logits + unembed.bias.detach()[ids].double()
-    return cap_logits(logits * loaded.logit_scale, loaded.logit_softcap)
+    return final_logits(loaded, logits)
 
 
 def check_pair_logits(loaded: LoadedModel, batch: PaddedBatch) -> None:

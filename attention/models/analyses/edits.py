@@ -29,7 +29,7 @@ import torch
 from attention.models.analyses.target_foil import Contrast, logit_difference
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy, has_lm_head, parameter
 from attention.models.forward.hook_points import HookPoint, hooks
-from attention.models.forward.model import LoadedModel, cap_logits
+from attention.models.forward.model import LoadedModel, final_logits
 from attention.models.forward.model_attention import ModelAttention
 
 BATCH_SECONDS = 0.5  # the lock is released between batches: another user's sentence waits at most about this
@@ -205,5 +205,5 @@ def linear_metric(loaded: LoadedModel, contrast: Contrast) -> Callable[[object],
     def read(out):
         h = out.last_hidden_state[:, -1].double()
         two = h @ rows.T.to(h.device) + bias.to(h.device)  # (B, 2): target, foil
-        return logit_difference(cap_logits(two * loaded.logit_scale, loaded.logit_softcap), 0, 1)  # (B,)
+        return logit_difference(final_logits(loaded, two), 0, 1)  # (B,)
     return read

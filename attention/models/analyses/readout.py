@@ -29,7 +29,7 @@ import torch
 from attention.models.analyses.target_foil import Contrast, TokenChoice
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy, home, parameter
 from attention.models.forward.hook_points import HookPoint, hook_names, hooks
-from attention.models.forward.model import LoadedModel, cap_logits
+from attention.models.forward.model import LoadedModel, final_logits
 from attention.models.forward.model_attention import ModelAttention, shown_tokens
 from attention.models.forward.tokens import out_of_text_labels
 
@@ -114,7 +114,8 @@ def residual_stream(loaded: LoadedModel, att: ModelAttention, parts: Anatomy) ->
 def _w_o_outputs(parts: Anatomy, keep):
     """keep(W_O's output, blocks.{l}.hook_attn_out) for every layer l, where hook_points has no hook_attn_out:
     OPT, Falcon and BLOOM, whose anatomy entry has no `writes` (what they add to the stream is not described
-    there, so hook_points gives them neither hook_attn_out nor hook_mlp_out). Their heads write linearly
+    there, so hook_points gives them neither hook_attn_out nor hook_mlp_out; nor a write scale, which only an
+    inferred anatomy has, and it always has writes). Their heads write linearly
     (Family.linear_heads, the only families direct attribution reads): what attention adds is W_O's output as
     it is, what TransformerLens calls hook_attn_out. So this one hook is put on by hand, and removed in finally;
     the caller holds the model's lock."""
@@ -261,7 +262,7 @@ def _lens_read(loaded: LoadedModel, parts: Anatomy, resid: torch.Tensor, *, norm
             norm = torch.full((len(chunk),), -torch.inf, device=chunk.device)  # log sum exp of the logits so far
             chosen = None
             for first, logits in _unembed_slabs(parts.unembed, chunk):  # (rows, slab) logits at a time
-                logits = cap_logits(logits * loaded.logit_scale, loaded.logit_softcap).float()
+                logits = final_logits(loaded, logits).float()
                 if own is not None and chunk is chunks[-1] and not np.allclose(
                         logits[-1].double().cpu().numpy(), own[first:first + logits.shape[1]], atol=1e-3):
                     return None

@@ -198,7 +198,7 @@ def anatomy(network) -> Anatomy:
     return parts_of(network, family)
 
 
-def parts_of(network, family: Family, inferred: str | None = None) -> Anatomy:
+def parts_of(network, family: Family) -> Anatomy:
     """The network's parts where `family` says they are; MissingAnatomy for a part that is not there."""
     kind = model_type(network)
     base = getattr(network, "base_model", network)
@@ -223,7 +223,7 @@ def parts_of(network, family: Family, inferred: str | None = None) -> Anatomy:
     return Anatomy(model_type=kind, family=family, base=base, blocks=blocks, outputs=outputs,
                    final_norm=part(base, family.final_norm, "final norm"),
                    rotary=part(base, family.rotary, "rotary embedding"), unembed=unembed, write_scale=write_scale,
-                   logit_scale=logit_scale, inferred=inferred)
+                   logit_scale=logit_scale)
 
 
 def has_lm_head(network) -> bool:

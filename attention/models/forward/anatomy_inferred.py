@@ -37,6 +37,7 @@ from attention.models.forward.anatomy import (
     model_type,
     parts_of,
 )
+from attention.models.forward.hook_points import hooks
 from attention.models.forward.model import LoadedModel
 
 NAMES = {  # where transformers' families keep each part, most common first
@@ -151,7 +152,7 @@ def _readings(network) -> list[Family]:
     out = None if fused is None else _width(attn.get_submodule(fused), "out")
     layouts = [layout for layout, fits in (("side by side", out == (n_heads + 2 * kv) * d),
                                            ("by head", kv == n_heads and out == 3 * n_heads * d)) if fits]
-    if not layouts:  # no q, k, v points; the rest can still be confirmed
+    if not layouts:  # no q, k, v points: confirm() says so
         return [found]
     return [replace(found, fused_qkv=FusedQKV(f"{attention}.{fused}", layout)) for layout in layouts]
 
@@ -162,8 +163,6 @@ def confirm(loaded: LoadedModel, parts: Anatomy) -> list[str]:
     hook_attn_out and hook_mlp_out (+Δ and -Δ/2, the signs turning layer by layer, so the stream stays bounded):
     in 16 bits what attention writes can be smaller than the stream's rounding, and a scale that is off would go
     unseen on the plain pass; on this one it moves each block's output by Δ times the error."""
-    from attention.models.forward.hook_points import hooks  # (hook_points reads this module's parts)
-
     tokenizer = loaded.tokenizer
     ids = torch.tensor(tokenizer(PROBE)["input_ids"] if tokenizer is not None else list(range(1, 21)))[None]
     ids = ids.to(loaded.device)
@@ -190,11 +189,13 @@ def confirm(loaded: LoadedModel, parts: Anatomy) -> list[str]:
         if at + "attn.hook_pattern" not in kept:
             return [f"layer {layer + 1}'s attention gave no weights to confirm with"]
         v = kept.get(at + "attn.hook_v")  # [1, pos, kv_head, d_head]
-        if v is not None:
-            v = v.repeat_interleave(n_heads // v.shape[2], dim=2)
-            z = torch.einsum("bhqk,bkhd->bqhd", kept[at + "attn.hook_pattern"], v)
-            check(f"layer {layer + 1}: W_O's input against each head's pattern times v", kept[at + "attn.hook_z"], z,
-                  float(v.abs().max()))
+        if v is None:  # no q, k, v under the usual names: W_O's input cannot be confirmed head by head
+            return ["its q, k and v projections are not under the names transformers' families use, so each head's "
+                    "output (W_O's input, head by head) cannot be confirmed"]
+        v = v.repeat_interleave(n_heads // v.shape[2], dim=2)
+        z = torch.einsum("bhqk,bkhd->bqhd", kept[at + "attn.hook_pattern"], v)
+        check(f"layer {layer + 1}: W_O's input against each head's pattern times v", kept[at + "attn.hook_z"], z,
+              float(v.abs().max()))
     if gaps:
         return gaps
     size = max(float(kept[f"blocks.{layer}.hook_resid_pre"].abs().max()) for layer in range(L))

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import MissingAnatomy, NoEntry, anatomy, attention_window, model_type
+from attention.models.forward.anatomy import MissingAnatomy, NoEntry, attention_window, model_type
 from attention.models.forward.anatomy_inferred import inferred_anatomy
 from attention.models.forward.capture import CapturedCall, EagerBeside
 from attention.models.forward.check import GUARD_GAP, OWN_WEIGHTS_MAX_TOKENS, ModelCheck, ModelRefused, allowed_gap
@@ -157,14 +157,8 @@ def _with_parts(checked: LoadedModel) -> LoadedModel:
     """`checked` with its parts read from its module tree and confirmed by a pass, for a text model whose family
     has no entry in the anatomy's table (attention.models.forward.anatomy_inferred), or with why they are not:
     found once, now, so that no request pays for it or runs it under the model's lock."""
-    if checked.spec.inputs != "text" or checked.spec.architecture == "encoder-decoder":
-        return checked
-    try:
-        anatomy(checked.network)
-        return checked
-    except NoEntry:
-        pass
-    except MissingAnatomy:
+    if checked.spec.inputs != "text" or checked.spec.architecture == "encoder-decoder" or \
+            not isinstance(checked.found_anatomy, NoEntry):  # the table's entry, or a part not where it says
         return checked
     try:
         parts = inferred_anatomy(checked)

@@ -230,6 +230,12 @@ def rotary_base(loaded: LoadedModel) -> float | None:
     return None if base is None else float(base)
 
 
+def final_logits(loaded: LoadedModel, z):
+    """The model's logits from its LM head's output z as the model makes them: times its logit scale (Granite
+    divides by logits_scaling: Anatomy.logit_scale), then soft-capped (Gemma-2: cap_logits). Any shape."""
+    return cap_logits(z * loaded.logit_scale, loaded.logit_softcap)
+
+
 def cap_logits(logits, cap: float | None):
     """The final logits as a model with a soft cap makes them, c * tanh(z / c), or unchanged for cap None.
     Takes and returns a torch tensor or a numpy array, any shape."""
