@@ -20,6 +20,7 @@ Modules:
     survey_cache    a survey kept on disk, made once per machine for a model, corpus, code and settings
     corpus_job      the survey as a batch job over a file: parts merged and saved as it goes, resumable
     corpus_ray      the same job on Ray (an extra): one model replica per worker
+    saved_file      a job's .safetensors file read back (the corpus survey's, the batch job's): bounded, never unpickled
     corpus_projection  one head's sampled queries and keys over a corpus in one 2-D projection (qk_projection)
     qk_attribution  why this key: one head's score split into (query part, key part) pairs
     qk_families     which families' scores are split, and where each block keeps what q and k read

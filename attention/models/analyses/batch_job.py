@@ -43,13 +43,12 @@ from attention.models.analyses.batch import BatchAttribution, batch_attribution,
 from attention.models.analyses.batch_inputs import pad_batch
 from attention.models.analyses.batch_pairs import PromptPair, PromptPairs, read_prompt_pairs
 from attention.models.analyses.batch_patching import POSITIONS, BatchPatching, batch_patching, position_roles
-from attention.models.analyses.corpus_survey import _metadata
+from attention.models.analyses.saved_file import read_saved
 from attention.models.forward.model import LoadedModel
 
 ANALYSES = ("attribution", "patching")
 PART_PAIRS = 50  # pairs run between two saves of a job
 FORMAT = "attention-explorer batch job 1"
-MAX_FILE_BYTES = 2 * 1024**3  # a saved job read back: 100,000 IOI pairs on SmolLM2 are ~1.3 GB
 
 Progress = Callable[[int, int], None]  # (pairs done, pairs in all)
 Parts = list[tuple[int, PromptPairs]]  # (first, pairs): parts of the file and where each starts
@@ -243,17 +242,7 @@ def batch_job_bytes(job: BatchJob) -> bytes:
 def load_batch_job(source: str | Path | bytes) -> BatchJob:
     """A job saved by BatchJob.save, from a path or the file's bytes; ValueError, in words, for a file that is
     not one (another format, cut short, arrays missing or of other lengths than the pairs). Never unpickles."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load
-
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"the file has {len(data):,} bytes; a saved batch job may have at most {MAX_FILE_BYTES:,}")
-    try:
-        header = json.loads(str(_metadata(data).get("batch_job", "null")))
-        arrays = load(data)
-    except (SafetensorError, ValueError, UnicodeDecodeError, RecursionError) as err:
-        raise ValueError(f"this is not a saved batch job (a .safetensors file): {err}") from None
+    header, arrays = read_saved(source, "batch_job", "a saved batch job")
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(f"this .safetensors file holds no batch job (no \"batch_job\" header of format “{FORMAT}”)")
     try:

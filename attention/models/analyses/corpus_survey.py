@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from attention.models.analyses.corpus import MAX_TOKENS
+from attention.models.analyses.saved_file import read_saved
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.running import attend
 from attention.models.forward.survey_pass import survey
@@ -49,7 +50,6 @@ BETWEEN = 4  # tokens between them shown whole up to this many; more are cut in 
 STATISTICS = ("entropy", "mean_distance", "previous", "sink_mass")  # HeadSurvey fields kept per text (their
 # labels and meanings: attention.models.forward.head_survey.METRICS)
 FORMAT = "attention-explorer corpus survey 1"  # the header's "format": what load_corpus_survey reads
-MAX_FILE_BYTES = 2_000_000_000  # a saved survey larger than this is refused before it is read
 
 
 @dataclass(frozen=True)
@@ -342,19 +342,7 @@ def load_corpus_survey(source: str | Path | bytes, *, first: int = 0) -> CorpusS
     for a file that is not one (another format, a truncated file, missing arrays, parts that do not fit
     together). Never unpickles. `first`: for a part of a larger corpus (corpus_survey's `first`), the number
     its first text has there: its examples name texts first...first + T - 1."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load
-
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"the file has {len(data):,} bytes; a saved survey may have at most {MAX_FILE_BYTES:,}")
-    try:
-        header = json.loads(str(_metadata(data).get("corpus_survey", "null")))
-        arrays = load(data)
-    except (SafetensorError, ValueError, UnicodeDecodeError) as err:
-        raise ValueError(f"this is not a saved corpus survey (a .safetensors file): {err}") from None
-    except RecursionError:  # JSON nested deeper than Python's recursion limit
-        raise ValueError("this is not a saved corpus survey: its header is nested too deeply to read") from None
+    header, arrays = read_saved(source, "corpus_survey", "a saved corpus survey")
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError("this .safetensors file holds no corpus survey (its metadata has no \"corpus_survey\" "
                          f"header of format “{FORMAT}”)")
@@ -415,14 +403,3 @@ def _inconsistency(found: CorpusSurvey, first: int = 0) -> str | None:
             return "a sampled query or key is not a finite number"
     return None
 
-
-def _metadata(data: bytes) -> dict:
-    """The metadata of .safetensors bytes: an 8-byte little-endian length, then that much JSON."""
-    if len(data) < 8:
-        raise ValueError("the file is too short to be a .safetensors file")
-    size = int.from_bytes(data[:8], "little")
-    if size > len(data) - 8:
-        raise ValueError("the file is cut short: its header claims more bytes than it has")
-    header = json.loads(data[8:8 + size].decode("utf-8"))
-    metadata = header.get("__metadata__") if isinstance(header, dict) else None
-    return metadata if isinstance(metadata, dict) else {}
