@@ -55,4 +55,4 @@ def _release(live_key: str, sliders: tuple[Slider, ...]) -> None:
     step becomes its widget's value."""
     indices = st.session_state[live_key]["indices"]
     for s, index in zip(sliders, indices, strict=True):
-        st.session_state[s.widget] = s.values[int(index)]
+        st.session_state[s.widget] = s.value_at(index)

@@ -289,6 +289,20 @@ def test_live_sweep_payloads_round_trip_and_stay_small():
                            key="bad")
 
 
+def test_a_released_step_takes_the_type_its_widget_keeps():
+    """Why scale's d is an integer input; its slider's steps were built in float64 (a typed d joins them), and the
+    release handed numpy 84.0 (issue 68). The component's step arrives as JSON, maybe 3.0."""
+    from attention.toy import live
+
+    dims = live.slider_values(live.DIM_VALUES, 64)
+    d = live.slider("d", dims, 64, "scaling.d")
+    assert all(type(d.value_at(step)) is int for step in (0, 3.0, len(dims) - 1))
+    assert d.value_at(len(dims) - 1) == 1024 and d.values[d.index] == 64
+    temperature = live.slider("T", live.slider_values(live.TEMPERATURE_VALUES, 1.0), 1.0, "scaling.temperature")
+    assert type(temperature.value_at(4)) is float and temperature.value_at(4) == pytest.approx(0.5)
+    assert live.slider("s", live.SHARPNESS_VALUES, 3.0, "mh.sharp").kind is float  # a float input stays float
+
+
 def test_the_chart_code_fetched_ahead_is_what_streamlit_loads_for_a_chart_and_a_table():
     """pages/_prefetch.py names Streamlit's lazily loaded modules for st.plotly_chart and st.dataframe by their
     files: both are found, and Streamlit's own entry module imports them by those names (a Streamlit that renames

@@ -162,15 +162,24 @@ class Slider:
     that takes the value when the slider is let go."""
 
     label: str
-    values: tuple  # of the widget's own type: int for an integer input, float otherwise
+    values: tuple  # of the widget's own type (`kind`)
     index: int
     widget: str  # the key of the page's widget (bound to the URL) that the released value goes to
+    kind: type = float  # the type the page's widget keeps: int for an integer input, float otherwise
+
+    def value_at(self, step) -> int | float:
+        """The value at a step the component hands back, as the page's widget keeps it: the one conversion
+        where a released value enters the page. The component's numbers arrive as JSON (a step may come as
+        3.0), and an integer input handed 84.0 made numpy refuse it (Why scale, every release: issue 68)."""
+        return self.kind(self.values[int(step)])
 
 
 def slider(label: str, values, value, widget: str) -> Slider:
-    """A Slider over `values`, starting at the step nearest `value` (numpy numbers become Python's)."""
-    values = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
-    return Slider(label, values, step_of(values, value), widget)
+    """A Slider over `values`, starting at the step nearest `value`, the widget's current value: its type
+    (int or float) is the type every step is kept in, whatever type the grid was built in."""
+    kind = int if isinstance(value, int | np.integer) and not isinstance(value, bool) else float
+    values = tuple(kind(v) for v in values)
+    return Slider(label, values, step_of(values, value), widget, kind)
 
 
 def signed_thousandths(x) -> np.ndarray:
