@@ -23,3 +23,27 @@ function el(tag, cls, parent, text) {
   if (parent) parent.appendChild(node);
   return node;
 }
+
+// When a moved control's value goes back to Python. A mouse lets go once (the range's "change" on release): sent
+// at once. A key sends a "change" on every press, and each started a rerun whose answer, arriving while the
+// arrow was still held, pulled the slider back to an older step: presses are sent once the keys have been quiet
+// for KEY_QUIET_MS, and until Python has answered, its steps do not replace the reader's (pending()).
+const KEY_QUIET_MS = 300;
+function releaser(send) {
+  const r = { keyboard: false, timer: null };
+  r.changed = (steps) => {
+    clearTimeout(r.timer);
+    const go = () => { r.timer = null; send(steps); };
+    if (r.keyboard) r.timer = setTimeout(go, KEY_QUIET_MS);
+    else go();
+  };
+  r.pending = () => r.timer !== null; // the reader's steps are newer than Python's: a send is waiting
+  return r;
+}
+
+// Keys that move a range (arrows, Home, End, Page Up/Down) mark what follows as the keyboard's; a pointer's.
+const MOVE_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+function watchKeys(target, release) {
+  target.addEventListener("keydown", (e) => { if (MOVE_KEYS.has(e.key)) release.keyboard = true; });
+  target.addEventListener("pointerdown", () => { release.keyboard = false; });
+}

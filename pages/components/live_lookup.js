@@ -1,10 +1,10 @@
 // Live lookup: sliders and a query plane that redraw the weights on every frame of a drag.
 //
-// No attention math happens here. Python (attention/live.py) sends the weights, outputs and winners at
+// No attention math happens here. Python (attention/toy/live.py) sends the weights, outputs and winners at
 // every slider step; this file decodes them, looks up the step under the pointer and draws it. On release
 // the new query goes back to Python (setStateValue), which updates its tables and sends new arrays.
 // Every user-supplied string (item and feature names) is written with textContent, never as HTML.
-// unpackUint16, unpackInt32, blues and el come from common.js (pages/_live.py puts it first).
+// unpackUint16, unpackInt32, blues, el, releaser and watchKeys come from common.js (pages/_live.py puts it first).
 
 const STEPS = 101; // slider positions 0.00 ... 1.00
 
@@ -15,6 +15,7 @@ const views = new WeakMap(); // parentElement -> the view built for it (the func
 function build(parent, setStateValue) {
   const root = el("div", "live", parent);
   const view = { root, setStateValue, data: null, steps: [0, 0, 0], dragging: false };
+  view.release = releaser((steps) => view.setStateValue("query_steps", steps)); // Python recomputes its tables
   view.sliders = el("div", "sliders", root);
   const charts = el("div", "charts", root);
   const left = el("div", "panel", charts);
@@ -40,20 +41,25 @@ function build(parent, setStateValue) {
 function render(view, data) {
   const fresh = view.data === null || view.data.signature !== data.signature;
   view.data = data;
-  if (!view.dragging) view.steps = data.query_steps.slice();
+  // Python's query, unless the reader is dragging or has pressed keys Python has not heard yet (releaser).
+  if (!view.dragging && !view.release.pending()) view.steps = data.query_steps.slice();
   if (fresh) {
     view.sweepWeights = unpackUint16(data.sweeps.weights);
     view.sweepOutputs = unpackInt32(data.sweeps.outputs);
     view.planeWeights = unpackUint16(data.plane.weights);
     view.planeWinners = Uint8Array.from(atob(data.plane.winners), (c) => c.charCodeAt(0));
-    buildSliders(view);
     buildPairs(view);
     buildPlaneKeys(view);
   }
-  draw(view, null);
+  buildSliders(view); // built once per set of features and updated in place: a focused slider keeps its focus
+  syncInputs(view);
+  draw(view, view.moved === undefined || !view.release.pending() ? null : { feature: view.moved });
 }
 
 function buildSliders(view) {
+  const shape = JSON.stringify(view.data.features);
+  if (view.shape === shape) return;
+  view.shape = shape;
   view.sliders.replaceChildren();
   view.inputs = view.data.features.map((name, f) => {
     const box = el("div", "slider", view.sliders);
@@ -66,12 +72,14 @@ function buildSliders(view) {
     input.setAttribute("aria-valuetext", shown.textContent);
     input.addEventListener("input", (e) => {
       view.dragging = true;
+      view.moved = f;
       view.steps[f] = Number(input.value);
       shown.textContent = (view.steps[f] / 100).toFixed(2);
       input.setAttribute("aria-valuetext", shown.textContent);
       draw(view, { feature: f, at: e.timeStamp });
     });
     input.addEventListener("change", () => release(view)); // mouse up, or a key press
+    watchKeys(input, view.release);
     return { input, shown };
   });
 }
@@ -190,6 +198,7 @@ function wirePlane(view) {
     if (view.dragging && view.plane.hasPointerCapture(e.pointerId)) move(e, e.timeStamp);
   });
   view.plane.addEventListener("pointerup", () => release(view));
+  watchKeys(view.plane, view.release); // first: its keydown marks the release below as the keyboard's
   view.plane.addEventListener("keydown", (e) => {
     const [fx, fy] = view.data.plane.features;
     const delta = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowDown: [0, -1], ArrowUp: [0, 1] }[e.key];
@@ -209,12 +218,13 @@ function syncInputs(view) {
   view.inputs.forEach(({ input, shown }, f) => {
     input.value = view.steps[f];
     shown.textContent = (view.steps[f] / 100).toFixed(2);
+    input.setAttribute("aria-valuetext", shown.textContent);
   });
 }
 
 function release(view) {
   view.dragging = false;
-  view.setStateValue("query_steps", view.steps.slice()); // Python recomputes and updates its tables
+  view.release.changed(view.steps.slice()); // at once for a pointer; for keys, once they are quiet
 }
 
 export default function (component) {

@@ -1,9 +1,9 @@
-// Live sweep: one or more sliders whose every step was precomputed in Python (attention/live.py); while a
+// Live sweep: one or more sliders whose every step was precomputed in Python (attention/toy/live.py); while a
 // slider moves, each chart shows the frame for that step. No attention math here: frames are looked up, and
 // so is the bar drawn darker in each frame (the panel's `best`, from Python).
 // On release the step indices go back to Python (setStateValue), which updates its own widgets and tables.
 // Labels and titles are user-visible strings: always textContent, never HTML.
-// unpackInt32, blues, mix and el come from common.js (pages/_live.py puts it first).
+// unpackInt32, blues, mix, el, releaser and watchKeys come from common.js (pages/_live.py puts it first).
 
 // Colours as the server's charts: weights on Blues (0..1), signed values on red-white-blue around 0.
 function colour(k, panel) {
@@ -19,7 +19,9 @@ const views = new WeakMap(); // parentElement -> view (the module runs again on 
 
 function build(parent) {
   const root = el("div", "sweep", parent);
-  const view = { root, sliders: el("div", "sliders", root), panels: el("div", "panels", root), data: null };
+  const view = { root, sliders: el("div", "sliders", root), panels: el("div", "panels", root), data: null,
+                 moved: -1 };
+  view.release = releaser((steps) => view.setStateValue("indices", steps));
   views.set(parent, view);
   return view;
 }
@@ -27,51 +29,57 @@ function build(parent) {
 function render(view, data) {
   const fresh = !view.data || view.data.signature !== data.signature;
   view.data = data;
-  view.index = data.sliders.map((s) => s.index);
+  // Python's steps, unless the reader has moved a slider since the last value Python acknowledged: a rerun
+  // started by an earlier key press must not pull the slider back while the arrow is still held (issue 68:
+  // 12 presses moved the lookup's slider 5 steps).
+  if (!view.release.pending()) view.index = data.sliders.map((s) => s.index);
   if (fresh) {
     view.frames = data.panels.map((p) => unpackInt32(p.frames));
     view.steps = Math.max(...data.sliders.map((s) => s.values.length));
-    buildSliders(view);
     buildPanels(view);
-  } else {
-    syncSliders(view); // a value set from Python (a question's state, a typed value): the sliders show it
   }
-  draw(view, 0, view.index[0], null);
+  buildSliders(view); // kept when their shape is the same: a focused slider keeps its focus across reruns
+  const f = Math.max(0, view.moved);
+  draw(view, f, view.index[f], null);
 }
 
-function syncSliders(view) {
-  view.inputs.forEach((input, f) => {
-    if (Number(input.value) === view.index[f]) return;
-    const s = view.data.sliders[f];
-    input.value = view.index[f];
-    input.nextElementSibling.textContent = shownValue(s.values[view.index[f]]);
-    input.setAttribute("aria-valuetext", input.nextElementSibling.textContent);
-  });
-}
-
+// The sliders' elements are built once per set of labels and updated in place after (their number of steps
+// too: a typed d between two steps adds one): rebuilding them took the keyboard's focus away after one press.
 function buildSliders(view) {
-  view.sliders.replaceChildren();
-  view.inputs = view.data.sliders.map((s, f) => {
-    const box = el("div", "slider", view.sliders);
-    const id = `sweep-${view.data.key}-${f}`;
-    const label = el("label", "", box, s.label);
-    label.htmlFor = id;
-    const input = el("input", "", box);
-    Object.assign(input, { type: "range", min: 0, max: s.values.length - 1, step: 1, id, value: view.index[f] });
-    const shown = el("span", "value", box, shownValue(s.values[view.index[f]]));
-    input.setAttribute("aria-valuetext", shown.textContent);
-    input.addEventListener("input", (e) => {
-      const i = Number(input.value);
-      shown.textContent = shownValue(s.values[i]);
-      input.setAttribute("aria-valuetext", shown.textContent);
-      draw(view, f, i, e.timeStamp);
+  const shape = JSON.stringify(view.data.sliders.map((s) => s.label));
+  if (view.shape !== shape) {
+    view.shape = shape;
+    view.sliders.replaceChildren();
+    view.inputs = view.data.sliders.map((s, f) => {
+      const box = el("div", "slider", view.sliders);
+      const id = `sweep-${view.data.key}-${f}`;
+      const label = el("label", "", box, s.label);
+      label.htmlFor = id;
+      const input = el("input", "", box);
+      Object.assign(input, { type: "range", min: 0, step: 1, id });
+      el("span", "value", box);
+      input.addEventListener("input", (e) => {
+        view.index[f] = Number(input.value);
+        view.moved = f;
+        showValue(view, f);
+        draw(view, f, view.index[f], e.timeStamp);
+      });
+      input.addEventListener("change", () => view.release.changed(view.index.slice()));
+      watchKeys(input, view.release);
+      return input;
     });
-    input.addEventListener("change", () => {
-      view.index[f] = Number(input.value);
-      view.setStateValue("indices", view.index.slice());
-    });
-    return input;
+  }
+  view.inputs.forEach((input, f) => {
+    input.max = view.data.sliders[f].values.length - 1;
+    input.value = view.index[f];
+    showValue(view, f);
   });
+}
+
+function showValue(view, f) {
+  const input = view.inputs[f];
+  input.nextElementSibling.textContent = shownValue(view.data.sliders[f].values[view.index[f]]);
+  input.setAttribute("aria-valuetext", input.nextElementSibling.textContent);
 }
 
 const CROWDED_PX = 48; // a bar narrower than this draws its number and name sideways
@@ -100,11 +108,11 @@ function buildPanels(view) {
     const table = el("table", "matrix", box);
     const head = el("tr", "", table);
     el("th", "", head, "");
-    p.cols.forEach((c) => el("th", "col", head, c));
+    p.cols.forEach((c) => { el("th", "col", head, c).title = c; });
     const cells = [];
     p.rows.forEach((r) => {
       const tr = el("tr", "", table);
-      el("th", "row", tr, r);
+      el("th", "row", tr, r).title = r;
       p.cols.forEach(() => cells.push(el("td", "", tr)));
     });
     return cells;
