@@ -152,7 +152,10 @@ def streamlit_command(port: int = 8501, address: str = "127.0.0.1") -> list[str]
             # button's callback (an example, a model switch): intended, so no log warning about it.
             "--global.disableWidgetStateDuplicationWarning", "true",
             # A served app: visitors get the viewer's menu, not the developer's Deploy button and options.
-            "--client.toolbarMode", "viewer"]
+            "--client.toolbarMode", "viewer",
+            # No traceback or server path ever reaches a visitor: the pages report a failure in words with a
+            # reference (pages/_failure.py); this keeps Streamlit's own fallback box free of details too.
+            "--client.showErrorDetails", "none"]
 
 
 def app_environment(extra: dict | None = None) -> dict:
