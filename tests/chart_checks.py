@@ -12,6 +12,7 @@ labels, titles, printed numbers, cell widths and answer values, they name what a
     overlapping({"x title": (...), "legend": (...)}) -> [...]      two of a chart's texts drawn over each other
     cut_off({"title": (...)}, frame)                -> ["title"]    a text past the chart's edge, cut
     cut_formulas([("e = v^T tanh(...)", 233, 226)]) -> [...]        a formula wider than its place, cut on the right
+    cut_tables([("scaling.table", 379, 364)])     -> ["scaling.table"]  a table whose last columns are cut
 
 `read_charts(page)` reads every chart on a page as Chromium drew it: Plotly's SVG text (ticks, titles, legend,
 the numbers on cells and bars, and each heatmap's cell width from its axis) and the canvas heatmaps' data-*
@@ -189,14 +190,14 @@ READ = r"""() => {
     const ticks = [...gd.querySelectorAll('.xaxislayer-above, .yaxislayer-above')]
       .map((g) => [...g.querySelectorAll('text')].filter(seen).map(text));
     const numbers = [...gd.querySelectorAll('.heatmap-label text, text.bartext, .textpoint text,'
-                                          + ' .colorbar text')].map(text).filter(Boolean);
+                                          + ' .colorbar text')].filter(seen).map(text).filter(Boolean);
     const drawnPx = (t) => { const m = t.getScreenCTM();  // Plotly fits a bar's value by scaling it, not its font
       return parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1); };
     const labelsPx = [...gd.querySelectorAll('text.bartext, .textpoint text')].filter(seen)
       .map((t) => [text(t), drawnPx(t)]);
     const cells = [...gd.querySelectorAll('.cartesianlayer .subplot')].map((s) => {
       const id = [...s.classList].find((c) => c !== 'subplot'), plot = fl._plots[id];
-      const labels = [...s.querySelectorAll('.heatmap-label text')];
+      const labels = [...s.querySelectorAll('.heatmap-label text')].filter(seen);  // hidden where cells are narrow
       if (!plot || !labels.length) return null;
       const xa = plot.xaxis, width = xa._length / Math.abs(xa.range[1] - xa.range[0]);
       return [width, labels.map((t) => [text(t), t.getBBox().width, parseFloat(getComputedStyle(t).fontSize)])];
@@ -234,6 +235,25 @@ def read_charts(page, where: str) -> list[Chart]:
                   boxes={k: tuple(v) for k, v in c["boxes"].items()},
                   frame=None if c["frame"] is None else tuple(c["frame"]))
             for c in page.evaluate(READ)]
+
+
+# Every data table on the page (st.dataframe, st.data_editor): its key, the width its columns need and the width it
+# has. Glide's grid scrolls inside its frame, but a phone reader saw "weight, scal" and "0.0" and no sign of more.
+READ_TABLES = r"""() => [...document.querySelectorAll('[data-testid=stDataFrame]')].filter((f) => f.clientWidth > 0)
+  .map((f) => { const s = f.querySelector('.dvn-scroller'), c = f.closest('[class*="st-key-"]');
+                const key = c ? [...c.classList].find((x) => x.startsWith('st-key-')).slice(7) : 'a table';
+                return s ? [key, s.scrollWidth, s.clientWidth] : null; }).filter(Boolean)"""
+
+
+def read_tables(page) -> list[tuple[str, float, float]]:
+    """Every data table on `page` as (key, width its columns need, width it has) in px (cut_tables reads them)."""
+    return [tuple(t) for t in page.evaluate(READ_TABLES)]
+
+
+def cut_tables(tables, *, slack: float = 1.0) -> list[str]:
+    """The tables, as (key, width needed, width had), whose columns run past their frame: the last ones are cut
+    until the reader thinks of scrolling the table sideways."""
+    return [key for key, needed, has in tables if needed > has + slack]
 
 
 # Every displayed formula on the page (st.latex): its TeX, the width it needs and the width it is given.

@@ -1,12 +1,14 @@
-"""Every chart of every page, read as Chromium draws it at 800 and 1280 px: no label said twice, no code where a
-title should be words, no e-notation under 1e-3 on the learner's path, no answer chart of no length, no heatmap
-cell narrower than its number, no two texts drawn over each other (tests/chart_checks.py).
+"""Every chart of every page, read as Chromium draws it at 1280, 800 and 390 px (a phone): no label said twice, no
+code where a title should be words, no e-notation under 1e-3 on the learner's path, no answer chart of no length,
+no heatmap number its cell cannot hold, no two texts drawn over each other, no text or formula cut at an edge
+(tests/chart_checks.py).
 
 The checks first, each shown able to fail (fast, no browser); then the figures that had these defects, built
 here, every toy question's answer chart among them (a toy answer is computed from its own state: all of them are
 checked here, in no time); then the browser walk: one server and one browser for the module, each page opened
 whole (a toy page by "Show the rest of the page"; a model page's questions answered with their first choice,
-which draws their answer charts from the model's result), read at 1280 px, then again after a resize to 800 px.
+which draws their answer charts from the model's result), read at 1280 px, then again after resizes to 800 and 390
+px.
 About 1.5 minutes on 2 cores, most of it the model pages' own work.
 """
 
@@ -24,12 +26,14 @@ from tests.chart_checks import (
     code_in_titles,
     cut_formulas,
     cut_off,
+    cut_tables,
     defects,
     doubled_labels,
     narrow_cells,
     overlapping,
     read_charts,
     read_formulas,
+    read_tables,
     shrunk_labels,
     tiny_e_notation,
     zero_answer,
@@ -92,6 +96,11 @@ def test_cut_formulas_need_more_width_than_they_have():
     assert cut_formulas(formulas) == [r"e_{ij} = v_a^\top \tanh(W_1 q_i + W_2 k_j)"]
 
 
+def test_cut_tables_need_more_width_than_they_have():
+    assert cut_tables([("scaling.table", 379, 364), ("lookup.steps", 300, 358), ("a table", 359, 358)]) == \
+        ["scaling.table"]
+
+
 def test_defects_name_the_chart_and_each_thing_wrong():
     bad = Chart(where="positions @800 pos-pe", kind="plotly", titles=("q_{i+d/2}",), ticks=(("0·0", "1·1"),),
                 numbers=("5.55e-17",), cells=((13.3, (("0.45", 7.0, 4.0),)),), answer=(0.0,),
@@ -135,6 +144,47 @@ def test_two_equal_curves_are_both_visible_and_the_legend_clears_the_axis_title(
     assert fig.layout.legend.yref == "container" and fig.layout.legend.yanchor == "bottom"
 
 
+def test_panel_titles_break_where_two_panels_share_a_phone():
+    """Positions at 390 px: "Weights as writtenShuffled, put back": each panel's title now breaks at its middle
+    space, escaped, and the figure grows to hold the second line."""
+    from attention.figures.base import two_lines
+
+    assert two_lines("Weights as written") == "Weights as<br>written"
+    assert two_lines("head 1") == "head 1"
+    assert two_lines("<b>bold</b> title here") == "&lt;b&gt;bold&lt;/b&gt;<br>title here"
+    w = np.full((2, 3, 3), 1 / 3)
+    one = figures.heatmap_panels(w, list("abc"), list("abc"), titles=["head 1", "head 2"])
+    two = figures.heatmap_panels(w, list("abc"), list("abc"), titles=["Weights as written", "Shuffled, put back"])
+    assert [a.text for a in two.layout.annotations[:2]] == ["Weights as<br>written", "Shuffled,<br>put back"]
+    assert two.layout.height == one.layout.height + 16 and two.layout.margin.t == one.layout.margin.t + 16
+
+
+def test_bars_keep_their_values_and_a_marker_line_says_what_it_marks():
+    """Ambiguous words on the reader's own sentence showed no values (more bars than BAR_VALUES dropped them); Why
+    scale's dotted line for d had no label."""
+    few = figures.weights_bar(list("abc"), [0.2, 0.3, 0.5]).data[0]
+    many = figures.weights_bar([f"t{i}" for i in range(14)], np.full(14, 1 / 14))
+    assert list(few.text) == ["0.200", "0.300", "0.500"] and few.textangle == 0
+    assert len(many.data[0].text) == 14 and many.data[0].textangle == -90  # upright, every one
+    assert many.layout.uniformtext.mode == "hide"  # hidden (hover keeps it) only where a bar cannot hold it
+    line = figures.line_chart([1, 10, 100, 1000], {"y": [1, 2, 3, 4]}, x_title="d", log_x=True, marker_x=64,
+                              marker_label="your d = 64")
+    marker = line.layout.annotations[0]
+    assert marker.text == "your d = 64" and marker.x == pytest.approx(np.log10(64))  # log axes place by log10
+    plain = figures.line_chart([0, 1, 2], {"y": [1, 2, 3]}, x_title="distance Δ", marker_x=2)
+    assert plain.layout.annotations[0].text == "distance Δ = 2"
+
+
+def test_a_heatmap_can_carry_its_colour_bar_across_its_top():
+    """Scoring's five heatmaps had no key: a bar at the right took their cells' width at 800 px; across the top it
+    takes none."""
+    fig = figures.heatmap(np.eye(3), list("abc"), list("abc"), colours=figures.Colours(0.0, 1.0, bar="top"))
+    bar = fig.data[0].colorbar
+    assert fig.data[0].showscale and bar.orientation == "h" and bar.title.text == "weight"
+    assert fig.layout.margin.t >= 20 + 40  # room above the plot for it
+    assert figures.heatmap(np.eye(3), list("abc"), list("abc")).data[0].colorbar.orientation in (None, "v")
+
+
 def test_heatmap_panels_share_one_colour_bar_and_their_cells():
     """Heads, masks, cross-attention drew each head as its own chart in a column: the head with the colour bar
     got narrower cells. One figure: every panel the same size, one colour axis."""
@@ -171,6 +221,8 @@ def _views():
 
 
 PATH_STEMS = {p.split("/")[-1][:-3] for p in PATH}
+# Tables on the learner's path that may scroll sideways on a phone, each saying so there (pages/_screen.phone_only):
+SCROLLING_TABLES = {"lookup-table"}  # the lookup's editor: seven columns, each with its pencil, in 364 px
 TOY_STEMS = {q.page for q in toy_questions.QUESTIONS}  # their answer charts are checked above, without a browser
 
 
@@ -202,7 +254,7 @@ def settled_charts(page, where: str, timeout_ms: int = 5_000) -> list:
     return before
 
 
-def read_both_widths(page, where: str, widths=(1280, 800)) -> list[str]:
+def read_both_widths(page, where: str, widths=(1280, 800, 390)) -> list[str]:
     """Every defect on the page's charts at each width in turn (the page resized between them)."""
     found = []
     for i, width in enumerate(widths):
@@ -211,6 +263,9 @@ def read_both_widths(page, where: str, widths=(1280, 800)) -> list[str]:
         for chart in settled_charts(page, f"{where} @{width}"):
             found += defects(chart, on_path=where.split(" ")[0] in PATH_STEMS)
         found += [f"{where} @{width}: a formula cut on the right: {tex}" for tex in cut_formulas(read_formulas(page))]
+        if where.split(" ")[0] in PATH_STEMS:  # a researcher's wide table may scroll; a learner's fits
+            found += [f"{where} @{width}: a table's columns cut at its edge: {key}"
+                      for key in cut_tables(read_tables(page)) if key not in SCROLLING_TABLES]
     return found
 
 
@@ -225,15 +280,15 @@ def tab(browser):
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("path, params", _views())
-def test_every_chart_reads_at_800_and_1280_px(app_url, tab, path, params):
-    """Read at 1280 px, then after a resize to 800 px; a model page's questions then answered (its answer charts
-    drawn, the page on their example) and read again, at 800 px, then after a resize to 1280 px."""
+def test_every_chart_reads_at_1280_800_and_390_px(app_url, tab, path, params):
+    """Read at 1280 px, then after a resize to 800 px and to 390 px (a phone); a model page's questions then
+    answered (its answer charts drawn, the page on their example) and read again, at 800 px and at 390 px."""
     stem = path.split("/")[-1][:-3]
     page = tab
     page.set_viewport_size({"width": 1280, "height": 900})
     open_whole(page, page_url(app_url, "" if path == HOME.path else stem, **params))
     found = read_both_widths(page, stem)
     if stem not in TOY_STEMS and answer_all(page):
-        found += read_both_widths(page, f"{stem} answered", widths=(800, 1280))
+        found += read_both_widths(page, f"{stem} answered", widths=(800, 390))
     assert not found, "\n".join(found)
     assert page.locator("[data-testid='stException']").count() == 0

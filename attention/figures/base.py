@@ -29,6 +29,18 @@ def esc(label) -> str:
     return html.escape(str(label), quote=False)
 
 
+def two_lines(title, most: int = 12) -> str:
+    """A title for a narrow place, escaped (esc): longer than `most` characters, it breaks at the space nearest
+    its middle. Two panels side by side on a phone (390 px) are ~140 px each: their one-line titles ran into each
+    other ("Weights as writtenShuffled, put back")."""
+    title = str(title)
+    spaces = [i for i, ch in enumerate(title) if ch == " "]
+    if len(title) <= most or not spaces:
+        return esc(title)
+    cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+    return f"{esc(title[:cut])}<br>{esc(title[cut + 1:])}"
+
+
 def cell_number(x: float, digits: int) -> str:
     """A cell's number: `digits` decimals, −∞ and masked cells in words, and never "-0.00" (a rounding of a tiny
     negative value: it reads as a sign that is not there)."""
@@ -60,7 +72,8 @@ class Colours:
     scale: str = WEIGHT_SCALE  # a Plotly colour scale
     centred: bool = False  # a diverging scale with 0 in its middle (signed values)
     log: bool = False  # colour by log10 of the value, LOG_FLOOR to 1 (numbers and hover keep the values)
-    bar: bool = True  # draw the colour bar
+    bar: bool | str = True  # draw the colour bar: True at the right, "top" across the top (no width taken from
+    # the cells: two heatmaps side by side on 800 px kept readable numbers and their key), False none
 
     def logged(self, log: bool) -> Colours:
         """The same colours, by log10 when `log`."""
@@ -116,10 +129,17 @@ def heatmap(z, x_labels, y_labels, *, title: str = "", x_title: str = "key", y_t
     return _log_colorbar(fig) if colours.log else fig
 
 
+BAR_ON_TOP_PX = 44  # room a colour bar across the top takes: the bar, its ticks and its title beside it
+
+
 def _colour_args(colours: Colours, value_name: str) -> dict:
     """go.Heatmap's colour arguments."""
+    bar = dict(title=dict(text=value_name), thickness=12, xpad=4)
+    if colours.bar == "top":
+        bar = dict(orientation="h", x=0.5, xanchor="center", y=1.0, yanchor="bottom", ypad=4, len=1.0,
+                   thickness=10, title=dict(text=value_name, side="right"))
     return dict(zmin=colours.zmin, zmax=colours.zmax, colorscale=colours.scale, zmid=0 if colours.centred else None,
-                showscale=colours.bar, colorbar=dict(title=dict(text=value_name), thickness=12, xpad=4))
+                showscale=bool(colours.bar), colorbar=bar)
 
 
 def _small_heatmap(z, shown, visible, xl, yl, *, title, x_title, y_title, value_name, colours, ticks, digits,
@@ -138,7 +158,8 @@ def _small_heatmap(z, shown, visible, xl, yl, *, title, x_title, y_title, value_
         **_colour_args(colours, value_name),
     ))
     fig.update_layout(
-        title=dict(text=esc(title)), plot_bgcolor="#d9d9d9", margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        title=dict(text=esc(title)), plot_bgcolor="#d9d9d9",
+        margin=dict(l=10, r=10, t=(50 if title else 20) + (BAR_ON_TOP_PX if colours.bar == "top" else 0), b=10),
         height=height or max(260, 80 + 34 * n),
     )
     fig.update_xaxes(title_text=x_title, showgrid=False, **_ticks(xl, ticks.x))

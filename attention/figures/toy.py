@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from attention.figures.base import SIGNED, WEIGHTS, cell_number, esc
+from attention.figures.base import SIGNED, WEIGHTS, cell_number, esc, two_lines
 
 # A legend under the chart, in the figure's own coordinates: Plotly keeps the room it needs below the x axis's
 # title. Placed under the plot area instead (y=-0.25 of its height), it ran over the title at some widths.
@@ -15,28 +15,34 @@ BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
 COVERING = "#d62728"  # a curve drawn over an equal one: dashed, in a colour no theme gives the one beneath
 
 
-BAR_VALUES = 6  # bars whose values weights_bar writes on them: 7 and more, in half a page at 800 px, shrank to 5 px
+BAR_VALUES = 6  # bars whose values weights_bar writes flat above them; more are written turned upright (flat,
+# 7 and more in half a page at 800 px shrank to 5 px; dropped, a reader's own sentence showed no values at all)
+SMALLEST_VALUE_PX = 9  # a bar's value drawn smaller than this is hidden (hover keeps it), never shrunk unreadable
 
 
 def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight", y_max: float | None = 1.0,
                 highlight: int | str | None = "max") -> go.Figure:
     """One bar per key; the highlighted bar is darker: "max" (the default) the largest, an int that bar,
-    None none. Each value is written on its bar up to BAR_VALUES bars, and on hover always. Shapes: weights (m,)."""
+    None none. Each value is written above its bar (flat up to BAR_VALUES bars, upright beyond), hidden only where
+    a bar is too narrow to hold it at SMALLEST_VALUE_PX, and on hover always. Shapes: weights (m,)."""
     w = np.asarray(weights, dtype=float)
     if highlight == "max":
         highlight = int(np.argmax(w)) if len(w) else None
     colors = ["#1f4e9c" if i == highlight else "#7fa7e0" for i in range(len(w))]
+    upright = len(w) > BAR_VALUES
     fig = go.Figure(go.Bar(
-        x=list(range(len(w))), y=w, marker_color=colors, textposition="outside",
-        text=[f"{v:.3f}" for v in w] if len(w) <= BAR_VALUES else None,  # more: Plotly shrinks them unreadable
+        x=list(range(len(w))), y=w, marker_color=colors, textposition="outside", text=[f"{v:.3f}" for v in w],
+        textangle=-90 if upright else 0, cliponaxis=False, textfont=dict(size=11),
         hovertext=[f"{esc(lab)}<br>{value_name}: {v:.4f}" for lab, v in zip(labels, w, strict=True)], hoverinfo="text",
     ))
-    fig.update_layout(title=dict(text=esc(title)), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
+    fig.update_layout(title=dict(text=esc(title)), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+                      uniformtext=dict(minsize=SMALLEST_VALUE_PX, mode="hide"))
     # Labels that do not fit flat turn to -45 degrees, each ending under its bar. Turned Plotly's own way
     # (+30), the last ones ran past the right edge at 800 px and [SEP] was dropped.
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels],
                      autotickangles=[0, -45, -90], automargin=True)
-    fig.update_yaxes(title_text=value_name, range=[0, y_max * 1.15] if y_max else None)
+    head_room = 1.4 if upright else 1.15  # an upright "0.123" above a full bar needs ~a third of the plot's height
+    fig.update_yaxes(title_text=value_name, range=[0, y_max * head_room] if y_max else None)
     return fig
 
 
@@ -65,8 +71,10 @@ def reveal_bars(reveal) -> go.Figure:
 
 
 def line_chart(x, series: dict, *, title: str = "", x_title: str = "", y_title: str = "", log_x: bool = False,
-          log_y: bool = False, marker_x=None, categorical_x: bool = False, x_hover=None) -> go.Figure:
-    """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d);
+          log_y: bool = False, marker_x=None, marker_label: str | None = None, categorical_x: bool = False,
+          x_hover=None) -> go.Figure:
+    """Several named curves over one x axis; `marker_x` draws a vertical line (e.g. the current d), labelled
+    `marker_label` (default "<x_title> = <marker_x>": a line without its label was a line a reader guessed at);
     `categorical_x` spaces labelled x values (such as offset ranges) evenly, and `x_hover` says what
     each one covers on hover. A log y axis is labelled at 1, 2 and 5 times a power of ten (log_ticks).
     A curve equal to one drawn before it (two positions' similarity, which depends on distance alone) is drawn
@@ -86,6 +94,10 @@ def line_chart(x, series: dict, *, title: str = "", x_title: str = "", y_title: 
                                                f"<extra>{esc(name)}</extra>"))
     if marker_x is not None:
         fig.add_vline(x=marker_x, line_dash="dot", line_color="grey")
+        label = marker_label if marker_label is not None else f"{x_title} = {marker_x:g}".strip(" =")
+        at = np.log10(marker_x) if log_x and not categorical_x else marker_x  # an annotation on a log axis: log10
+        fig.add_annotation(x=at, xref="x", y=1.0, yref="paper", yanchor="bottom", xanchor="center", showarrow=False,
+                           text=esc(label), font=dict(size=11, color="grey"))
     fig.update_layout(title=dict(text=esc(title)), height=320, margin=dict(l=10, r=10, t=50, b=10),
                       legend=BELOW)
     fig.update_xaxes(title_text=esc(x_title), type="category" if categorical_x else "log" if log_x else "linear",
@@ -184,9 +196,11 @@ def heatmap_panels(matrices, x_labels, y_labels, *, titles, colours=WEIGHTS, val
     xl, yl = [esc(s) for s in x_labels], [esc(s) for s in y_labels]
     # Shared axes: row labels at the left of each row, column labels under the last row only (under every row,
     # turned labels ran into the next row's titles). Rows about 40 px apart: room for the next row's titles.
-    height = rows * (40 + 30 * n) + 90
+    wrapped = per_row > 1 and any(two_lines(t) != esc(t) for t in titles)  # a title on two lines: 16 px more on top
+    height = rows * (40 + 30 * n) + 90 + 16 * wrapped
     fig = make_subplots(rows=rows, cols=per_row, shared_yaxes=True, shared_xaxes=True, horizontal_spacing=0.03,
-                        vertical_spacing=min(0.3, 40 / (height - 150)), subplot_titles=[esc(t) for t in titles])
+                        vertical_spacing=min(0.3, 40 / (height - 150)),
+                        subplot_titles=[two_lines(t) if per_row > 1 else esc(t) for t in titles])
     for i in range(count):
         shown = np.where(visible & np.isfinite(z[i]), z[i], np.nan)  # masked cells: gaps on the grey background
         text = [[cell_number(z[i, r, c], digits) if visible[r, c] else "masked" for c in range(m)] for r in range(n)]
@@ -206,5 +220,5 @@ def heatmap_panels(matrices, x_labels, y_labels, *, titles, colours=WEIGHTS, val
     fig.update_layout(coloraxis=dict(colorscale=colours.scale, showscale=colours.bar,
                                      colorbar=dict(title=dict(text=esc(value_name)), thickness=12, xpad=4),
                                      **{k: v for k, v in scale.items() if v is not None}),
-                      plot_bgcolor="#d9d9d9", height=height, margin=dict(l=10, r=10, t=40, b=10, pad=0))
+                      plot_bgcolor="#d9d9d9", height=height, margin=dict(l=10, r=10, t=40 + 16 * wrapped, b=10, pad=0))
     return fig
