@@ -268,7 +268,8 @@ def _found(query: TokenAt, tokens: list[str]) -> tuple[TokenAt | None, str | Non
         found = [j for j, t in enumerate(tokens) if same(t, token)]
         if found:
             j = min(found, key=lambda j: (abs(j - at), j))
-            return TokenAt(j, tokens[j]), f"“{token}” is token {j} here (it was token {at}): it is followed there."
+            return TokenAt(j, tokens[j]), (f"The token you were following, “{token}”, is token {j} in this text "
+                                            f"(it was token {at}): the charts follow it there.")
     return None, f"“{token}” is not among this text's tokens: the page's default token is followed."
 
 

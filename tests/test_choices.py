@@ -117,6 +117,9 @@ def test_an_estimate_of_the_wrong_sign_is_said_beside_it():
     assert agrees.opposite_heads() == [(0, 0, -3.85, 0.33), (1, 0, 0.1, -0.2)]  # the largest exact effect first
     assert agrees.pair(0, 0) == "exact −3.850, estimate +0.330 (the wrong sign)"
     assert agrees.pair(0, 1) == "exact +0.500, estimate +0.400"
+    # As the pages draw them: how much m falls without each head, positive where the head helped the target.
+    assert exact.drop.tolist() == [[3.85, -0.5], [-0.1, -0.0]]
+    assert agrees.pair(0, 0, drop=True) == "exact +3.850, estimate −0.330 (the wrong sign)"
 
 
 def test_an_encoders_token_followed_is_found_in_each_new_sentence():
@@ -139,8 +142,8 @@ def test_the_exact_scan_opens_the_head_that_matters_most_and_says_where_the_esti
     estimate = array(chart(at, "pred.estimate")["data"][0]["z"])
     layer, head = np.unravel_index(np.argmax(np.abs(exact)), exact.shape)
     assert (at.number_input(key="pred.layer").value, at.number_input(key="pred.head").value) == (layer + 1, head + 1)
-    table = table_with(at, "exact effect")
-    wrong = np.sign(table["exact effect"]) * np.sign(table["estimate"]) < 0
+    table = table_with(at, "m falls by (exact)")
+    wrong = np.sign(table["m falls by (exact)"]) * np.sign(table["estimate"]) < 0
     assert list(table["estimate's sign"]) == ["wrong" if w else "right" for w in wrong]
     n_wrong = int((np.sign(exact) * np.sign(estimate) < 0).sum())
     said = _captions(at)

@@ -51,7 +51,7 @@ def test_fitting_clamps_a_layer_and_head_and_finds_the_token_followed_or_drops_i
     assert "“bank” is not among" in notes[-1]
     moved = ("[CLS]", "the", "bank", "by", "the", "sofa", "in", "the", "bank", "[SEP]")  # two banks: the nearer
     fitted, notes = focus.fitted(n_layers=6, n_heads=12, tokens=moved)
-    assert fitted.query == TokenAt(8, "bank") and "token 8 here (it was token 6)" in notes[-1]
+    assert fitted.query == TokenAt(8, "bank") and "is token 8 in this text (it was token 6)" in notes[-1]
     cased = ("I", "sat", "on", "the", "river", "Bank")  # another tokenizer keeps the capital
     assert focus.fitted(n_layers=6, n_heads=12, tokens=cased)[0].query == TokenAt(5, "Bank")
     link = Focus(query=TokenAt(2, ""))  # a link names the position only: the token is filled in

@@ -210,7 +210,7 @@ def test_the_token_followed_follows_a_new_sentence_and_another_model():
     assert followed_token(at) == "river"
     run(labelled(at.text_area, "Sentence").set_value("The river ran past the bank."))
     check_visit(at)
-    assert followed_token(at) == "river" and "“river” is token 2 here (it was token 5)" in notes(at)
+    assert followed_token(at) == "river" and "“river”, is token 2 in this text (it was token 5)" in notes(at)
     run(labelled(at.selectbox, "Model").set_value("smollm2"))  # no [CLS]: "river" is token 1
     check_visit(at)
     assert followed_token(at) == "␣river" and "(it was token 2)" in notes(at)  # SmolLM2's " river", its space shown

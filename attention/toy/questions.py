@@ -401,8 +401,9 @@ QUESTIONS = (
                        "hid the past rather than the future"))),
     Question("mh.sharp", "multihead", "A toy translation: the French words of “le chat était assis sur le tapis” "
              "each read the English words of “the cat sat on the mat”, their queries against the English keys. A "
-             "sharpness s multiplies every query and key (W_Q = W_K = s·I): the larger s, the wider apart the "
-             "scores. At s = 6, which English word does “chat” read most?", tuple(dict.fromkeys(ex.SOURCE_SENTENCE)),
+             "sharpness s multiplies every query and key (each is its word's vector times s): the larger s, the "
+             "wider apart the scores. At s = 6, which English word does “chat” read most?",
+             tuple(dict.fromkeys(ex.SOURCE_SENTENCE)),
              (("mh.sharp", 6.0),), _multihead_sharp,
              misconceptions=(
                  ("the", "believes a word that occurs twice (“the”) draws the most weight, rather than the key that "

@@ -4,7 +4,8 @@ A head's output z_h (its slice of the output projection's input; TransformerLens
 set to zero ("zero"), or to its mean over the text's positions ("mean"), at every position. The metric:
     decoders   logit(target) - logit(foil) at the last position (does the model prefer " Mary" to " John"?)
     encoders   1 - cos(h, h_ablated) of one token's final vector (how much the head moves "bank")
-effect = metric(ablated) - metric(clean): negative means the head supported the target. For decoders the
+effect = metric(ablated) - metric(clean): negative means the head supported the target; the pages draw its
+opposite, `HeadEffects.drop` (how much m falls without the head: positive and blue, the head helped). For decoders the
 clean metric is the Contrast's baseline (attention.models.analyses.target_foil): target and foil are tokenized once,
 and the scans, the estimate and the page all read the same m.
 
@@ -50,6 +51,13 @@ class HeadEffects:
     contrast: Contrast | None = None  # target and foil of a decoder's logit difference
     token: int | None = None  # the token whose vector an encoder metric follows
 
+    @property
+    def drop(self) -> np.ndarray:
+        """(L, H) baseline - ablated: how much the metric falls when the head is removed. For a decoder's m, positive
+        means the head supported the target: the pages show this, so that a head that helps reads positive and blue,
+        as a direct share does (a first-year read the effect's "negative means it helped" backwards: issue 68)."""
+        return -self.effect
+
     def ranked(self, k: int = 15) -> list[tuple[int, int, float]]:
         """The k (layer, head, effect) with the largest |effect|, 0-based."""
         order = np.argsort(-np.abs(self.effect), axis=None, kind="stable")[:k]
@@ -89,11 +97,12 @@ class ScanAgreement:
         scan's ±3.8 drew as the same reds and blues)."""
         return float(max(np.abs(self.exact.effect).max(), np.abs(self.estimate.effect).max()))
 
-    def pair(self, layer: int, head: int, *, flag: bool = True) -> str:
+    def pair(self, layer: int, head: int, *, flag: bool = True, drop: bool = False) -> str:
         """One head's exact effect and its estimate as the pages say them, with the estimate's failure beside it
         when its sign is wrong: "exact −3.850, estimate +0.330 (the wrong sign)" (flag=False: where the sentence
-        around it says so already)."""
-        exact, estimate = self.exact.effect[layer, head], self.estimate.effect[layer, head]
+        around it says so already). drop=True: their drops (HeadEffects.drop), as the pages draw them."""
+        sign = -1.0 if drop else 1.0
+        exact, estimate = sign * self.exact.effect[layer, head], sign * self.estimate.effect[layer, head]
         wrong = " (the wrong sign)" if flag and self.opposite[layer, head] else ""
         return f"exact {_signed(exact)}, estimate {_signed(estimate)}{wrong}"
 

@@ -45,7 +45,8 @@ class ModelQuestion:
         return misconception_in(self.key, self.misconceptions, choice)
 
 
-SINK_WHY = "most heads park their weight on a sink, here [CLS]: the first token, which every query can see"
+SINK_WHY = ("most heads park the weight they do not need on a sink, here [CLS]: a token that is in every input and "
+            "carries little of this sentence's meaning")
 
 
 def _looks_at(word: str, reading: Reading, layer: int, *, result: str, text: str, why: str
@@ -159,8 +160,8 @@ QUESTIONS = (
                                "heads mostly read meaning"),
                       ("river", "believes a token looks most at itself"),
                       ("otter", "believes “river” looks most at the sentence's subject (“otter”)"),
-                      ("[CLS]", "believes most heads park their weight on a sink, [CLS]: the first token, which "
-                                "every query can see"))),
+                      ("[CLS]", "believes most heads park the weight they do not need on a sink, [CLS], a token "
+                                "in every input"))),
     ModelQuestion("amb.it_sink", "ambiguous_words", "In MiniLM, in “…because it was too tired”, which token "
                   "will “it” look at most in layer 5 (the mean of its heads)?", ("animal", "street", "tired", "[CLS]"),
                   (("model", ModelChoice(DEFAULT_ENCODER)), ("pair", IT_PAIR), ("layer", 4), ("aggregation", "mean"),
