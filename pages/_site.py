@@ -45,7 +45,8 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/positions.py", "Word order and positions", ":material/format_list_numbered:",
                   "Shuffle a sentence; sinusoidal positions; rotary positions in 2-D and in SmolLM2."),
         PageEntry("pages/bottleneck.py", "The bottleneck, and attention", ":material/compress:",
-                  "Two trained GRUs reverse digits: one context vector fails on long inputs, attention aligns."),
+                  "Two trained GRUs reverse digits: one context vector fails on long inputs; attention, which "
+                  "reads the input again at every step, does not."),
     ),
     "Pretrained models": (
         PageEntry("pages/model_heads.py", "Model heads", ":material/grid_view:",

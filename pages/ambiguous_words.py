@@ -73,6 +73,10 @@ for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
                      config=chart_config(name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice))
     with col:
         export_row(att, row, name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice)
+if a.architecture == "decoder-only":
+    st.caption(f"A decoder reads left to right: “{md(shown_tokens(a)[cmp.ia])}” sees only itself and the tokens "
+               "before it, so every token after it gets weight 0 (no bar), in every head. An encoder (MiniLM) sees "
+               "both sides.")
 if row.reading.words or row.reading.without_sinks:
     st.caption(("Words: the query is the whole word, keys are words (sums over pieces). " if row.reading.words else "")
                + ("Without sinks: each row rescaled to sum to 1 without the first/special tokens and any token "

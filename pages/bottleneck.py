@@ -10,9 +10,11 @@ from attention.toy.rounding import percent
 from attention.toy.scoring import FORMULAS
 from pages._canvas import canvas_heatmap
 from pages._frame import ensure_app_frame
+from pages._kept import linked
 from pages._lessons import questions_first
 from pages._path import intro, path_links
 from pages._prose import for_developers
+from pages._tables import column
 from pages._text import md
 
 ensure_app_frame()
@@ -61,12 +63,13 @@ st.header("1 · The bottleneck, measured")
 accuracy = translators.trained_accuracy
 lengths = accuracy["attentive"].lengths
 measure = st.segmented_control("Count", ["whole sequences reversed", "digits in the right place"],
-                               default="whole sequences reversed", key="bn.measure", bind="query-params") \
+                               default="whole sequences reversed", key=linked("bn.measure"), bind="query-params") \
     or "whole sequences reversed"
 field = "sequences" if measure.startswith("whole") else "digits"
 st.plotly_chart(figures.line_chart(lengths, {NAMES[k]: getattr(accuracy[k], field) * 100 for k in NAMES},
                                title="Accuracy against sequence length", x_title="digits in the sequence",
-                               y_title=f"% {measure}", marker_x=longest),
+                               y_title=f"% {measure}", marker_x=longest,
+                               marker_label=f"longest trained: {longest}"),
                 width="stretch", key="bn.accuracy")
 at = {k: dict(zip(lengths.tolist(), accuracy[k].sequences.tolist(), strict=True)) for k in NAMES}
 st.caption(f"{accuracy['attentive'].samples} random sequences per length. Both trained on "
@@ -82,7 +85,8 @@ st.caption(f"{accuracy['attentive'].samples} random sequences per length. Both t
 # --- 2. Your sequence ---------------------------------------------------------------------------------------
 st.header("2 · Your sequence")
 digits = st.text_input(f"Digits (1 to {MAX_LENGTH}; spaces and commas are ignored)",
-                       "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4", key="bn.digits", bind="query-params", max_chars=200)
+                       "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4", key=linked("bn.digits"), bind="query-params",
+                       max_chars=200)
 try:
     results = {kind: translate(getattr(translators, kind), digits) for kind in NAMES}
 except ValueError as err:
@@ -97,8 +101,11 @@ st.dataframe(pd.DataFrame({
     "reversed exactly": ["yes" if results[k].correct else "no" for k in NAMES],
     "digits right": [f"{results[k].digits_correct} / {len(source)}" for k in NAMES],
     "output": [results[k].output for k in NAMES],  # digits unspaced: spaced, 20 of them ran past 800 px
-}), hide_index=True, key="bn.outputs")
-st.caption(f"Expected: {results['attentive'].expected}")
+}), hide_index=True, key="bn.outputs",
+    column_config={"model": column("model", 84), "reversed exactly": column("reversed", 70, full="reversed exactly"),
+                   "digits right": column("digits right", 84), "output": None})  # the outputs: lines below
+st.markdown("  \n".join(f"{SHORT[k].capitalize()} wrote `{results[k].output}`" for k in NAMES)
+            + f"  \nExpected: `{results['attentive'].expected}`")
 
 # --- 3. Alignment -------------------------------------------------------------------------------------------
 st.header("3 · What the attention model looks at")

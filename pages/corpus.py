@@ -20,6 +20,7 @@ from pages._corpora import corpus_or_stop, saved_survey_or_stop
 from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, corpus_survey_job, follow_or_stop, model_or_stop, result_of
+from pages._kept import linked
 from pages._labels import label_of
 from pages._path import path_links
 from pages._prose import explained, for_developers
@@ -72,12 +73,12 @@ else:
 # --- Every head on one map ---------------------------------------------------------------------------------
 st.header("Every head on one map")
 c1, c2 = st.columns(2)
-x = c1.selectbox("Across", list(STATISTICS), index=1, format_func=label_of(STATISTICS), key="corpus.x",
+x = c1.selectbox("Across", list(STATISTICS), index=1, format_func=label_of(STATISTICS), key=linked("corpus.x"),
                  bind="query-params")
-y = c2.selectbox("Up", list(STATISTICS), index=0, format_func=label_of(STATISTICS), key="corpus.y",
+y = c2.selectbox("Up", list(STATISTICS), index=0, format_func=label_of(STATISTICS), key=linked("corpus.y"),
                  bind="query-params")
 c1, c2, c3 = st.columns(3)
-colour = c1.segmented_control("Colour by", ["layer", "type"], default="layer", key="corpus.colour",
+colour = c1.segmented_control("Colour by", ["layer", "type"], default="layer", key=linked("corpus.colour"),
                               bind="query-params") or "layer"
 focus = fit(n_layers=found.n_layers, n_heads=found.n_heads)
 layer, head = layer_and_head(c2, c3, focus, found.n_layers, found.n_heads, slot="corpus")
@@ -129,7 +130,7 @@ except ValueError as err:
     st.info(md(err))
 
 st.header(f"{shown}: over the texts")
-name_of = st.selectbox("Statistic", list(STATISTICS), format_func=label_of(STATISTICS), key="corpus.stat",
+name_of = st.selectbox("Statistic", list(STATISTICS), format_func=label_of(STATISTICS), key=linked("corpus.stat"),
                        bind="query-params")
 value = None if yours is None else float(getattr(yours, name_of)[layer, head])
 st.plotly_chart(figures.corpus_statistic(found, layer, head, name_of, current=value), width="stretch",

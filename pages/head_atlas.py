@@ -22,6 +22,7 @@ from pages._clicks import head_opener, open_head_buttons
 from pages._focus import following, on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
+from pages._kept import linked
 from pages._labels import label_of
 from pages._path import intro, path_links
 from pages._widgets import fit, layer_and_head, sentence_and_model
@@ -41,7 +42,7 @@ head_survey = result_of(survey, "Surveying every head…", att)
 L, H = att.n_layers, att.n_heads
 
 metric = st.segmented_control("Statistic", list(METRICS), default="entropy", format_func=label_of(METRICS),
-                              key="metric", bind="query-params") or "entropy"
+                              key=linked("metric"), bind="query-params") or "entropy"
 title, help_text = METRICS[metric]
 values = getattr(head_survey, metric)
 uniform = head_survey.uniform_entropy  # per layer: a layer with a sliding window sees fewer keys
@@ -77,7 +78,7 @@ else:
     probe = roles.probe
     # the role's buttons on a line of their own: in three quarters of an 800-px page "previous-token" was cut
     role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
-                                key="atlas.role", bind="query-params") or "induction"
+                                key=linked("atlas.role"), bind="query-params") or "induction"
     threshold = st.columns([1, 2])[0].slider("labelled above", 0.1, 0.9, ROLE_THRESHOLD, 0.05,
                                              key="atlas.role_threshold")
     st.caption(f"{ROLES[role][1]} The probe: a beginning-of-text token, then {roles.repeat} random tokens, then the "

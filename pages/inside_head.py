@@ -22,11 +22,13 @@ from pages._export import chart_config, export_row
 from pages._focus import on_page
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, cached_own_attention, is_saved, model_or_stop, result_of
+from pages._kept import linked
 from pages._labels import token_labels
 from pages._lessons import predict_then_see
 from pages._live import live_sliders
 from pages._path import intro, path_links
 from pages._prose import for_developers, prose
+from pages._tables import column
 from pages._text import md
 from pages._widgets import (
     among,
@@ -41,6 +43,77 @@ from pages._widgets import (
 ensure_app_frame()
 SHOWN_KEYS = 24  # above this many keys, the steps show the keys with the largest weights
 AUTO_CHECK_TOKENS = 512  # up to this length the model's own weights are fetched without asking
+
+def why_this_key(att, name, t, layer: int, head: int, i: int, tokens, label) -> None:
+    """Section 5 or 6: the scaled score split into the parts of the model that wrote its query and its key
+    (attention.models.qk_attribution). Drawn only while its expander is open: a lazy expander runs nothing
+    closed, and its split costs a pass over the model."""
+    prose("A token's vector on its way through the model is the residual stream: a sum to which the embedding, "
+          "every earlier head and every earlier MLP add what they write. Each layer norm divides that sum by its "
+          "size; fix each of those divisors at what it was on this text, and every step from the stream to q and "
+          "to k only multiplies and adds. Then q and k are sums with one term per part that wrote them, and the "
+          f"scaled score (step 3: q·k × {t.scale:.4f}) is a sum with one term per pair of parts, one that wrote "
+          "the query and one that wrote the key, plus constant terms from the biases. Rows: the parts that wrote "
+          "the query; columns: the parts that wrote the key.")
+    if is_saved(name):
+        st.info("Splitting a scaled score needs the model itself; a saved result holds only Q, K and V.")
+        return
+    visible, strongest = key_choices(t.weights[0])
+    key_picker = labelled_key("inside.key", att.tokens)  # page-local: the key this section explains
+    if st.session_state.get(among(key_picker, visible)) is None:
+        st.session_state[key_picker] = strongest
+    c1, c2 = st.columns(2)
+    key = c1.selectbox("Key token", visible, format_func=label, key=key_picker)
+    versus = c2.radio("Against", ["nothing: the scaled score itself", "the mean over the keys it sees",
+                                  "another key"],
+                      key="inside.against", help="Why this key and not the others: the same pairs for this key "
+                      "minus those of the mean key, or of a second key.")
+    per_head = c1.toggle("One part per head", True, key="inside.per_head",
+                         help="On: one part per earlier head. Off: each layer's heads summed into one part.")
+    against = {"the mean over the keys it sees": "mean"}.get(versus)
+    if versus == "another key":
+        against = st.selectbox("Second key", visible, format_func=label,
+                               key=among(labelled_key("inside.second", att.tokens), visible),
+                               index=visible.index(0) if 0 in visible else 0)
+    loaded = model_or_stop(name)
+    found = result_of(qk_attribution, "Splitting the scaled score into parts…",
+                      loaded, att, layer, head, i, key, against=against)
+    score_parts(found if per_head else found.by_layer(), loaded, layer, tokens, against)
+
+
+def score_parts(found, loaded, layer: int, tokens, against) -> None:
+    """The split's sums, its notes, its heatmap and its largest pairs (why_this_key)."""
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Sum of the parts", f"{found.total:+.4f}", help="Every (query part, key part) pair and the constant "
+              "terms.")
+    c2.metric("Model's scaled score" if against is None else "Model's difference", f"{found.score:+.4f}",
+              help="The model's own scaled score, before softmax, from the q and k its attention received"
+              + ("." if against is None else ", minus the same for the key(s) it is set against."))
+    c3.metric("Constant terms", f"{found.biases:+.4f}", help="What the biases of the projections to q and k add, "
+              "whatever wrote the stream: " + "; ".join(f"{what}: {value:+.4f}" for what, value in found.rest.items()))
+    if layer == 0:
+        st.caption("In layer 1 only the embeddings have written to the stream: pick a later layer to see which "
+                   "heads and MLPs make the query and the key match.")
+    if found.rounding:
+        st.caption(f"This model runs in {md(loaded.check.dtype if loaded.check else 'half precision')}: its own q "
+                   f"and k are rounded to it, while the parts are added in float64, so the sum equals its scaled "
+                   f"score to that rounding, not to the last digit: here {found.apart:.2%} apart (its rounding allows "
+                   f"up to {found.rounding:.0%}).")
+    if found.softcap:
+        st.caption(f"This model soft-caps its scaled scores after the sum: softmax reads {found.softcap:g} · "
+                   f"tanh(scaled score / {found.softcap:g}).")
+    st.plotly_chart(qk_attribution_heatmap(found, tokens), width="stretch", key="inside.qk")
+    st.caption("The parts that count most on each side, the others summed into “other parts”; hover a cell for "
+               "its two parts and its value. The pairs that count most, whichever parts they are, are listed below.")
+    st.markdown("**The largest pairs**")
+    st.markdown("\n".join(f"- the query from {md(part_in_words(a))} × the key from {md(part_in_words(b))}: "
+                           f"**{value:+.2f}**" for a, b, value in found.largest(5)))
+    prose("To try: in SmolLM2, on a text that repeats itself (random tokens, then the same tokens again), the "
+          "induction heads (L19H7, L18H6, L18H5, L18H4) each win on one pair: the query from layer 1's MLP, which "
+          "says which token this is, times the key from L17H1, a previous-token head, which wrote into each key "
+          "the token before it. The key that matches is the one right after an earlier copy of the query's token: "
+          "how a model continues a pattern it has seen.")
+
 
 st.title("Inside one head")
 intro("pages/inside_head.py", "The toy pages' arithmetic, in a real head: one query token's query vector, each "
@@ -123,7 +196,11 @@ columns = {"key": keys, "score q·k": t.scores[0, shown], "scaled score": t.scal
            "softmax weight": t.weights[0, shown]}
 if own is not None:
     columns["model's own weight"] = own[head, i, shown]
-st.dataframe(pd.DataFrame(columns).style.format(precision=4), hide_index=True, key="inside.table")
+st.dataframe(pd.DataFrame(columns), hide_index=True, key="inside.table",
+             column_config={"key": column("key", 76), "score q·k": column("q·k", 66, full="score q·k", digits=4),
+                            "scaled score": column("scaled", 66, full="scaled score", digits=4),
+                            "softmax weight": column("weight", 66, full="softmax weight", digits=4),
+                            "model's own weight": column("model's", 66, full="the model's own weight", digits=4)})
 
 
 def pick_key() -> None:
@@ -142,7 +219,7 @@ st.caption("Click a bar: “why this key”, below, splits that key's scaled sco
 st.subheader("Softmax temperature, live")
 st.latex(r"\alpha_j(T) = \operatorname{softmax}(\tilde s / T)_j")
 with st.expander("Exact value (typed, kept in the link)"):
-    temperature = st.number_input("temperature T", 0.1, 5.0, 1.0, 0.1, key="inside.temperature",
+    temperature = st.number_input("temperature T", 0.1, 5.0, 1.0, 0.1, key=linked("inside.temperature"),
                                   bind="query-params", format="%.1f")
 
 
@@ -178,68 +255,15 @@ if row.reading.words or row.reading.without_sinks:
                     config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
 
-st.header(f"{6 if row.reading.words or row.reading.without_sinks else 5} · why this key: where q and k come from")
-prose("A token's vector on its way through the model is the residual stream: a sum to which the embedding, "
-      "every earlier head and every earlier MLP add what they write. Each layer norm divides that sum by its "
-      "size; fix each of those divisors at what it was on this text, and every step from the stream to q and to "
-      "k only multiplies and adds. Then q and k are sums with one term per part that wrote them, and the "
-      f"scaled score (step 3: q·k × {t.scale:.4f}) is a sum with one term per pair of parts, one that wrote the "
-      "query and one that wrote the key, plus constant terms from the biases. Rows: the parts that wrote the "
-      "query; columns: the parts that wrote the key.")
-if is_saved(name):
-    st.info("Splitting a scaled score needs the model itself; a saved result holds only Q, K and V.")
-else:
-    visible, strongest = key_choices(t.weights[0])
-    key_picker = labelled_key("inside.key", att.tokens)  # page-local: the key this section explains
-    if st.session_state.get(among(key_picker, visible)) is None:
-        st.session_state[key_picker] = strongest
-    c1, c2 = st.columns(2)
-    key = c1.selectbox("Key token", visible, format_func=label, key=key_picker)
-    versus = c2.radio("Against", ["nothing: the scaled score itself", "the mean over the keys it sees", "another key"],
-                      key="inside.against", help="Why this key and not the others: the same pairs for this key "
-                      "minus those of the mean key, or of a second key.")
-    per_head = c1.toggle("One part per head", True, key="inside.per_head",
-                         help="On: one part per earlier head. Off: each layer's heads summed into one part.")
-    against = {"the mean over the keys it sees": "mean"}.get(versus)
-    if versus == "another key":
-        against = st.selectbox("Second key", visible, format_func=label,
-                               key=among(labelled_key("inside.second", att.tokens), visible),
-                               index=visible.index(0) if 0 in visible else 0)
-    loaded = model_or_stop(name)
-    found = result_of(qk_attribution, "Splitting the scaled score into parts…",
-                      loaded, att, layer, head, i, key, against=against)
-    found = found if per_head else found.by_layer()
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Sum of the parts", f"{found.total:+.4f}", help="Every (query part, key part) pair and the constant "
-              "terms.")
-    c2.metric("Model's scaled score" if against is None else "Model's difference", f"{found.score:+.4f}",
-              help="The model's own scaled score, before softmax, from the q and k its attention received"
-              + ("." if against is None else ", minus the same for the key(s) it is set against."))
-    c3.metric("Constant terms", f"{found.biases:+.4f}", help="What the biases of the projections to q and k add, "
-              "whatever wrote the stream: " + "; ".join(f"{what}: {value:+.4f}" for what, value in found.rest.items()))
-    if layer == 0:
-        st.caption("In layer 1 only the embeddings have written to the stream: pick a later layer to see which "
-                   "heads and MLPs make the query and the key match.")
-    if found.rounding:
-        st.caption(f"This model runs in {md(loaded.check.dtype if loaded.check else 'half precision')}: its own q and "
-                   f"k are rounded to it, while the parts are added in float64, so the sum equals its scaled score "
-                   f"to that rounding, not to the last digit: here {found.apart:.2%} apart (its rounding allows up to "
-                   f"{found.rounding:.0%}).")
-    if found.softcap:
-        st.caption(f"This model soft-caps its scaled scores after the sum: softmax reads {found.softcap:g} · "
-                   f"tanh(scaled score / {found.softcap:g}).")
-    st.plotly_chart(qk_attribution_heatmap(found, tokens), width="stretch", key="inside.qk")
-    st.caption("The parts that count most on each side, the others summed into “other parts”; hover a cell for its "
-               "two parts and its value. The pairs that count most, whichever parts they are, are listed below.")
-    st.markdown("**The largest pairs**")
-    st.markdown("\n".join(f"- the query from {md(part_in_words(a))} × the key from {md(part_in_words(b))}: "
-                           f"**{value:+.2f}**" for a, b, value in found.largest(5)))
-    prose("To try: in SmolLM2, on a text that repeats itself (random tokens, then the same tokens again), the "
-          "induction heads "
-          "(L19H7, L18H6, L18H5, L18H4) each win on one pair: the query from layer 1's MLP, which says which token "
-          "this is, times the key from L17H1, a previous-token head, which wrote into each key the token before "
-          "it. The key that matches is the one right after an earlier copy of the query's token: how a model "
-          "continues a pattern it has seen.")
+section = 6 if row.reading.words or row.reading.without_sinks else 5
+st.header(f"{section} · For researchers: why this key")
+st.caption("Where this score's query and key come from, part by part of the model: the residual stream, layer norms "
+           "and MLPs, ideas the path meets later (What heads do). Open it when you want the whole story.")
+why = st.expander("Why this key: where q and k come from", icon=":material/science:", key=linked("inside.why"),
+                  on_change="rerun", bind="query-params")
+if why.open:
+    with why:
+        why_this_key(att, name, t, layer, head, i, tokens, label)
 
 for_developers("The two-head circuit above is the induction circuit Olsson and colleagues described in 2022. "
                "The steps are attention.models.query_row and the head's q, k and v as captured "

@@ -10,10 +10,13 @@ from attention.toy.questions import FRUIT_QUERY_KEYS, questions_for
 from attention.toy.rounding import DECIMALS, number, percent
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
+from pages._kept import linked
 from pages._lessons import questions_first
 from pages._live import live_lookup
 from pages._path import intro, path_links
 from pages._prose import for_developers, prose
+from pages._screen import phone_only
+from pages._tables import column
 from pages._text import md
 
 ensure_app_frame()
@@ -29,8 +32,8 @@ intro(PAGE, "Attention is a lookup. A dictionary looks a word up by its exact ke
 st.header("1 · A dictionary: exact keys only")
 col_table, col_ask = st.columns([1, 2])
 col_table.dataframe(pd.DataFrame({"key": list(ex.FRUIT_HARD), "value": list(ex.FRUIT_HARD.values())}),
-                    hide_index=True)
-asked = col_ask.text_input("Ask the dictionary for", value="fruit", key="lookup.hard_query",
+                    hide_index=True, column_config={"key": column("key", 90), "value": column("value", 70)})
+asked = col_ask.text_input("Ask the dictionary for", value="fruit", key=linked("lookup.hard_query"),
                            bind="query-params", max_chars=40)
 hard = hard_lookup(ex.FRUIT_HARD, asked)
 if hard.found:
@@ -52,9 +55,12 @@ default_rows = pd.DataFrame(
                                                             strict=True)],
     columns=["item", *ex.FRUIT_KEY_FEATURES, *ex.FRUIT_VALUE_FEATURES],
 )
+# Each column as wide as its name over "0.80" (200 px each ran to 611). An editor's seven columns, each with its
+# pencil, cannot fit a phone's 364 px: there it scrolls sideways, and says so (pages/_screen.py shows the line).
 edited = st.data_editor(default_rows, num_rows="dynamic", key="lookup.table", hide_index=True,
-                        column_config={c: st.column_config.NumberColumn(c, format="%.2f")
-                                       for c in ex.FRUIT_KEY_FEATURES + ex.FRUIT_VALUE_FEATURES})
+                        column_config={c: column(c, 90 if c in ("durability", "sweetness") else 80,
+                                                 digits=None if c == "item" else 2) for c in default_rows.columns})
+phone_only(st.caption, "Swipe the table sideways for its other columns.")
 try:
     table = parse_table(edited.to_dict("records"), ex.FRUIT_KEY_FEATURES, ex.FRUIT_VALUE_FEATURES)
     st.session_state["lookup.last_good"] = table
@@ -64,10 +70,12 @@ except ValueError as err:
     if table is None:
         table = parse_table(default_rows.to_dict("records"), ex.FRUIT_KEY_FEATURES, ex.FRUIT_VALUE_FEATURES)
 
-def thousandths(columns) -> dict:
+def thousandths(columns, labels=None) -> dict:
     """Column settings writing each of `columns` to DECIMALS places, as every weight on the page is said (a
-    "_default" setting was not applied: the tables said 0.3716 where the chart said 0.372)."""
-    return {c: st.column_config.NumberColumn(c, format=f"%.{DECIMALS}f") for c in columns}
+    "_default" setting was not applied: the tables said 0.3716 where the chart said 0.372), 80 px wide under
+    `labels` (default their names; the full name on hover): four fit a phone."""
+    labels = labels or list(columns)
+    return {c: column(label, 80, full=c, digits=DECIMALS) for c, label in zip(columns, labels, strict=True)}
 
 
 
@@ -88,11 +96,11 @@ def query_and_answer(table) -> None:
     """The live query and everything it moves. A fragment: a release reruns only this part, so the table
     editor and the dictionary above are not rebuilt."""
     st.subheader("The query")
-    scaled = st.toggle("divide by √d_k", value=True, key="lookup.scaled", bind="query-params",
+    scaled = st.toggle("divide by √d_k", value=True, key=linked("lookup.scaled"), bind="query-params",
                        help="Divide each score by the square root of d_k, the number of features in a key (3 here).")
     with st.expander("Exact values (typed, kept in the link)"):
         cols = st.columns(3)
-        query = [col.number_input(name, 0.0, 1.0, float(ex.FRUIT_QUERY[f]), 0.01, key=key, bind="query-params",
+        query = [col.number_input(name, 0.0, 1.0, float(ex.FRUIT_QUERY[f]), 0.01, key=linked(key), bind="query-params",
                                   format="%.2f")
                  for f, (col, name, key) in enumerate(zip(cols, ex.FRUIT_KEY_FEATURES, FRUIT_QUERY_KEYS, strict=True))]
     live_lookup(lookup_payload(query, table.keys, table.values, table.labels, ex.FRUIT_KEY_FEATURES,
@@ -113,7 +121,9 @@ def query_and_answer(table) -> None:
     c3.latex(r"\alpha_j = \frac{e^{\tilde s_j}}{\sum_i e^{\tilde s_i}}")
     steps = pd.DataFrame({"item": res.labels, "q·k (dot product)": t.scores[0],
                           f"scaled (× {t.scale:.3f})": t.scaled[0], "softmax weight": res.weights})
-    st.dataframe(steps, hide_index=True, key="lookup.steps", column_config=thousandths(steps.columns[1:]))
+    st.dataframe(steps, hide_index=True, key="lookup.steps",
+                 column_config={"item": column("item", 70),
+                                **thousandths(steps.columns[1:], ["q·k", "scaled", "weight"])})
     st.caption(f"d_k = {t.d_k}, so the scores are multiplied by {t.scale:.3f}" + (" (= 1/√d_k)" if scaled else
                " (no scaling)") + ".")
 

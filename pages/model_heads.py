@@ -25,6 +25,7 @@ from pages._export import chart_config, export_row
 from pages._focus import on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, result_of
+from pages._kept import linked
 from pages._labels import label_of, label_or_every
 from pages._lessons import predict_then_see
 from pages._path import intro, path_links
@@ -98,7 +99,7 @@ def zoom_section(att: ModelAttention, name, reading):
     c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
                  on_change=on_change(key, setting("aggregation")))
     layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head", kinds=att.layer_kind)
-    hide = st.toggle("Hide special tokens", value=False, key="heads.hide_special", bind="query-params",
+    hide = st.toggle("Hide special tokens", value=False, key=linked("heads.hide_special"), bind="query-params",
                      help="[CLS], [SEP], BOS: their rows and columns are dropped and each row rescaled to add up to 1. "
                           "(On a row of its own: in a fourth column its label was cut at 800 px.)")
     st.latex(AGGREGATIONS[how].formula)
@@ -153,7 +154,8 @@ def token_section(att: ModelAttention, focus, name, reading, grouping):
                    "later token, or switch “Without sinks” off." if reading.without_sinks else "."))
     else:
         canvas_heatmap(view_canvas(focus_view, x_title="key word" if grouping else "key token", y_title="layer · head",
-                                   height=min(1400, max(320, 120 + 12 * L * H)), row_groups=H if L * H > 96 else None,
+                                   height=min(1600, max(320, 130 + (15 if L * H <= 96 else 12) * L * H)),
+                                   row_groups=H if L * H > 96 else None,  # 15 px a row: every head named
                                    clickable=True, click_text="click to open this head in the zoom",
                                    file_name=file_stem(name, "token", followed),
                                    meta=figures.focus_meta(token=units[followed])),
@@ -165,7 +167,7 @@ def lines_section(att: ModelAttention, name, layer: int, head: int, units, group
     """BertViz's line view of one layer's heads, on request (up to LINE_VIEW_MAX_UNITS tokens or words)."""
     H = att.n_heads
     st.subheader("Lines: one layer's heads, query to key")
-    if st.toggle("Show the line view", value=False, key="heads.show_lines", bind="query-params",
+    if st.toggle("Show the line view", value=False, key=linked("heads.show_lines"), bind="query-params",
                  help=f"BertViz's picture: queries left, keys right, a line per pair whose opacity is the weight. "
                       f"Up to {LINE_VIEW_MAX_UNITS} tokens (or words)."):
         if len(units) > LINE_VIEW_MAX_UNITS:
@@ -193,7 +195,7 @@ def cross_section(name, text: str, layer: int, head: int, how: str, reading) -> 
     """An encoder-decoder model's cross-attention: each target token reading the source."""
     st.subheader("Cross-attention: each target token reads the source")
     decoder_text = st.text_input("Target sentence (empty: the model's own greedy translation)",
-                                 key="heads.decoder_text", bind="query-params", max_chars=2000)
+                                 key=linked("heads.decoder_text"), bind="query-params", max_chars=2000)
     translation = attention_or_stop(name, text, decoder_text.strip() or None, say_check=False)
     cross_how = how if "cross" in AGGREGATIONS[how].stacks else "mean"
     if cross_how != how:

@@ -8,6 +8,7 @@ from attention.toy.live import SHARPNESS_VALUES, Panel, cross_attention_frames, 
 from attention.toy.multihead import toy_translation
 from attention.toy.questions import questions_for
 from pages._frame import ensure_app_frame
+from pages._kept import linked
 from pages._lessons import questions_first
 from pages._live import live_sliders
 from pages._path import intro, path_links
@@ -30,14 +31,16 @@ st.markdown("“Hang them, not let them go” can be read two ways: as written i
             "comma, “Hang them not, let them go”, and it says *spare them*. Which words “not” belongs with "
             "decides the meaning, and one attention pattern can only express one reading. Multi-head attention "
             "runs several heads in parallel, each on its own slice of the word vectors, then mixes their "
-            "outputs with W_O. (Toy weights: random, word vectors of 8 numbers.)")
+            "outputs with W_O. The heads below have **random, untrained** weights (word vectors of 8 numbers): "
+            "their patterns show what several heads, a mask and softmax look like, not what a trained model reads "
+            "in this sentence. Model heads, in the next part of the path, shows trained heads.")
 # Two lines: on one, the formula ran past the right edge at 800 px.
 st.latex(r"\text{head}_i = \operatorname{softmax}\!\left(\frac{X W_Q^{(i)} (X W_K^{(i)})^\top}{\sqrt{d_k}}"
          r" + M\right) X W_V^{(i)}")
 st.latex(r"\text{MultiHead}(X) = [\text{head}_1;\dots;\text{head}_h]\, W_O")
 c1, c2 = st.columns(2)
-n_heads = c1.segmented_control("heads", [1, 2, 4, 8], default=4, key="mh.heads", bind="query-params") or 4
-causal = c2.toggle("causal mask", value=False, key="mh.causal", bind="query-params",
+n_heads = c1.segmented_control("heads", [1, 2, 4, 8], default=4, key=linked("mh.heads"), bind="query-params") or 4
+causal = c2.toggle("causal mask", value=False, key=linked("mh.causal"), bind="query-params",
                    help="A decoder cannot look ahead: each word sees only itself and the words before it.")
 if causal:
     st.latex(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"
@@ -60,11 +63,13 @@ st.plotly_chart(figures.heatmap_panels([head.weights for head in mh.heads], toke
 st.header("Cross-attention: a toy translation")
 st.markdown("In an encoder–decoder model, the decoder's queries come from the target sentence and the keys "
             "and values from the encoded source; the two sentences can differ in length. Toy embeddings "
-            f"over meaning axes ({', '.join(ex.TRANSLATION_AXES)}), W_Q = W_K = s·I.")
-st.latex(r"\text{CrossAttn}(Y, X) = \operatorname{softmax}\!\left(\frac{(Y W_Q)(X W_K)^\top}{\sqrt{d_k}}\right)"
-         r" X W_V")
+            f"over meaning axes ({', '.join(ex.TRANSLATION_AXES)}). Here W_Q = W_K = s·I, where I is the identity "
+            "matrix (it leaves a vector as it is): each query and key is its word's vector times the sharpness s.")
+where_from, cross_formula = st.columns(2)  # one line ran past a phone's edge: two, side by side where they fit
+where_from.latex(r"Q = Y W_Q,\quad K = X W_K,\quad V = X W_V")
+cross_formula.latex(r"\text{CrossAttn}(Y, X) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V")
 with st.expander("Exact value (typed, kept in the link)"):
-    sharp = st.number_input("sharpness s", 0.0, 6.0, 3.0, 0.5, key="mh.sharp", bind="query-params")
+    sharp = st.number_input("sharpness s", 0.0, 6.0, 3.0, 0.5, key=linked("mh.sharp"), bind="query-params")
 
 
 values = slider_values(SHARPNESS_VALUES, sharp)

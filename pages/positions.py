@@ -16,6 +16,7 @@ from attention.toy.positions import (
 from attention.toy.questions import questions_for
 from attention.toy.rounding import number
 from pages._frame import ensure_app_frame
+from pages._kept import linked
 from pages._labels import token_labels
 from pages._lessons import questions_first
 from pages._path import intro, path_links
@@ -45,9 +46,9 @@ def _next_shuffle() -> None:
 
 c1.button("Shuffle", icon=":material/shuffle:", on_click=_next_shuffle, key="pos.shuffle_button",
           help="Another order of the words (each press a new one).")
-shuffle = c2.number_input("Shuffle number", 1, 999, 1, key="pos.shuffle", bind="query-params",
+shuffle = c2.number_input("Shuffle number", 1, 999, 1, key=linked("pos.shuffle"), bind="query-params",
                           help="Each number is one fixed shuffle: a link reopens the same one.")
-positions_on = c3.toggle("Add positions", value=False, key="pos.add", bind="query-params",
+positions_on = c3.toggle("Add positions", value=False, key=linked("pos.add"), bind="query-params",
                          help="Sinusoidal positions, added by place after shuffling: the first word of the shuffled "
                               "sentence gets position 0's vector.")
 perm = shuffled_order(len(tokens), shuffle)
@@ -76,8 +77,8 @@ st.header("2 · Sinusoidal positions (Vaswani et al. 2017)")
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")  # two lines: one ran off 800 px
 st.latex(r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 c1, c2 = st.columns(2)
-n_pos = c1.slider("positions", 10, 200, 50, 10, key="pos.n", bind="query-params")
-d_model = c2.slider("d_model", 8, 256, 64, 8, key="pos.d", bind="query-params",
+n_pos = c1.slider("positions", 10, 200, 50, 10, key=linked("pos.n"), bind="query-params")
+d_model = c2.slider("d_model", 8, 256, 64, 8, key=linked("pos.d"), bind="query-params",
                     help="How many numbers each position's vector has (the model's width).")
 pe = sinusoidal_positions(n_pos, d_model)
 left, right = st.columns(2)
@@ -112,9 +113,9 @@ st.latex(r"\tilde q_m = R(m\theta)\, q,\qquad \tilde k_n = R(n\theta)\, k")
 st.latex(r"\tilde q_m^\top \tilde k_n = q^\top R\big((n - m)\theta\big)\, k")
 st.subheader("In two dimensions")
 c1, c2, c3 = st.columns(3)
-query_position = c1.slider("query position m", 0, 11, 3, key="pos.rope_q", bind="query-params")
-key_position = c2.slider("key position n", 0, 11, 1, key="pos.rope_k", bind="query-params")
-degrees = c3.slider("θ (degrees per position)", 5, 90, 30, 5, key="pos.rope_theta", bind="query-params")
+query_position = c1.slider("query position m", 0, 11, 3, key=linked("pos.rope_q"), bind="query-params")
+key_position = c2.slider("key position n", 0, 11, 1, key=linked("pos.rope_k"), bind="query-params")
+degrees = c3.slider("θ (degrees per position)", 5, 90, 30, 5, key=linked("pos.rope_theta"), bind="query-params")
 q_toy, k_toy = (1.0, 0.2), (0.7, 0.6)
 toy = rotary_toy(q_toy, k_toy, query_position, key_position, degrees_per_position=degrees)
 shifted = rotary_toy(q_toy, k_toy, query_position + 5, key_position + 5, degrees_per_position=degrees)
@@ -134,12 +135,13 @@ right.caption(f"Distance m − n = {toy.distance}: moving both positions by the 
 st.subheader("In SmolLM2")
 st.caption("SmolLM2 rotates 32 pairs of each 64-dimensional head, pair i by θ_i = 100000^(−2i/64) per position: "
            "pair 0 turns a radian per token, the last pair barely moves over 4,096 tokens.")
-if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key="pos.real", bind="query-params"):
+if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key=linked("pos.real"),
+             bind="query-params"):
     from attention.models import DEFAULT_DECODER, ModelChoice, rotary_base, rotary_view, shown_tokens
     from pages._jobs import attention_or_stop, model_or_stop
     from pages._widgets import among, fit, labelled_key, layer_and_head
 
-    text = st.text_input("Sentence", "The cat sat on the mat because the cat was tired.", key="pos.text",
+    text = st.text_input("Sentence", "The cat sat on the mat because the cat was tired.", key=linked("pos.text"),
                          bind="query-params", max_chars=400)
     smollm2 = ModelChoice(DEFAULT_DECODER)  # SmolLM2's rotary positions, whatever the visit's model
     loaded = model_or_stop(smollm2)
@@ -173,7 +175,8 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                                               zip(range(len(pairs)), view.frequencies, strict=True)]),
                       width="stretch", key="pos.pairs")
     right.plotly_chart(figures.line_chart(view.distances, {"scaled score": view.scores_by_distance},
-                                          marker_x=view.distance, title="The same q, k at distance Δ",
+                                          marker_x=view.distance, marker_label=f"n − m = {view.distance}",
+                                          title="The same q, k at distance Δ",
                                           x_title="distance Δ", y_title="scaled score q·k/√d"),
                        width="stretch", key="pos.distance")
     st.caption(f"Base {base:g} from the model's configuration; the captured q and k are the rotated ones, rotated "

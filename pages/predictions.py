@@ -33,6 +33,7 @@ from pages._export import chart_config, export_row
 from pages._focus import changing, following, put, update
 from pages._frame import ensure_app_frame
 from pages._jobs import result_of
+from pages._kept import linked
 from pages._labels import label_of, token_labels
 from pages._lessons import predict_then_see
 from pages._path import intro, path_links
@@ -54,10 +55,10 @@ def vector_example() -> None:
         st.session_state[EXAMPLE_WORD] = word
 
 
-def effects_heatmap(effects, title: str, key: str, zmax: float | None = None):
-    """One number per head (an ablation's or an estimate's effect on m), layers down and heads across; `zmax`: a
-    colour scale shared with the chart beside it."""
-    st.plotly_chart(figures.layer_head_heatmap(effects.effect, title=title, value_name="effect", zmax=zmax),
+def effects_heatmap(values, title: str, key: str, value_name: str = "m falls by", zmax: float | None = None):
+    """One number per head (a decoder's: how much m falls without it, exact or estimated; an encoder's: how far its
+    removal moves a word), layers down and heads across; `zmax`: a colour scale shared with the chart beside it."""
+    st.plotly_chart(figures.layer_head_heatmap(values, title=title, value_name=value_name, zmax=zmax),
                     width="stretch", key=key)
 
 
@@ -90,7 +91,8 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
              r"\text{without head }(\ell,h)\big)")
     effects = result_of(head_ablation_cosine, "Ablating every head…", loaded, att,
                         followed, ablation=ablation)
-    effects_heatmap(effects, f"How far each head's removal moves “{shown_tokens(att)[effects.token]}”", "pred.vector")
+    effects_heatmap(effects.effect, f"How far each head's removal moves “{shown_tokens(att)[effects.token]}”",
+                    "pred.vector", value_name="1 − cos")
     st.caption("Attribution patching is not shown for this metric: 1 − cos is smallest (0) at the unablated "
                "vector, so its gradient there is zero and a first-order estimate would say 0 for every head. It "
                "needs a metric with a slope, such as a decoder's logit difference.")
@@ -101,7 +103,7 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
 
 # --- 1. The next token ------------------------------------------------------------------------------------
 st.header("1 · The next token")
-temperature = st.slider("temperature T", 0.1, 3.0, 1.0, 0.1, key="pred.temperature", bind="query-params")
+temperature = st.slider("temperature T", 0.1, 3.0, 1.0, 0.1, key=linked("pred.temperature"), bind="query-params")
 st.latex(r"p(\text{token}) = \operatorname{softmax}(z / T)_{\text{token}}")
 top = next_tokens(att.next_logits, loaded.tokenizer, k=10, temperature=temperature)
 shown = [f"“{with_visible_spaces(t)}”" for t in top.tokens]  # a token's space shown: “␣Mary”
@@ -132,8 +134,9 @@ if asked or st.session_state.get("pred.generated"):
     done = "".join(f":blue-background[{md_token(x.token)}]" if i == step else md_token(x.token)
                    for i, x in enumerate(gen.steps[:step + 1]))
     st.markdown(f"{md(text)}{done}")
-    st.caption(f"Step {step + 1}: the token at position {s.position} chose “{md(s.token)}” (p = {s.probability:.2f})"
-               + (" — the model chose its end-of-text token." if gen.stopped == "end of text" and
+    st.caption(f"Step {step + 1}: reading every token so far (the last one at position {s.position}), the model "
+               f"picked “{md(s.token)}” (p = {s.probability:.2f}) as the next token"
+               + (": its end-of-text token, so it stopped." if gen.stopped == "end of text" and
                   step == len(gen.steps) - 1 else "."))
     c1, c2 = st.columns([1, 2])
     c1.plotly_chart(figures.weights_bar([f"“{with_visible_spaces(t)}”" for t in s.choices.tokens],
@@ -154,8 +157,9 @@ if asked or st.session_state.get("pred.generated"):
 # --- 3. Target and foil -----------------------------------------------------------------------------------
 st.header("3 · Target and foil")
 contrast = target_and_foil(att, loaded.tokenizer, words, slot="pred")
-st.caption("Positive: the model prefers the target. A head's effect is m with the head removed, minus m: negative "
-           "means the head supported the target.")
+st.caption("m positive: the model prefers the target. Below, each head is removed in turn: how much m falls "
+           "without it says what the head did. Positive (blue): it supported the target; negative (red): it worked "
+           "for the foil.")
 
 # --- 4. Which heads matter --------------------------------------------------------------------------------
 st.header("4 · Which heads matter")
@@ -171,24 +175,25 @@ if exact_asked or st.session_state.get(f"pred.scanned.{name}.{text}.{contrast.ty
 agrees = None if exact is None else agreement(estimate, exact)
 c1, c2 = st.columns(2)
 with c1:  # its cost beside it
-    effects_heatmap(estimate, "Estimate (attribution patching)", "pred.estimate", agrees and agrees.largest)
+    effects_heatmap(estimate.drop, "Estimate (attribution patching)", "pred.estimate", zmax=agrees and agrees.largest)
 with c2:
     if exact is None:
         st.info("The estimate on the left is quick: one run of the model, and one pass back through it that says how "
                 "fast m changes with each head's output (a straight-line guess). Run the exact scan to see the true "
                 "effect of removing each head, and how well the estimate ranks them.")
     else:
-        effects_heatmap(exact, f"Exact: {exact.effect.size} heads, one at a time", "pred.exact", agrees.largest)
-st.latex(r"\widehat{\text{effect}}^{(\ell,h)} = \sum_{\text{pos}} \big(z^{(\ell,h)}_{\text{removed}} - "
-         r"z^{(\ell,h)}\big) \cdot \frac{\partial m}{\partial z^{(\ell,h)}}")
+        effects_heatmap(exact.drop, f"Exact: {exact.effect.size} heads, one at a time", "pred.exact",
+                        zmax=agrees.largest)
+st.latex(r"\widehat{\text{drop}}^{(\ell,h)} = \sum_{\text{pos}} \big(z^{(\ell,h)} - "
+         r"z^{(\ell,h)}_{\text{removed}}\big) \cdot \frac{\partial m}{\partial z^{(\ell,h)}}")
 ranked = (exact or estimate).ranked(15)
-rows = [{"layer": i + 1, "head": h + 1, **({"exact effect": exact.effect[i, h]} if exact else {}),
-         "estimate": estimate.effect[i, h],
+rows = [{"layer": i + 1, "head": h + 1, **({"m falls by (exact)": exact.drop[i, h]} if exact else {}),
+         "estimate": estimate.drop[i, h],
          **({"estimate's sign": "wrong" if agrees.opposite[i, h] else "right"} if agrees else {})}
         for i, h, _ in ranked]  # no exact column before the scan ran
 if agrees is not None:
     wrong = agrees.opposite_heads()
-    shown_wrong = [f"{head_name(i, h)} ({agrees.pair(i, h, flag=False)})" for i, h, _, _ in wrong[:3]]
+    shown_wrong = [f"{head_name(i, h)} ({agrees.pair(i, h, flag=False, drop=True)})" for i, h, _, _ in wrong[:3]]
     st.caption(f"How alike the estimate and the exact scan order the heads (Spearman's rank correlation ρ: 1 when "
                f"they rank every head the same, 0 when their orders are unrelated): ρ = {agrees.spearman:.2f}. "
                + (f"The estimate has the wrong sign for {len(wrong)} of {agrees.opposite.size} heads, the largest: "
@@ -216,8 +221,8 @@ st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
                       layer=layer, head=head), width="stretch", key="pred.pattern",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
-effect = (f"Removing it changes m by {agrees.pair(layer, head)}" if agrees else
-          f"Removing it changes m by {number(estimate.effect[layer, head], signed=True)} (estimated)")
+effect = (f"Without it, m falls by {agrees.pair(layer, head, drop=True)}" if agrees else
+          f"Without it, m falls by {number(estimate.drop[layer, head], signed=True)} (estimated)")
 st.caption(f"{effect}. " + (f"The largest {'effect' if exact else 'estimate'} is at "
                             f"{head_words(top[0], top[1])}" + ("" if focus.head_picked else ", opened here") + "."))
 open_head_buttons(layer, head, key="pred.open", source=name, text=text)

@@ -8,6 +8,7 @@ from attention.toy import examples as ex
 from attention.toy.questions import questions_for
 from attention.toy.scoring import FORMULAS
 from pages._frame import ensure_app_frame
+from pages._kept import linked
 from pages._lessons import questions_first
 from pages._path import intro, path_links
 from pages._prose import for_developers
@@ -27,9 +28,9 @@ intro(PAGE, "Every kind of attention does three things: it gives each query a sc
             "model would have learned them.")
 questions_first(questions_for("scoring"), PAGE)
 c1, c2 = st.columns(2)
-causal = c1.toggle("causal mask (decoder)", value=False, key="scoring.causal", bind="query-params")
+causal = c1.toggle("causal mask (decoder)", value=False, key=linked("scoring.causal"), bind="query-params")
 show = c2.radio("show", ["weights (after softmax)", "scores (before softmax)"], horizontal=True,
-                key="scoring.show", bind="query-params")
+                key=linked("scoring.show"), bind="query-params")
 
 sentence = ex.cat_sentence()
 base = attention_from_embeddings(sentence.x, sentence.w_q, sentence.w_k, sentence.w_v)
@@ -39,9 +40,11 @@ mask = causal_mask(len(tokens)) if causal else None
 traces = {m: scored_attention(base.q, base.k, base.v, m, mask=mask, **params[m]) for m in METHODS}
 
 weights_shown = show.startswith("weights")
-st.caption("Each cell's number is written in it; " + ("darker blue, more weight (0 to 1)." if weights_shown else
-           "blue above 0, red below, each chart on its own scale."))
-# Two per row, no colour bar: at 800 px a colour bar left each chart's cells too narrow for their numbers.
+st.caption("Each cell's number is written in it where the cell can hold it (hover for any cell); " +
+           ("darker blue, more weight (0 to 1)." if weights_shown else
+            "blue above 0, red below, each chart on its own scale."))
+# Two per row, the colour bar across each chart's top: at the right, at 800 px, it left the cells too narrow for
+# their numbers.
 cells = [c for _ in range(3) for c in st.columns(2)]
 for cell, method in zip(cells, METHODS, strict=False):
     t = traces[method]
@@ -49,11 +52,11 @@ for cell, method in zip(cells, METHODS, strict=False):
         st.markdown(f"**{NAMES[method]}**")
         st.latex(r"\small " + FORMULAS[method])  # a half column at 800 px: the additive score was cut
         if weights_shown:
-            fig = figures.heatmap(t.weights, tokens, tokens, colours=figures.Colours(0.0, 1.0, bar=False), mask=mask,
-                                  height=320)
+            fig = figures.heatmap(t.weights, tokens, tokens, colours=figures.Colours(0.0, 1.0, bar="top"), mask=mask,
+                                  height=360)
         else:
-            fig = figures.heatmap(t.scaled, tokens, tokens, value_name="score", mask=mask, height=320,
-                                  colours=figures.Colours(scale=figures.SIGNED.scale, centred=True, bar=False))
+            fig = figures.heatmap(t.scaled, tokens, tokens, value_name="score", mask=mask, height=360,
+                                  colours=figures.Colours(scale=figures.SIGNED.scale, centred=True, bar="top"))
         st.plotly_chart(fig, width="stretch", key=f"scoring.{method}")
 with cells[len(METHODS)], st.expander("The parameters (fixed, seeded random)"):
     for method, ps in params.items():

@@ -7,6 +7,7 @@ from attention import attention_from_embeddings, figures
 from attention.toy.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
 from attention.toy.questions import SELF_EXAMPLES, questions_for
 from pages._frame import ensure_app_frame
+from pages._kept import linked
 from pages._labels import token_labels
 from pages._lessons import questions_first
 from pages._live import live_sliders
@@ -34,15 +35,16 @@ intro(PAGE, "Self-attention lets every word of a sentence look at the other word
             "mat”, small enough to read every number.")
 questions_first(questions_for("self_attention"), PAGE)
 c1, c2 = st.columns([2, 1])
-name = c1.selectbox("Example", list(EXAMPLES), key="self.example", bind="query-params",
+name = c1.selectbox("Example", list(EXAMPLES), key=linked("self.example"), bind="query-params",
                     help="Thinking Machines: embeddings of 512 numbers (d_model), queries and keys of 64 (d_k). "
                          "Cat sat on the mat: 4 and 3.")
 data = load_example(name)
 tokens = list(data.tokens)
 query_tok = c2.selectbox("Query token", range(len(tokens)), format_func=token_labels(tokens),
-                         key="self.query", bind="query-params")
+                         key=linked("self.query"), bind="query-params")
 query_tok = min(query_tok, len(tokens) - 1)
-shown = st.select_slider("Show steps up to", options=STEPS, value=STEPS[-1], key="self.step", bind="query-params")
+shown = st.select_slider("Show steps up to", options=STEPS, value=STEPS[-1], key=linked("self.step"),
+                         bind="query-params")
 upto = STEPS.index(shown) + 1
 
 trace = attention_from_embeddings(data.x, data.w_q, data.w_k, data.w_v)
@@ -109,7 +111,7 @@ if name.startswith("Cat"):
     with st.expander("Exact values (typed, kept in the link)"):
         cols = st.columns(d_k)
         query = [col.number_input(f"q[{f}]", QUERY_VALUES[0], QUERY_VALUES[-1],
-                                  QUERY_VALUES[step_of(QUERY_VALUES, trace.q[i, f])], QUERY_STEP, key=key,
+                                  QUERY_VALUES[step_of(QUERY_VALUES, trace.q[i, f])], QUERY_STEP, key=linked(key),
                                   bind="query-params", format="%.2f")
                  for f, (col, key) in enumerate(zip(cols, q_keys, strict=True))]
     edited = with_query(data.x, data.w_q, data.w_k, data.w_v, i, query)

@@ -9,6 +9,7 @@ from attention.toy.live import PULL_VALUES, Panel, pull_frames, slider, slider_v
 from attention.toy.questions import questions_for
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame
+from pages._kept import linked
 from pages._lessons import questions_first
 from pages._live import live_sliders
 from pages._path import intro, path_links
@@ -29,7 +30,8 @@ questions_first(questions_for("toy_ambiguity"), PAGE)
 prose("The pull multiplies the queries: at 0 every word gets the same weight; the more pull, the sharper the "
       "attention.")
 with st.expander("Exact value (typed, kept in the link)"):
-    pull = st.number_input("pull of the context words", 0.0, 10.0, 4.0, 0.5, key="toy.pull", bind="query-params")
+    pull = st.number_input("pull of the context words", 0.0, 10.0, 4.0, 0.5, key=linked("toy.pull"),
+                           bind="query-params")
 
 
 values = slider_values(PULL_VALUES, pull)
@@ -56,7 +58,8 @@ def sentence_pair(toy: AmbiguousWord) -> None:
     st.latex(toy.formula)
     results = {}
     for n, (col, default) in enumerate(zip(st.columns(2), toy.sentences, strict=True)):
-        sentence = col.text_input(f"sentence {n + 1}", value=default, key=f"toy.{toy.word}{n}", bind="query-params",
+        sentence = col.text_input(f"sentence {n + 1}", value=default, key=linked(f"toy.{toy.word}{n}"),
+                                  bind="query-params",
                                   max_chars=200)
         try:
             r = toy.attend(sentence, pull)

@@ -70,15 +70,16 @@ if st.button("Compare with each head's total effect (remove every head)", icon="
     st.session_state[f"circ.scanned.{name}.{text}.{contrast.typed}"] = True
     exact = result_of(head_ablation, "Ablating every head…", loaded, att,
                       contrast, ablation="zero")
-    st.plotly_chart(figures.layer_head_heatmap(exact.effect, title="Total effect of removing each head",
-                                               value_name="effect"), width="stretch", key="circ.total")
+    st.plotly_chart(figures.layer_head_heatmap(exact.drop, title="Total effect: how much m falls without each head",
+                                               value_name="m falls by"), width="stretch", key="circ.total")
 else:
     st.info("A head's direct share is what it writes straight into the output. Removing it also removes what "
             "later heads did with it: run the scan to see the total effect below the direct one.")
 st.caption(f"The parts add up to {number(shares.total)}; the model's own m is {number(shares.model)}. Embeddings "
            f"{number(shares.embeddings, signed=True)}, all MLPs {number(shares.mlps.sum(), signed=True)}, all heads "
-           f"{number(shares.heads.sum(), signed=True)}, biases {number(shares.biases, signed=True)}. A total effect "
-           "(below) opposite to a head's direct share means later heads compensate.")
+           f"{number(shares.heads.sum(), signed=True)}, biases {number(shares.biases, signed=True)}. Both charts "
+           "read alike: positive (blue) helps the target. A total effect of the other sign than a head's direct "
+           "share means later heads undo what it writes.")
 st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
                                      title="Direct share of each layer's MLP", value_name="share", y_max=None,
                                      highlight=None), width="stretch", key="circ.mlps")
