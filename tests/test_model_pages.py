@@ -45,6 +45,9 @@ def test_inside_head_matches_the_models_weights():
     table2 = table_with(at, "softmax weight")
     assert not np.allclose(table["softmax weight"], table2["softmax weight"])
     np.testing.assert_allclose(table2["softmax weight"], table2["model's own weight"], atol=1e-4)
+    assert not [m for m in at.metric if m.label == "Sum of the parts"]  # folded for researchers: nothing run
+    at.session_state["inside.why"] = True  # the reader opens "Why this key"
+    at.run()
     _why_this_key_shows_the_sum_beside_the_score(at)
     at.selectbox(key="inside.model").set_value("smollm2").run()
     _why_this_key_shows_the_sum_beside_the_score(at)
@@ -142,8 +145,8 @@ def test_predictions_page_tells_the_story_from_prediction_to_heads():
     at.button(key="pred.scan").click().run()
     exact = array(chart(at, "pred.exact")["data"][0]["z"])
     assert exact.shape == (30, 9) and np.isfinite(exact).all()
-    ranked = table_with(at, "exact effect")
-    assert abs(ranked["exact effect"].iloc[0]) == pytest.approx(np.abs(exact).max(), abs=1e-3)  # largest first
+    ranked = table_with(at, "m falls by (exact)")
+    assert abs(ranked["m falls by (exact)"].iloc[0]) == pytest.approx(np.abs(exact).max(), abs=1e-3)  # largest first
     ranks = [np.argsort(np.argsort(a.ravel(), kind="stable"), kind="stable") for a in (estimate, exact)]
     rho = next(c.value for c in at.caption if "Spearman" in c.value)
     assert f"ρ = {np.corrcoef(*ranks)[0, 1]:.2f}" in rho  # the two charts' own rank correlation
@@ -315,6 +318,8 @@ def test_a_precision_picked_runs_the_model_in_it_and_keeps_its_results_apart():
     own eager attention in bfloat16 (within the guard's allowance for its rounding), not to float32's, and the
     page says which precision ran."""
     at = open_page("pages/inside_head.py")
+    at.session_state["inside.why"] = True  # "Why this key" open: it says the model's precision too
+    at.run()
     float32 = table_with(at, "softmax weight")
     assert "precision auto: float32" in " ".join(c.value for c in at.caption)
     at.selectbox(key="inside.precision").set_value("bfloat16").run()
