@@ -73,13 +73,18 @@ bench: install-dev browser nginx postgres $(VENV)/.installed-bench
 # A class for 20 minutes (benchmarks/soak.py): 2 app processes behind nginx, 8 browser sessions walking the
 # pages with random inputs, then one process killed; its figures go into docs/benchmarks.md. Then JOURNEYS
 # random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 8 fixed ones), and 8
-# browser sessions at once for 10 interactions each (tests/test_load.py; make test runs 4 x 6). Not in make test.
+# browser sessions at once for 10 interactions each (tests/test_load.py; make test runs 4 x 6), and a hand on every
+# control of every page for HANDS seeds of 6 actions a page, model pickers included (tests/test_hands.py; make test
+# walks one seed of 2). Not in make test.
 JOURNEYS ?= 60
+HANDS ?= 12
 soak: install-dev browser nginx postgres
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.soak
 	for route in toy-45 real-45; do HF_HUB_OFFLINE=1 CLASS_ROUTE=$$route CLASS_LAPS=4 CLASS_MINUTES=4 $(PY) -m benchmarks.class_soak || exit 1; done
 	HF_HUB_OFFLINE=1 JOURNEYS=$(JOURNEYS) $(PY) -m pytest -q -p no:cacheprovider tests/test_journeys.py::test_journeys
 	HF_HUB_OFFLINE=1 LOAD_SESSIONS=8 LOAD_ROUNDS=5 $(PY) -m pytest -q -p no:cacheprovider tests/test_load.py
+	HF_HUB_OFFLINE=1 HANDS_SEEDS=$$(seq -s, 2 $$(($(HANDS) + 1))) HANDS_ACTIONS=6 HANDS_MODELS=1 \
+		$(PY) -m pytest -q -p no:cacheprovider tests/test_hands.py -k every_control
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

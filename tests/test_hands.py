@@ -7,7 +7,7 @@
 - A failure reaches the visitor as words and a reference, never a traceback or a server path (pages/_failure.py).
 - A control's setting holds when the reader leaves its page through the sidebar and comes back (pages/_kept.py).
 - A seeded random walk over every page (tests/hands.py): HANDS_SEEDS seeds (default one) of HANDS_ACTIONS
-  actions a page (default 2); make soak walks more.
+  actions a page (default 2); make soak walks 12 seeds of 6, model pickers included (HANDS_MODELS=1).
 
 One server and one browser for the module.
 """
@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SEEDS = [int(s) for s in os.environ.get("HANDS_SEEDS", "1").split(",")]
 ACTIONS = int(os.environ.get("HANDS_ACTIONS", "2"))
+MODELS = os.environ.get("HANDS_MODELS", "0") == "1"  # model and precision pickers too (a model load a pick)
 PAGES = [""] + [e.path.split("/")[-1][:-3] for entries in SECTIONS.values() for e in entries]
 FOCUSED = """() => { let a = document.activeElement;
   while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
@@ -183,7 +184,7 @@ def test_a_failure_says_what_to_do_with_a_reference_and_never_shows_a_traceback(
 def test_a_hand_on_every_control_breaks_no_page(app_url, browser, seed):
     """Every page, ACTIONS random actions each (tests/hands.py says which and how); a failure names the seed and
     the actions to replay."""
-    walk(browser, app_url, PAGES, seed=seed, actions_per_page=ACTIONS)
+    walk(browser, app_url, PAGES, seed=seed, actions_per_page=ACTIONS, models=MODELS)
 
 
 def test_the_walk_can_fail(app_url, tab):
