@@ -21,12 +21,13 @@ from attention.models import (
     WordPair,
     contrast,
     contrast_words,
+    direct_logit_attribution,
     model_label,
     spaced_alternative,
 )
 from attention.toy import examples as ex
 from pages._focus import on_change, on_page, put, show
-from pages._jobs import Source, attention_or_stop, model_or_stop
+from pages._jobs import Source, attention_or_stop, model_or_stop, result_of
 from pages._labels import label_of
 from pages._path import arrived_by_path
 from pages._text import md
@@ -177,3 +178,32 @@ def pair_boxes(pair: WordPair, *, slot: str) -> None:
 
 def _type_pair(part: str, focus: Focus, typed: str) -> Focus:
     return focus.replace(pair=dataclasses.replace(chosen_pair(focus), **{part: typed}))
+
+
+# --- a question's own example, run beside the page (pages/_lessons.predict_then_see's `example`) ---------------
+def example_result(focus: Focus) -> dict:
+    """What Model heads' and Inside one head's questions read: the model's result on the question's text."""
+    return {"att": attention_or_stop(focus.model, focus.text, say_check=False)}
+
+
+def example_pair(focus: Focus) -> dict:
+    """What Ambiguous words' questions read: the model's results on the question's two sentences."""
+    return {"a": attention_or_stop(focus.model, focus.pair.a, say_check=False),
+            "b": attention_or_stop(focus.model, focus.pair.b, say_check=False)}
+
+
+def example_prediction(focus: Focus) -> dict:
+    """What Predictions' questions read: the result on the question's prompt, and the model's tokenizer."""
+    return {"att": attention_or_stop(focus.model, focus.text, say_check=False),
+            "tokenizer": model_or_stop(focus.model).tokenizer}
+
+
+def example_shares(focus: Focus) -> dict:
+    """What What heads do's questions read: each part's direct share of m on the question's prompt, its target and
+    foil the example's own."""
+    att = attention_or_stop(focus.model, focus.text, say_check=False)
+    loaded = model_or_stop(focus.model)
+    words = contrast_words(focus, att, loaded.tokenizer)
+    made = contrast(att, loaded.tokenizer, words.target, words.foil)
+    return {"shares": result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, made)}
+

@@ -5,9 +5,11 @@ an answer (arrow keys move between choices) and commits; the answer appears as a
 that decide it as bars and one sentence on why, computed by attention/ from the question's own state.
 Answering never moves the page's widgets: each question keeps its own state, and a button sets the page to it
 once the page is open. On a toy page what follows the questions would give the answers away, so it waits until
-they are answered (or skipped: `questions_first`). A model question sets the visit's focus to its own example
-when committed, and is judged from the page's result there. What the learner has done (answers, pages seen) is
-kept by pages/_learner.py.
+they are answered (or skipped: `questions_first`). A model question is judged on its own example: from the page's
+result when the page shows it, else from the page's `example(focus)`, run beside the reader's own sentence, which
+stays on the page ("Show this on the page" moves the page there, "Back to your text" back: a first-year's own
+sentences were replaced by a question's, issue 68). What the learner has done (answers, pages seen) is kept by
+pages/_learner.py.
 """
 
 import functools
@@ -35,34 +37,37 @@ def verdict(choice: str, reveal) -> str:
     return f"You said “{md(shown_choice(choice))}”; {said}."
 
 
-def predict_then_see(questions, results: dict | None = None, *, shown=None, texts: tuple[str, ...] = ()) -> bool:
+def predict_then_see(questions, results: dict | None = None, *, shown=None, texts: tuple[str, ...] = (),
+                     example=None) -> bool:
     """Ask the questions in order, each once the one before is answered; an answered one shows its verdict,
     numbers, bars and why. Toy questions solve from their own state; model questions from the page's
-    `results`. `shown`: what the page shows (its ModelChoice, or a saved result): a model question about
-    another model is then not asked, and never switches the model on a commit; a button shows its model
-    first. `texts`: the texts the page reads; where they are a question's own example (its model shown too), the
-    page below gives its answer away, or a few clicks do (a layer, a reading switch), so the rest waits until the
-    page's questions are answered (or it is opened whole), as a toy page's does. Returns whether every question
-    is answered."""
+    `results` where the page shows their example, else from `example(focus)`: the same results on the question's
+    own focus, run beside the page (without it, a question about another model is not asked until a button shows
+    its model). `shown`: what the page shows (its ModelChoice, or a saved result). `texts`: the texts the page
+    reads; where they are a question's own example (its model shown too), the page below gives its answer away,
+    or a few clicks do (a layer, a reading switch), so the rest waits until the page's questions are answered (or
+    it is opened whole), as a toy page's does. Returns whether every question is answered."""
     n = len(questions)
     for i, q in enumerate(questions):
         answered = answer(q.key)
         with st.container(border=True, key=f"lesson-{q.key.replace('.', '-')}"):
-            if answered is None and not _on_screen(q, shown):
+            if answered is None and example is None and not _on_screen(q, shown):
                 st.markdown(f"**Question {i + 1} of {n} · predict, then see.** This question is about {md(q.about)}; "
                             "the page shows another model now.")
                 st.button("Show it here, then ask", key=f"lesson.show.{q.key}", icon=":material/tune:",
                           on_click=functools.partial(_show_here, q))
                 return False
             st.markdown(f"**Question {i + 1} of {n} · predict, then see.** {md(q.ask)}")
+            beside = example is not None and not _example_shown(q, shown, texts)  # the page shows the reader's text
             if answered is None:
-                _ask(q, results)
+                _ask(q, results, beside)
                 if _example_shown(q, shown, texts) and not skipped(q.page):
                     _rest_waits(q.page)
                 return False
-            if answered.reveal is None:  # a model question, on the run after its commit: judged from this page
+            if answered.reveal is None:  # a model question, on the run after its commit: judged on its example
                 try:
-                    answered = _judged(q, answered.choice, q.reveal(results))
+                    answered = _judged(q, answered.choice, q.reveal(example(_example_focus(q)) if beside
+                                                                    else results))
                 except ValueError as err:  # the page could not show the question's state
                     st.info(f"{md(err)}. Ask again to set the page back to the question.")
                     st.button("Ask me again", key=f"lesson.again.{q.key}", on_click=functools.partial(forget, q.key))
@@ -126,15 +131,17 @@ def questions_first(questions, path: str) -> None:
     _rest_waits(Path(path).stem)
 
 
-def _ask(q, results) -> None:
+def _ask(q, results, beside: bool = False) -> None:
     for term in getattr(q, "terms", ()):  # what the answer rests on, said before it is asked
         st.markdown(f"*{md(term)}*: {md(definition(term))}")
     with st.form(f"lesson.form.{q.key}", border=False):
         st.radio("Your prediction", q.choices, index=None, key=f"lesson.choice.{q.key}", horizontal=True,
                  format_func=shown_choice)
-        if hasattr(q, "focus"):
+        if beside:
+            st.caption(f"Committing answers it on {md(q.about)}, here in this box; the page keeps your sentence.")
+        elif hasattr(q, "focus"):
             st.caption(f"Committing shows {md(q.about)} on this page.")
-        st.form_submit_button("Commit, then see", on_click=functools.partial(_commit, q, results))
+        st.form_submit_button("Commit, then see", on_click=functools.partial(_commit, q, results, beside))
 
 
 def _show(q, answered: Answered) -> None:
@@ -169,26 +176,34 @@ def _show_here(q) -> None:
     update(**dict(q.focus))
 
 
-def _commit(q, results) -> None:
+def _example_focus(q):
+    """The visit's focus with a model question's example in it: what `example` runs the question on."""
+    focus = current()
+    return focus.replace(**_question_focus(q, focus))
+
+
+def _commit(q, results, beside: bool = False) -> None:
     choice = st.session_state.get(f"lesson.choice.{q.key}")
     if choice is None:
         st.toast("Pick an answer first.")
         return
     if results is None:  # a toy question: judged from its own state now; the page's widgets stay as they are
         _judged(q, choice, q.reveal())
+    elif beside:  # judged on its example beside the page, on the next run (predict_then_see): the page stays
+        record(q.key, Answered(choice), q.page)
     else:  # a model question: judged once the page has run on its example (predict_then_see)
         record(q.key, Answered(choice), q.page)
-        before = current()
-        fields = _question_focus(q, before)
-        if before != before.replace(**fields):  # the learner's own sentence or model: kept to go back to
-            st.session_state.setdefault(BEFORE, {})[q.key] = before
-        update(**fields)
+        _set_state(q)
 
 
 def _set_state(q) -> None:
     """The page set to a question's own state: a model question's focus, or a toy page's widgets."""
     if hasattr(q, "focus"):
-        update(**_question_focus(q, current()))
+        before = current()
+        fields = _question_focus(q, before)
+        if before != before.replace(**fields):  # the reader's own text, kept to go back to ("Back to your text")
+            st.session_state.setdefault(BEFORE, {})[q.key] = before
+        update(**fields)
         return
     for key, value in q.state:
         st.session_state[key] = value

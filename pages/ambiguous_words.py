@@ -22,7 +22,7 @@ from attention.models import (
     query_row,
     shown_tokens,
 )
-from pages._examples import pair_boxes, pair_example
+from pages._examples import example_pair, pair_boxes, pair_example
 from pages._export import chart_config, export_row
 from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
@@ -55,7 +55,8 @@ except ValueError as err:
     st.stop()
 focus = fit(n_layers=a.n_layers, n_heads=a.n_heads)  # not its tokens: the token followed is in the visit's text
 L, H = a.n_layers, a.n_heads
-predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b}, shown=name, texts=(s1, s2))
+predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b}, shown=name, texts=(s1, s2),
+                 example=example_pair)
 reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
 st.subheader(f"Where “{md(shown_tokens(a)[cmp.ia])}” looks")

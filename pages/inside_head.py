@@ -18,6 +18,7 @@ from attention.models import (
 )
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
 from pages._canvas import canvas_heatmap
+from pages._examples import example_result
 from pages._export import chart_config, export_row
 from pages._focus import on_page
 from pages._frame import ensure_app_frame
@@ -125,7 +126,8 @@ att = attention_or_stop(name, text)
 focus = fit(att)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 tokens = shown_tokens(att)  # as every page labels them: " bank" as "␣bank"
-predict_then_see(model_questions_for("inside_head"), {"att": att}, shown=name, texts=(att.text,))
+predict_then_see(model_questions_for("inside_head"), {"att": att}, shown=name, texts=(att.text,),
+                 example=example_result)
 
 reading = reading_switches(focus, att, slot="inside", log_scale=False)
 c1, c2, c3 = st.columns(3)

@@ -21,6 +21,7 @@ from attention.models import (
 )
 from pages._canvas import canvas_heatmap
 from pages._clicks import cell_query, head_opener, row_head_opener
+from pages._examples import example_result
 from pages._export import chart_config, export_row
 from pages._focus import on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
@@ -43,7 +44,8 @@ focus = on_page()
 name, text = sentence_and_model(focus, slot="heads")
 att = attention_or_stop(name, text)
 focus = fit(att)
-predict_then_see(model_questions_for("model_heads"), {"att": att}, shown=name, texts=(att.text,))
+predict_then_see(model_questions_for("model_heads"), {"att": att}, shown=name, texts=(att.text,),
+                 example=example_result)
 L, H, n = att.n_layers, att.n_heads, len(att.tokens)
 on_gpu = f", {att.device_nbytes / 1e6:.1f} MB of it on the GPU" if att.device_nbytes else ""
 st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "

@@ -28,7 +28,7 @@ from attention.models import (
 from attention.toy import examples as ex
 from attention.toy.rounding import number
 from pages._clicks import open_head_buttons
-from pages._examples import prediction_start, target_and_foil
+from pages._examples import example_prediction, prediction_start, target_and_foil
 from pages._export import chart_config, export_row
 from pages._focus import changing, following, put, update
 from pages._frame import ensure_app_frame
@@ -71,7 +71,7 @@ intro("pages/predictions.py", "Attention weights say where a head looks, not whe
 focus, name, text, att, loaded, words = prediction_start(page="pages/predictions.py", slot="pred",
                                                          model=DEFAULT_DECODER)
 predict_then_see(model_questions_for("predictions"), {"att": att, "tokenizer": loaded.tokenizer}, shown=name,
-                 texts=(att.text,))
+                 texts=(att.text,), example=example_prediction)
 reading = reading_switches(focus, att, slot="pred")
 ablation = st.radio("Remove a head by", list(ABLATIONS), format_func=label_of(ABLATIONS), horizontal=True,
                     key="pred.method", help="Its output z_h (its slice of the output projection's input), at every "

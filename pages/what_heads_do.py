@@ -23,7 +23,7 @@ from attention.models import (
     model_questions_for,
 )
 from attention.toy.rounding import number
-from pages._examples import pick_setter, prediction_start, target_and_foil
+from pages._examples import example_shares, pick_setter, prediction_start, target_and_foil
 from pages._focus import changing, following, on_change, show
 from pages._frame import ensure_app_frame
 from pages._jobs import (
@@ -56,7 +56,8 @@ contrast = target_and_foil(att, loaded.tokenizer, words, slot="circ")
 st.caption("Positive m means the model prefers the target.")
 shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, contrast)
 # asked before the shares are shown
-predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name, texts=(text,))
+predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name, texts=(text,),
+                 example=example_shares)
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")

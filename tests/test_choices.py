@@ -181,9 +181,11 @@ def test_a_question_is_asked_where_its_model_is_and_says_the_terms_its_answer_re
     assert definition("sink") in box  # said with the question, before the commit
     assert all("sink" in q.terms for q in QUESTIONS if "[CLS]" in q.choices)  # a sink's an answer: said first
     at.selectbox(key="heads.model").set_value("smollm2").run()
-    assert not [r for r in at.radio if str(r.key).startswith("lesson.choice.")]  # not asked here
-    assert "MiniLM" in " ".join(m.value for m in at.markdown if "Question 1 of 1" in m.value)
-    assert at.selectbox(key="heads.model").value == "smollm2"
+    assert [r for r in at.radio if r.key == "lesson.choice.heads.river"]  # asked beside the page, about MiniLM
+    assert "In MiniLM" in " ".join(m.value for m in at.markdown if "Question 1 of 1" in m.value)
+    at.radio(key="lesson.choice.heads.river").set_value("[CLS]")
+    next(b for b in at.button if str(b.key).startswith("FormSubmitter:lesson.form.heads.river-")).click().run()
+    assert not at.exception and at.selectbox(key="heads.model").value == "smollm2"  # a commit never switches it
 
 
 def _direct_shares_by_hand(loaded, text: str, target: str, foil: str) -> dict[str, float]:

@@ -178,7 +178,10 @@ def test_a_question_answered_on_ambiguous_words_then_every_model_page():
 
     at = go(visit(), "pages/ambiguous_words.py")
     first, second = model_questions_for("ambiguous_words")
-    check_visit(commit(at, first.key, first.choices[0]))
+    check_visit(commit(at, first.key, first.choices[0]))  # judged beside the page: its own sentences stay
+    assert [s for s in at.selectbox if s.label == "Head"]
+    run(at.button(key=f"lesson.state.{first.key}").click())  # "Show this on the page"
+    check_visit(at)
     assert not [s for s in at.selectbox if s.label == "Head"]  # the second question's example is on screen:
     check_visit(commit(at, second.key, second.choices[0]))  # the rest of the page waits for it
     assert labelled(at.selectbox, "Head").value == "mean of heads"
@@ -227,9 +230,10 @@ def test_an_answer_stays_as_it_was_judged_when_the_page_moves_on():
     """An answered question was judged again against whatever the page showed later: "Right: Paris" became
     "You said Paris; it is morning" once the sentence changed, and Home counted it wrong."""
     at = go(visit(), "pages/predictions.py")
-    assert labelled(at.text_area, "Sentence").value != "The capital of France is"  # asked before it is shown
+    own = labelled(at.text_area, "Sentence").value
+    assert own != "The capital of France is"  # asked before it is shown
     commit(at, "pred.paris", " Paris")
-    assert labelled(at.text_area, "Sentence").value == "The capital of France is"
+    assert labelled(at.text_area, "Sentence").value == own  # judged beside the page, which keeps its sentence
     verdict = " ".join(s.value for s in at.success)
     assert "Right" in verdict and "Paris" in verdict
     run(labelled(at.text_area, "Sentence").set_value("I like green tea in the"))
@@ -240,15 +244,18 @@ def test_an_answer_stays_as_it_was_judged_when_the_page_moves_on():
 
 
 def test_a_question_committed_on_your_own_sentence_can_give_it_back():
-    """Model heads' question is about MiniLM: with SmolLM2 on screen it is not asked (committing switched the model,
-    issue 59) until the learner shows its example (the otter sentence in MiniLM) in place of their own; the answer
-    then offers the learner's sentence and model back, and they return."""
+    """Model heads' question is about MiniLM: with SmolLM2 and the learner's own sentence on screen it is asked and
+    judged beside the page (committing switched the model, issue 59; it replaced the sentence, issue 68), which
+    keeps both; "Show this on the page" shows its example (the otter sentence in MiniLM) in their place, and the
+    answer then offers the learner's sentence and model back, and they return."""
     at = go(visit(), "pages/model_heads.py")
     run(labelled(at.selectbox, "Model").set_value("smollm2"))
     run(labelled(at.text_area, "Sentence").set_value("My own sentence about a dog."))
-    assert not [r for r in at.radio if r.key == "lesson.choice.heads.river"]
-    run(at.button(key="lesson.show.heads.river").click())
     commit(at, "heads.river", "[CLS]")
+    check_visit(at)
+    assert labelled(at.text_area, "Sentence").value == "My own sentence about a dog."
+    assert labelled(at.selectbox, "Model").value == "smollm2" and (at.success or at.info)
+    run(at.button(key="lesson.state.heads.river").click())
     check_visit(at)
     assert "otter" in labelled(at.text_area, "Sentence").value and labelled(at.selectbox, "Model").value == "minilm"
     run(at.button(key="lesson.back.heads.river").click())
@@ -296,6 +303,8 @@ def test_why_this_key_works_in_bfloat16_as_in_float32():
     at = go(visit(), "pages/inside_head.py")
     run(labelled(at.selectbox, "Model").set_value("smollm2"))
     run(labelled(at.selectbox, "Precision").set_value("bfloat16"))
+    at.session_state["inside.why"] = True  # "Why this key" opened
+    run(at)
     check_visit(at)
     assert not [w for w in at.warning if "norm" in w.value], [w.value for w in at.warning]
     shown = {m.label: float(m.value) for m in at.metric}

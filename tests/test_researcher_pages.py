@@ -165,20 +165,15 @@ def _own_weights(loaded, text: str, layer: int, head: int) -> tuple[np.ndarray, 
 
 
 def test_inside_one_head_asks_on_its_own_model_and_never_switches_it_silently(minilm, smollm2):
-    """The page opens on MiniLM: its question, about SmolLM2, is not asked there and the model stays; a button
-    shows SmolLM2 first, then the question is asked, and its answer is the head's own largest weight."""
+    """The page opens on MiniLM: its question, about SmolLM2, is asked and judged on SmolLM2 beside the page, whose
+    model stays; its answer is the head's own largest weight."""
     from attention.models.recorded.questions import REPEATED, model_questions_for
 
     (q,) = model_questions_for("inside_head")
     at = open_page("pages/inside_head.py", questions=True)
     assert at.selectbox(key="inside.model").value == "minilm"
-    assert not any(r.label == "Your prediction" for r in at.radio)
-    at.button(key=f"lesson.show.{q.key}").click().run()
-    assert at.selectbox(key="inside.model").value == "smollm2" and not at.exception
     assert any(r.label == "Your prediction" for r in at.radio)
-    # its example is on screen now: what follows the question (the head's weights: its answer) waits for it
-    assert not at.get("plotly_chart") and [b.key for b in at.get("bidi_component")] == ["learner.cookie", "prefetch"]
-    assert at.button(key="lesson.skip")
+    assert at.get("plotly_chart")  # the page's own example is not the question's: nothing of it waits
     row, ids = _own_weights(smollm2, REPEATED, 18, 6)
     best = int(np.argmax(row))
     expected = smollm2.tokenizer.decode([ids[best]])
@@ -186,10 +181,12 @@ def test_inside_one_head_asks_on_its_own_model_and_never_switches_it_silently(mi
     at.radio(key=f"lesson.choice.{q.key}").set_value(wrong)
     next(b for b in at.button if str(b.key).startswith(f"FormSubmitter:lesson.form.{q.key}-")).click().run()
     assert not at.exception, at.exception
+    assert at.selectbox(key="inside.model").value == "minilm"  # never switched
     said = " ".join(m.value for m in (*at.info, *at.success)).replace("\\", "")
     assert f"looks at “{expected.replace(' ', VISIBLE_SPACE)}” most" in said, said
     assert f"{row[best]:.2f}" in said
-    assert at.get("plotly_chart") and not [b for b in at.button if b.key == "lesson.skip"]  # answered: all of it
+    at.button(key=f"lesson.state.{q.key}").click().run()  # "Show this on the page": SmolLM2, asked for
+    assert at.selectbox(key="inside.model").value == "smollm2" and not at.exception
 
 
 def test_why_this_key_says_each_term_plainly_and_names_quantities_as_the_toy_pages(smollm2):
@@ -200,6 +197,8 @@ def test_why_this_key_says_each_term_plainly_and_names_quantities_as_the_toy_pag
     assert "√d_k" not in definition("score") and "√d_k" in definition("scaled score")
     at = open_page("pages/inside_head.py")
     at.selectbox(key="inside.model").set_value("smollm2").run()
+    at.session_state["inside.why"] = True  # "Why this key" opened
+    at.run()
     assert not at.exception, at.exception
     prose = " ".join(m.value for m in at.markdown)
     for term in ("residual stream", "MLP", "layer norm", "scaled score", "previous-token head", "induction head"):
