@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tests.harness import open_whole, page_url, wait_idle
 
@@ -52,9 +53,17 @@ class Walk:
     actions: list[str] = field(default_factory=list)
     console: list[str] = field(default_factory=list)
 
-    def failure(self, page, what: str) -> str:
+    def failure(self, page, what: str, server_log: str | None = None) -> str:
         steps = "\n".join(f"  {i + 1}. {a}" for i, a in enumerate(self.actions))
-        return f"seed {self.seed}: {what}\nafter:\n{steps}\nconsole: {self.console[-5:]}"
+        found = re.search(r"AE-[0-9A-F]{6}", what or "")
+        where = ""
+        if found and server_log:  # the traceback the server logged under the message's reference
+            try:
+                text = Path(server_log).read_text(errors="replace")
+                where = "\nserver: " + text[text.find(f"[{found.group(0)}]"):][:3000]
+            except OSError:
+                pass
+        return f"seed {self.seed}: {what}\nafter:\n{steps}\nconsole: {self.console[-5:]}{where}"
 
 
 def watch_console(page, walk: Walk) -> None:
@@ -270,7 +279,8 @@ def walk(browser, base: str, pages: list[str], *, seed: int, actions_per_page: i
                 log.actions.append(f"{name or 'home'}: {did}")
                 settle(page)
                 what = broken(page)
-                assert what is None and not log.console, log.failure(page, what or "console errors")
+                assert what is None and not log.console, log.failure(page, what or "console errors",
+                                                                     getattr(base, "log", None))
     finally:
         page.close()
     return log

@@ -80,6 +80,8 @@ class Colours:
         return replace(self, log=log)
 
 
+BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)  # a legend under the x axis's title,
+# never on it (a legend at y=-0.15 of the plot sat on "component 1" at 390 px)
 WEIGHTS = Colours(0.0, 1.0)  # attention weights: 0 to 1 in blues
 SIGNED = Colours(scale=SIGNED_SCALE, centred=True)  # scores, vectors, effects: red below 0, blue above
 

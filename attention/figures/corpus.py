@@ -16,7 +16,7 @@ import functools
 import numpy as np
 import plotly.graph_objects as go
 
-from attention.figures.base import esc
+from attention.figures.base import BELOW, esc
 from attention.models import METRICS, TYPE_THRESHOLD, CorpusSurvey, qk_projection
 from attention.naming import head_name
 
@@ -66,7 +66,7 @@ def corpus_map(found: CorpusSurvey, *, x: str = "mean_distance", y: str = "entro
                                  hoverinfo="skip", marker=dict(size=18, color="rgba(0,0,0,0)",
                                                                line=dict(width=2.5, color="black"))))
     fig.update_layout(title=dict(text=f"Every head over {len(found.texts):,} texts: the median of each"),
-                      height=460, margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.15),
+                      height=460, margin=dict(l=10, r=10, t=50, b=10), legend=BELOW,
                       clickmode="event+select")
     fig.update_xaxes(title_text=esc(METRICS[x][0]))
     fig.update_yaxes(title_text=esc(METRICS[y][0]))
@@ -116,7 +116,7 @@ def qk_scatter(found: CorpusSurvey, layer: int, head: int, *, colour: str = "kin
                                    hovertemplate=f"{name[:-1]}: %{{text}}<extra></extra>"))
     fig.update_layout(title=dict(text=f"{head_name(layer, head)}: {len(labels):,} queries and their keys, "
                                       f"one projection (PCA {p.explained[0]:.0%} + {p.explained[1]:.0%})"),
-                      height=520, margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.1))
+                      height=520, margin=dict(l=10, r=10, t=50, b=10), legend=BELOW)
     fig.update_xaxes(title_text="component 1", zeroline=False)
     fig.update_yaxes(title_text="component 2", zeroline=False, scaleanchor="x")
     return fig

@@ -7,11 +7,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from attention.figures.base import SIGNED, WEIGHTS, cell_number, esc, two_lines
+from attention.figures.base import BELOW, SIGNED, WEIGHTS, cell_number, esc, two_lines
 
 # A legend under the chart, in the figure's own coordinates: Plotly keeps the room it needs below the x axis's
 # title. Placed under the plot area instead (y=-0.25 of its height), it ran over the title at some widths.
-BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
 COVERING = "#d62728"  # a curve drawn over an equal one: dashed, in a colour no theme gives the one beneath
 
 

@@ -1,4 +1,5 @@
-// Numbers only where a cell can hold them, and titles no wider than their chart (pages/_screen.py). Plotly writes a heatmap's value in every cell and,
+// Numbers only where a cell can hold them, titles no wider than their chart, tick labels that do not overlap
+// (pages/_screen.py). Plotly writes a heatmap's value in every cell and,
 // on a narrow screen, draws it shrunk or spilling into its neighbours: "0.45" drawn 4 px tall in a 13 px cell
 // at 390 px. After every draw of every Plotly chart, each heatmap panel's numbers are measured against its cells
 // at READABLE_PX (tests/chart_checks.py's rule); a panel whose cells cannot hold them hides them, and its hover
@@ -37,12 +38,35 @@ function fitTitles(gd) {
   });
 }
 
+// Tick labels that would overlap (a phone: three panels of 55 px, each with its keys upright) are thinned, keeping
+// the first and every label with room after the last one kept; hover still names every row and column.
+function thinTicks(gd) {
+  gd.querySelectorAll(".xaxislayer-above, .yaxislayer-above").forEach((axis) => {
+    const labels = [...axis.querySelectorAll("text")];
+    labels.forEach((t) => { t.style.display = ""; });
+    let last = null;
+    labels.forEach((t) => {
+      const box = t.getBoundingClientRect();
+      if (!box.width) return;
+      const clash = last && box.left < last.right + 1 && box.right > last.left - 1 && box.top < last.bottom + 1
+        && box.bottom > last.top - 1;
+      if (clash) t.style.display = "none";
+      else last = box;
+    });
+  });
+}
+
+function fit(gd) {
+  fitHeatmaps(gd);
+  fitTitles(gd);
+  thinTicks(gd);
+}
+
 function watch(gd) {
   if (gd.__aeFit || typeof gd.on !== "function") return;
   gd.__aeFit = true;
-  gd.on("plotly_afterplot", () => { fitHeatmaps(gd); fitTitles(gd); });
-  fitHeatmaps(gd);
-  fitTitles(gd);
+  gd.on("plotly_afterplot", () => fit(gd));
+  fit(gd);
 }
 
 export default function () {
