@@ -32,7 +32,7 @@ from pathlib import Path
 from attention.models import BUNDLED, COMPARISONS, cache_dir, load_model
 from benchmarks.common import text_of_tokens
 from serving import APP, running_app, streamlit_command
-from tests.harness import chromium, page_url, wait_idle
+from tests.harness import chromium, open_whole, page_url, wait_idle
 
 LONG_TOKENS = 1_693  # the newcomer's long text, in SmolLM2's tokens
 TIMEOUT_MS = 600_000
@@ -82,23 +82,61 @@ def fresh(browser, app: Path, name: str) -> float:
                 return _timed(page, lambda: page.goto(page_url(url, "corpus")))
             if name == "predictions_from_home":
                 _read(page, page_url(url, ""))
-                return _timed(page, _click(page, "[data-testid='stSidebarNav'] a:has-text('Predictions')"))
+                return _timed(page, _click(page, control(name)[1]))
             if name == "positions_smollm2":
-                _read(page, page_url(url, "positions", **{"pos.real": "false"}))  # a view link: the page whole
-                return _timed(page, _click(page, ".st-key-pos-real label"))
+                _read(page, page_url(url, "positions"), whole=True)  # its questions skipped, as a reader may
+                return _timed(page, _click(page, CONTROLS["positions_smollm2"][1]))
             if name == "compare_gemma":
                 _read(page, page_url(url, "compare"))  # its default pair loads: not part of the figure
-                return _timed(page, _click(page, f".st-key-cmp-preset-{_css(GEMMA_PRESET)} button"))
+                return _timed(page, _click(page, control(name)[1]))
             raise ValueError(name)
         finally:
             page.close()
 
 
-def _read(page, url: str) -> None:
-    """Open a page, wait for it to be drawn, and read it for READING_S."""
-    page.goto(url)
-    wait_idle(page, timeout=TIMEOUT_MS)
+def _read(page, url: str, *, whole: bool = False) -> None:
+    """Open a page, wait for it to be drawn (`whole`: past its questions, by "Show the rest of the page"), and read
+    it for READING_S."""
+    if whole:
+        open_whole(page, url)
+    else:
+        page.goto(url)
+        wait_idle(page, timeout=TIMEOUT_MS)
     page.wait_for_timeout(READING_S * 1000)
+
+
+# The control each operation presses, on the page it presses it on (URL name): check_controls finds each one, so
+# that a control renamed or moved breaks make test's smoke, not the next make bench (issue 69: a Positions control
+# no longer on the page as it opens crashed the benchmark).
+CONTROLS = {
+    "exact_scan": ("predictions", ".st-key-pred-scan button"),
+    "predictions_from_home": ("", "[data-testid='stSidebarNav'] a:has-text('Predictions')"),
+    "positions_smollm2": ("positions", ".st-key-pos-real label"),
+    "compare_gemma": ("compare", ""),  # its preset's button, named below (needs COMPARISONS)
+    "smollm2_long": ("model_heads", "[data-testid='stTextArea'] textarea"),
+}
+
+
+def control(name: str) -> tuple[str, str]:
+    """(the page's URL name, the selector of the control) an operation presses."""
+    page, selector = CONTROLS[name]
+    if name == "compare_gemma":
+        selector = f".st-key-cmp-preset-{_css(GEMMA_PRESET)} button"
+    return page, selector
+
+
+def check_controls(browser, url: str) -> dict[str, int]:
+    """Open each operation's page as the benchmark does and count its control there: {operation: count}."""
+    found = {}
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        for name in CONTROLS:
+            where, selector = control(name)
+            open_whole(page, page_url(url, where))
+            found[name] = page.locator(selector).count()
+    finally:
+        page.close()
+    return found
 
 
 def _css(key_part: str) -> str:
@@ -119,10 +157,10 @@ def warm(browser, app: Path, runs: int) -> dict[str, list[float]]:
                 page.goto(page_url(url, "predictions", text=f"When Mary and John went to the store{'.' * i}, John "
                                    "gave a drink to", target=" Mary", foil=" John"))
                 wait_idle(page, timeout=TIMEOUT_MS)
-            out["exact_scan"].append(_timed(page, _click(page, ".st-key-pred-scan button")))
+            out["exact_scan"].append(_timed(page, _click(page, control("exact_scan")[1])))
         page.goto(page_url(url, "model_heads", model=BUNDLED["smollm2"].label))
         wait_idle(page, timeout=TIMEOUT_MS)
-        box = page.locator("[data-testid='stTextArea'] textarea").first
+        box = page.locator(control("smollm2_long")[1]).first
         for i in range(runs):
             text = ("" if not i else f"{i} ") + long_text
             box.fill(text)

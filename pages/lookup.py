@@ -32,7 +32,7 @@ intro(PAGE, "Attention is a lookup. A dictionary looks a word up by its exact ke
 st.header("1 · A dictionary: exact keys only")
 col_table, col_ask = st.columns([1, 2])
 col_table.dataframe(pd.DataFrame({"key": list(ex.FRUIT_HARD), "value": list(ex.FRUIT_HARD.values())}),
-                    hide_index=True, column_config={"key": column("key", 90), "value": column("value", 70)})
+                    hide_index=True, column_config={"key": column("key", 70), "value": column("value", 56)})
 asked = col_ask.text_input("Ask the dictionary for", value="fruit", key=linked("lookup.hard_query"),
                            bind="query-params", max_chars=40)
 hard = hard_lookup(ex.FRUIT_HARD, asked)

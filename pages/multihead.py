@@ -65,9 +65,9 @@ st.markdown("In an encoder–decoder model, the decoder's queries come from the 
             "and values from the encoded source; the two sentences can differ in length. Toy embeddings "
             f"over meaning axes ({', '.join(ex.TRANSLATION_AXES)}). Here W_Q = W_K = s·I, where I is the identity "
             "matrix (it leaves a vector as it is): each query and key is its word's vector times the sharpness s.")
-where_from, cross_formula = st.columns(2)  # one line ran past a phone's edge: two, side by side where they fit
-where_from.latex(r"Q = Y W_Q,\quad K = X W_K,\quad V = X W_V")
-cross_formula.latex(r"\text{CrossAttn}(Y, X) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V")
+# Two lines, one under the other: one line ran past a phone's edge; two columns cut both at 800 px.
+st.latex(r"Q = Y W_Q,\quad K = X W_K,\quad V = X W_V")
+st.latex(r"\text{CrossAttn}(Y, X) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V")
 with st.expander("Exact value (typed, kept in the link)"):
     sharp = st.number_input("sharpness s", 0.0, 6.0, 3.0, 0.5, key=linked("mh.sharp"), bind="query-params")
 

@@ -29,9 +29,9 @@ intro(PAGE, "Before softmax, attention divides every score by √d_k. Why? A sco
             "d products, one per dimension, so the more dimensions, the further apart the scores spread. This "
             "page asks what softmax makes of scores spread that far, and shows how dividing by √d brings the "
             "spread back to what it was with one dimension.")
-spread, scaled = st.columns(2)  # side by side on a laptop, one under the other on a phone (one line was cut there)
-spread.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d} \operatorname{Var}(q_i k_i) = d")
-scaled.latex(r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt d}\right) = 1")
+# Two lines, one under the other: on one line the second was cut on a phone; in two columns, at 800 px.
+st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d} \operatorname{Var}(q_i k_i) = d")
+st.latex(r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt d}\right) = 1")
 st.caption("Var is the variance, how widely a number spreads: here for a query and keys whose entries are random, "
            "with mean 0 and variance 1.")
 questions_first(questions_for("scaling"), PAGE)

@@ -35,3 +35,13 @@ def test_the_page_of_model_heads_size_draws_its_elements_and_the_line_the_benchm
     assert at.text[-1].value == "6 words: I sat on the river bank"  # benchmarks.browser.input_to_idle's line
     assert len(at.toggle) == ELEMENTS["toggle"] and len(at.selectbox) == ELEMENTS["selectbox"]
     assert len(at.caption) == ELEMENTS["caption"] and len(at.subheader) == ELEMENTS["subheader"]
+
+
+def test_every_control_the_slow_operations_press_is_where_they_press_it(app_url, browser):
+    """benchmarks/slow_operations.py crashed on main waiting 30 s for a Positions control no longer on the page as it
+    opens (issue 69): each operation's control is found here, on its page opened as the benchmark opens it."""
+    from benchmarks.slow_operations import CONTROLS, check_controls
+
+    found = check_controls(browser, app_url)
+    assert set(found) == set(CONTROLS) and all(found.values()), found
+

@@ -251,8 +251,10 @@ def _browser(token: str, path: str = "pages/home.py", **params):
 
 
 def _drawn(at) -> list:
-    """The page's charts and live components (not the frame's: the id's cookie, the chart-code prefetch)."""
-    return at.get("plotly_chart") + [c for c in at.get("bidi_component") if c.key not in ("learner.cookie", "prefetch")]
+    """The page's charts and live components (not the frame's: the id's cookie, the chart-code prefetch, the
+    screen's fit)."""
+    return at.get("plotly_chart") + [c for c in at.get("bidi_component")
+                                     if c.key not in ("learner.cookie", "prefetch", "fit")]
 
 
 def test_a_reload_resumes_where_the_learner_was():
