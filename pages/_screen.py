@@ -2,8 +2,9 @@
 
 app.py calls `screen()` on every run. A phone (390 px) cut formulas on the right and drew numbers 4 px tall in
 heatmap cells (issue 68): displayed formulas take a smaller size there and scroll inside their own frame if one
-still does not fit; a dataframe's toolbar no longer covers the heading above it; Plotly heatmaps hide the numbers
-their cells cannot hold legibly (components/fit.js) and keep them on hover.
+still does not fit; a dataframe's toolbar no longer covers the heading above it; Plotly charts (components/fit.js)
+hide the heatmap numbers their cells cannot hold legibly (hover keeps them), shrink a title wider than its chart
+and thin tick labels that would overlap; `phone_only` shows a line on a phone's width only.
 """
 
 import zlib
