@@ -208,12 +208,16 @@ def pick_option(page, el, rng: random.Random) -> str:
     return f"picked {text!r} of {n}"
 
 
+def click_one(choices, rng: random.Random) -> str:
+    """Click one of `choices` (a locator of several) at random; its text."""
+    i = rng.randrange(choices.count())
+    text = choices.nth(i).inner_text()[:40]
+    choices.nth(i).click()
+    return text
+
+
 def pick_radio(page, el, rng: random.Random) -> str:
-    labels = el.locator("label")
-    i = rng.randrange(labels.count())
-    text = labels.nth(i).inner_text()[:40]
-    labels.nth(i).click()
-    return f"chose {text!r}"
+    return f"chose {click_one(el.locator('label'), rng)!r}"
 
 
 def type_text(page, el, rng: random.Random) -> str:
@@ -227,11 +231,7 @@ def type_text(page, el, rng: random.Random) -> str:
 
 
 def pick_segment(page, el, rng: random.Random) -> str:
-    buttons = el.locator("button")
-    i = rng.randrange(buttons.count())
-    text = buttons.nth(i).inner_text()[:40]
-    buttons.nth(i).click()
-    return f"pressed segment {text!r}"
+    return f"pressed segment {click_one(el.locator('button'), rng)!r}"
 
 
 ACTIONS = {
