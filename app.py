@@ -15,9 +15,10 @@ import serving
 from pages._failure import guard_session, run_guarded
 from pages._kept import carry_linked
 from pages._learner import begin, seen
+from pages._path import page_starts
 from pages._prefetch import prefetch_charts
 from pages._screen import screen
-from pages._site import HOME, MOVED, SECTIONS, moved_to
+from pages._site import HOME, MOVED, SECTIONS, moved_to, page_path
 
 serving.configure_process()  # torch threads, OpenMP and malloc settings, once per server process
 serving.warm_model_side()  # the model side imported in the background while the first page is read
@@ -37,4 +38,5 @@ page = st.navigation(navigation, expanded=True)  # every page listed: a collapse
 seen(page.url_path or "home")  # the learner's place: the pages opened, by their URL name ("lookup")
 screen()  # printed pages, phones, heatmap numbers only where cells hold them (pages/_screen.py)
 prefetch_charts()  # Streamlit's chart and table code, loaded while the browser is idle (pages/_prefetch.py)
+page_starts(page_path(page.url_path))  # a page that stops early still ends with Back and Next (pages/_path.py)
 run_guarded(page)  # an error in the page: words and a reference, never a traceback (pages/_failure.py)

@@ -220,7 +220,7 @@ VIEWS = {  # name -> (what to click, what must be on screen afterwards)
                           "[...document.querySelectorAll('.aeh-title')]"
                           ".some(t => t.textContent.startsWith('Layer 2'))"),
     "one head (Inside one head)": ("[data-testid='stSidebarNav'] a:has-text('Inside one head')",
-                                   "document.querySelector('.st-key-inside-bar .main-svg')"),  # its weights, the page's one chart
+                                   "document.querySelector('.st-key-inside-bar .main-svg')"),  # its one chart
     "statistics and distance (Head atlas)": ("[data-testid='stSidebarNav'] a:has-text('Head atlas')",
                                              "document.querySelector('.st-key-atlas-probe_pattern "
                                              "canvas.aeh-canvas[data-plot]') && document.querySelectorAll("

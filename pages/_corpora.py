@@ -19,6 +19,7 @@ from attention.models import (
     open_listed,
     read_corpus,
 )
+from pages._path import stop_here
 from pages._text import md
 
 SURVEY_MAX_MB = 500  # a saved survey larger than this is not taken by the uploader
@@ -57,7 +58,7 @@ def corpus_or_stop(source: str, col=st) -> tuple[Corpus, str]:
             return _listed(name, changed), f"listed:{name}:{changed}"
         except (ValueError, OSError, KeyError) as err:
             col.error(f"**{md(name)} cannot be read as a corpus.** {md(err)}")
-            st.stop()
+            stop_here()
     if source == "default":
         corpus = _default()
         col.caption(f"The default corpus: {len(corpus.texts)} short texts written for this app (the seeds' sentences, "
@@ -68,14 +69,14 @@ def corpus_or_stop(source: str, col=st) -> tuple[Corpus, str]:
                                                       "field per line; .csv: a \"text\" column. " + corpus_limits())
     if file is None:
         col.info(f"Upload a corpus. {corpus_limits()}")
-        st.stop()
+        stop_here()
     data = file.getvalue()
     digest = hashlib.sha256(data).hexdigest()[:16]
     try:
         return _read(digest, file.name, data), digest
     except ValueError as err:
         col.error(f"**{md(file.name)} cannot be read as a corpus.** {md(err)}")
-        st.stop()
+        stop_here()
 
 
 def saved_survey_or_stop() -> CorpusSurvey:
@@ -85,10 +86,10 @@ def saved_survey_or_stop() -> CorpusSurvey:
                             help="What “Save this survey” downloads, or CorpusSurvey.save writes in Python.")
     if file is None:
         st.info("Upload a survey saved with “Save this survey” (or CorpusSurvey.save in Python).")
-        st.stop()
+        stop_here()
     data = file.getvalue()
     try:
         return _saved(hashlib.sha256(data).hexdigest()[:16], data)
     except ValueError as err:
         st.error(f"**{md(file.name)} cannot be opened.** {md(err)}")
-        st.stop()
+        stop_here()

@@ -29,7 +29,7 @@ from attention.toy import examples as ex
 from pages._focus import on_change, on_page, put, show
 from pages._jobs import Source, attention_or_stop, model_or_stop, result_of
 from pages._labels import label_of
-from pages._path import arrived_by_path
+from pages._path import arrived_by_path, stop_here
 from pages._text import md
 from pages._widgets import fit, sentence_and_model
 
@@ -104,7 +104,7 @@ def target_and_foil(att: ModelAttention, tokenizer, words: ContrastWords, *, slo
         made = contrast(att, tokenizer, words.target, words.foil)  # tokenized here, once, for everything the page reads
     except ValueError as err:
         st.warning(md(err))
-        st.stop()
+        stop_here()
     for choice, col in ((made.target, c1), (made.foil, c2)):
         shown_text = md(with_visible_spaces(choice.text))
         line = (f"“{shown_text}” is one token." if choice.pieces == 1 else
@@ -115,8 +115,9 @@ def target_and_foil(att: ModelAttention, tokenizer, words: ContrastWords, *, slo
             line += (f" After a word the model writes “{md(with_visible_spaces(spaced.token))}” (with its space), "
                      "another token: type ␣ or a space before the word to read that one.")
         col.caption(line)
-    st.latex(rf"m = \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) = {made.target_logit:.2f} - "
-             rf"{made.foil_logit:.2f} = {made.baseline:.2f}")
+    # Two lines: on one, "= 17.37 − 13.24 = 4.13" lost its last digit on a phone.
+    st.latex(rf"\begin{{aligned}} m &= \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) \\ "
+             rf"&= {made.target_logit:.2f} - {made.foil_logit:.2f} = {made.baseline:.2f} \end{{aligned}}")
     return made
 
 

@@ -49,6 +49,7 @@ from attention.models import (
     model_label,
     own_attention,
 )
+from pages._path import stop_here
 from pages._text import md
 
 LOG = logging.getLogger("attention_explorer")  # a failed job's traceback, for the operator
@@ -120,7 +121,7 @@ def follow_or_stop(job: Job):
         return follow(job)
     except ValueError as err:
         st.warning(md(err))
-        st.stop()
+        stop_here()
     except Exception as err:
         LOG.error("%s failed", job.message, exc_info=err)
         out_of_memory = type(err).__name__ in ("MemoryError", "OutOfMemoryError")
@@ -129,7 +130,7 @@ def follow_or_stop(job: Job):
                  + ("Try a shorter text or a smaller precision. " if out_of_memory else "")
                  + "Nothing else is affected: other texts, models and pages still work (the server's log has the "
                  "details).")
-        st.stop()
+        stop_here()
 
 
 @dataclass(frozen=True)
@@ -286,7 +287,7 @@ def model_or_stop(source: Source) -> LoadedModel:
     if isinstance(source, SavedResult):
         st.info("This result was opened from a file: this part needs the model itself. Close the file (above) to "
                 "run a model.")
-        st.stop()
+        stop_here()
     first = BUNDLED[source.name].first_load if source.name in BUNDLED else None
     refused = _refusals()  # the guard's verdicts, the same at every load: a model is not loaded again to hear one
     try:
@@ -297,9 +298,9 @@ def model_or_stop(source: Source) -> LoadedModel:
         refused[source] = str(err)
     except ModelUnavailable as err:
         st.error(f"**Model unavailable.** {md(err)}")
-        st.stop()
+        stop_here()
     st.error(f"**Model unavailable.** {md(refused[source])}")
-    st.stop()
+    stop_here()
 
 
 @st.cache_resource(show_spinner=False)
@@ -337,7 +338,7 @@ def _saved_or_stop(saved: SavedResult) -> ModelAttention:
         att = _saved(digest, _NAMES[digest], b"")  # cached when it was opened: the bytes are not read again
     except (KeyError, ValueError):
         st.warning("The file opened earlier is no longer held here: open it again (above).")
-        st.stop()
+        stop_here()
     st.caption(f"Opened from {md(_NAMES[digest])}: {md(att.model_name)}, {len(att.tokens):,} tokens, the weights as "
                "they were saved.")
     return att

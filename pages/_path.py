@@ -3,7 +3,10 @@ and what it shows), Back and Next at its end (`path_links`), and the close of th
 Where the learner stands comes from pages/_learner.py.
 """
 
+from typing import NoReturn
+
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages._focus import switch_to
 from pages._learner import current_class, last_step, next_step, progress, was_seen
@@ -13,6 +16,26 @@ from pages._site import entry
 from pages._text import md
 
 ARRIVED = "lessons.arrived"  # session key: the page the path's Next (or Home's Start) is opening
+LINKS_DRAWN = "path.links_drawn"  # session key: whether this run has drawn Back and Next (path_links)
+PAGE = "path.page"  # session key: the page this run draws (its path; None for Home)
+
+
+def page_starts(path: str | None) -> None:
+    """app.py, before a page runs: which page it is (its path; None for Home), and no Back and Next drawn yet."""
+    st.session_state[PAGE] = path
+    st.session_state[LINKS_DRAWN] = False
+
+
+def stop_here() -> NoReturn:
+    """End the page here, after a message that says why (a text it cannot read, a model that will not load), with
+    its Back and Next still under it: without them Model heads and Predictions ended on the message alone, the way
+    on gone (issue 68). Streamlit draws nothing after st.stop(), so they come first. Inside a fragment's rerun the
+    page's own are on screen already."""
+    path = st.session_state.get(PAGE)
+    ctx = get_script_run_ctx()
+    if path is not None and not st.session_state.get(LINKS_DRAWN) and not (ctx and ctx.fragment_ids_this_run):
+        path_links(path)
+    st.stop()
 
 
 def intro(path: str, what: str) -> None:
@@ -31,6 +54,7 @@ def path_links(path: str) -> None:
     has seen and where to go next. Off the path, Back returns to the step the learner was on and "Continue the
     path" goes on from there (a step-7 learner who opened Head atlas is not sent to step 1). Each button on a
     row of its own: side by side, "Next: Step by step: self-attention" was cut at 800 px."""
+    st.session_state[LINKS_DRAWN] = True
     st.divider()
     route = steps()  # the app's path, or the lesson of the learner's class
     if path in route:

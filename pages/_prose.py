@@ -37,7 +37,9 @@ def for_developers(text: str) -> None:
 def explained(text: str, skip: set[str]) -> str:
     """Our own markdown `text` (never a user's) with the first appearance of each glossary term
     (attention.glossary) not in `skip` wrapped in `<abbr>`: its definition on hover, and on focus for a
-    keyboard. The terms explained are added to `skip`. Show the result with unsafe_allow_html=True."""
+    keyboard. The terms explained are added to `skip`. A word written [[so]] is the everyday word, not the term:
+    shown plain, never explained ("its largest [[value]] is 2.08" had the value vector's definition, issue 68).
+    Show the result with unsafe_allow_html=True."""
     found: list[str] = []
 
     def mark(match: re.Match) -> str:
@@ -48,12 +50,13 @@ def explained(text: str, skip: set[str]) -> str:
         found.append(f'<abbr title="{html.escape(TERMS[term], quote=True)}" tabindex="0">{match.group(0)}</abbr>')
         return f"\x00{len(found) - 1}\x00"  # a placeholder: a definition's own words are not marked again
 
-    parts = _PROTECTED.split(text)  # math and code are left as they are: odd indices
-    marked = "".join(part if i % 2 else _TERMS_RE.sub(mark, part) for i, part in enumerate(parts))
+    parts = _PROTECTED.split(text)  # math, code and [[everyday words]] are left as they are: odd indices
+    marked = "".join((part[2:-2] if part.startswith("[[") else part) if i % 2 else _TERMS_RE.sub(mark, part)
+                     for i, part in enumerate(parts))
     return re.sub("\x00(\\d+)\x00", lambda m: found[int(m.group(1))], marked)
 
 
-_PROTECTED = re.compile(r"(\$[^$]*\$|`[^`]*`)")
+_PROTECTED = re.compile(r"(\$[^$]*\$|`[^`]*`|\[\[[^\]]*\]\])")
 _TERM_OF = {t.lower(): t for t in TERMS}
 _TERMS_RE = re.compile(r"(?<![\w/\\-])(" + "|".join(re.escape(t) for t in sorted(TERMS, key=len, reverse=True))
                        + r")(?:s|es)?(?![\w-])", re.IGNORECASE)

@@ -73,7 +73,7 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
                   "its queries and keys in one picture."),
         PageEntry("pages/batch.py", "A batch of prompts", ":material/stacked_bar_chart:",
                   "For researchers: the logit difference, each head's direct share and residual patching over 100 IOI "
-                  "prompt pairs or a file of yours, each prompt's value kept, with the mean and its spread."),
+                  "prompt pairs or a file of yours, each prompt's own number kept, with the mean and its spread."),
     ),
     "Class": (
         PageEntry("pages/classroom.py", "A class", ":material/groups:",
@@ -100,3 +100,11 @@ def moved_to(path: str) -> None:
 def entry(path: str) -> PageEntry:
     """The entry of a page by its path."""
     return next(e for e in (HOME, *(e for entries in SECTIONS.values() for e in entries)) if e.path == path)
+
+
+def page_path(url_path: str) -> str | None:
+    """The path of a page of the site by its URL name ("lookup" -> "pages/lookup.py"); None for Home and for an
+    address that is no page's (an old one, MOVED)."""
+    path = f"pages/{url_path}.py"
+    return path if url_path and any(e.path == path for entries in SECTIONS.values() for e in entries) else None
+

@@ -28,7 +28,7 @@ from pages._focus import on_page, switch_to, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, model_or_stop, result_of
 from pages._lessons import predict_then_see
-from pages._path import intro, path_links
+from pages._path import intro, path_links, stop_here
 from pages._text import md
 from pages._widgets import fit, head_or_mean, layer_input, model_picker, reading_switches
 
@@ -52,7 +52,7 @@ try:
     cmp = compare_word(a, b, word)
 except ValueError as err:
     st.warning(md(err))
-    st.stop()
+    stop_here()
 focus = fit(n_layers=a.n_layers, n_heads=a.n_heads)  # not its tokens: the token followed is in the visit's text
 L, H = a.n_layers, a.n_heads
 predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b}, shown=name, texts=(s1, s2),
@@ -92,8 +92,13 @@ if st.button(f"Follow “{shown_tokens(a)[cmp.ia]}” of sentence A on Model hea
 
 st.subheader("The difference (A − B), per token string")
 labels, diff = difference_by_token(cmp, layer, head)
-st.plotly_chart(figures.weights_bar(labels[:20], diff[:20], title="more attention in A (>0) or in B (<0)",
+re_read = row.reading.words or row.reading.without_sinks  # the bars above were re-read; this chart is not
+st.plotly_chart(figures.weights_bar(labels[:20], diff[:20], title="more attention in A (>0) or in B (<0)"
+                                     + (", every token, sinks in" if re_read else ""),
                                      value_name="A − B", y_max=None, highlight=None), width="stretch", key="amb.diff")
+if re_read:
+    st.caption("This chart and the ones below read the weights as the model gives them, token by token, sinks "
+               "included: they can differ from the re-read bars above.")
 if any(label.startswith(VISIBLE_SPACE) for label in labels):
     st.caption(f"{VISIBLE_SPACE}: {md(definition(VISIBLE_SPACE))}")
 

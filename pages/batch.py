@@ -29,7 +29,7 @@ from pages._frame import ensure_app_frame
 from pages._jobs import model_or_stop, result_of, result_or_none
 from pages._kept import drawn, keep, keeping, kept
 from pages._labels import label_of
-from pages._path import intro, path_links
+from pages._path import intro, path_links, stop_here
 from pages._prose import for_developers, prose
 from pages._text import md
 from pages._widgets import fit, layer_and_head, model_picker
@@ -67,7 +67,7 @@ if loaded.spec.architecture != "decoder-only":  # an encoder predicts no next to
     st.button(f"Switch to {model_label(DEFAULT_DECODER)}", icon=":material/swap_horiz:", key="batch.decoder",
               on_click=changing(model=ModelChoice(DEFAULT_DECODER)))
     path_links("pages/batch.py")
-    st.stop()
+    stop_here()
 
 def _forget_a_removed_file() -> None:
     """The uploader's on_change: a file the visitor removed is no longer read (a new one is kept where it is read)."""
@@ -92,7 +92,7 @@ if source == "ioi":
         pairs = ioi_pairs(loaded.tokenizer, int(n), seed=int(seed), corruption=corruption)
     except ValueError as err:
         st.error(f"**The IOI template cannot be filled for {md(model_label(name))}.** {md(err)}")
-        st.stop()
+        stop_here()
     st.caption(f"“When Mary and John went to the store, John gave a drink to” → “Mary”, not “John”: {len(pairs)} pairs "
                f"with names, place and object drawn at random. Corrupted: {md(pairs.corruption)}."
                + (f" Left out (not one token for this model): {md(', '.join(pairs.skipped))}." if pairs.skipped
@@ -114,13 +114,13 @@ else:
         st.info("Upload a file of prompt pairs, or download the IOI pairs (choose “IOI template” above) to see "
                 "the format.")
         path_links("pages/batch.py")
-        st.stop()
+        stop_here()
     try:
         pairs = read_prompt_pairs(*upload)
     except ValueError as err:
         st.error(f"**{md(upload[0])} cannot be read.** {md(err)}")
         path_links("pages/batch.py")
-        st.stop()
+        stop_here()
     if len(pairs) > MAX_PAIRS:
         st.warning(f"{md(upload[0])} holds {len(pairs):,} pairs: the first {MAX_PAIRS} are read.")
         pairs = pairs[:MAX_PAIRS]

@@ -12,7 +12,7 @@ from pages._canvas import canvas_heatmap
 from pages._frame import ensure_app_frame
 from pages._kept import linked
 from pages._lessons import questions_first
-from pages._path import intro, path_links
+from pages._path import intro, path_links, stop_here
 from pages._prose import for_developers
 from pages._tables import column
 from pages._text import md
@@ -53,7 +53,7 @@ try:
     translators = models()
 except (FileNotFoundError, KeyError) as err:  # no weights, or weights saved without their training lengths
     st.error(md(err.args[0]))
-    st.stop()
+    stop_here()
 shortest, longest = translators.train_lengths  # as training recorded them (attention.seq2seq_record)
 
 questions_first(questions_for("bottleneck"), PAGE)
@@ -91,7 +91,7 @@ try:
     results = {kind: translate(getattr(translators, kind), digits) for kind in NAMES}
 except ValueError as err:
     st.warning(md(err))
-    st.stop()
+    stop_here()
 source = results["attentive"].source
 if not translators.record.trained_on(len(source)):
     st.info(f"{len(source)} digits: outside the lengths seen in training ({translators.record.lengths_in_words()}).")

@@ -24,7 +24,7 @@ from pages._export import chart_config
 from pages._frame import ensure_app_frame
 from pages._jobs import model_or_stop, result_of
 from pages._kept import drawn, keep, keeping, kept
-from pages._path import intro, path_links
+from pages._path import intro, path_links, stop_here
 from pages._prose import prose
 from pages._text import md
 
@@ -72,7 +72,7 @@ else:
              "it shrinks any picture to that and reads it as one of 0–9.")
     if upload is None:
         st.info("Upload an image above, or pick a held-out test digit.")
-        st.stop()
+        stop_here()
     data = upload.getvalue()
     picked, image_name, digest = data, upload.name, hashlib.sha256(data).hexdigest()[:16]
 

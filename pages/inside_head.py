@@ -27,7 +27,7 @@ from pages._kept import linked
 from pages._labels import token_labels
 from pages._lessons import predict_then_see
 from pages._live import live_sliders
-from pages._path import intro, path_links
+from pages._path import intro, path_links, stop_here
 from pages._prose import for_developers, prose
 from pages._tables import column
 from pages._text import md
@@ -142,7 +142,7 @@ try:
     t = att.head_trace(layer, head, query=i)  # one query row: q (1, d), weights (1, n)
 except ValueError as err:
     st.warning(md(err))
-    st.stop()
+    stop_here()
 d = t.d_k
 word = tokens[i]
 shown = t.strongest_keys(0, SHOWN_KEYS) if n > 2 * SHOWN_KEYS else range(n)

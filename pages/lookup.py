@@ -38,6 +38,9 @@ asked = col_ask.text_input("Ask the dictionary for", value="fruit", key=linked("
 hard = hard_lookup(ex.FRUIT_HARD, asked)
 if hard.found:
     col_ask.success(f"**{md(hard.query.strip())}** → {hard.value}  (probability 1.0: an exact match)")
+elif hard.near is not None:
+    col_ask.warning(f"**{md(asked.strip())}** is not a key: the key is **{md(hard.near)}**, and a dictionary "
+                    "matches exactly, capitals included. It has no answer.")
 else:
     col_ask.warning(f"**{md(asked.strip()) or '(empty)'}** is not a key: the dictionary has no answer. "
                     "It cannot say that *fruit* is close to *apple* and *banana*.")
@@ -132,7 +135,9 @@ def query_and_answer(table) -> None:
     out = pd.DataFrame([res.output], columns=list(ex.FRUIT_VALUE_FEATURES), index=["output"])
     st.dataframe(out, key="lookup.output", column_config=thousandths(out.columns))
     shares = ", ".join(f"{md(lab)} {number(w)}" for lab, w in zip(res.labels, res.weights, strict=True))
-    st.info(f"**{md(res.winner)}** wins with {percent(res.winner_weight)} of the attention; the output blends every "
+    st.info((f"No item wins: the largest weights are equal ({percent(res.winner_weight)} each)" if res.tie else
+             f"**{md(res.winner)}** wins with {percent(res.winner_weight)} of the attention")
+            + "; the output blends every "
             f"row's values by their weights ({shares}).")
 
 

@@ -105,6 +105,7 @@ def zoom_section(att: ModelAttention, name, reading):
                      help="[CLS], [SEP], BOS: their rows and columns are dropped and each row rescaled to add up to 1. "
                           "(On a row of its own: in a fourth column its label was cut at 800 px.)")
     st.latex(AGGREGATIONS[how].formula)
+    st.caption(AGGREGATIONS[how].plain)
     try:
         view = zoom(att, how, layer=layer, head=head, hide_special=hide, reading=reading)
     except ValueError as err:

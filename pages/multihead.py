@@ -16,7 +16,7 @@ from pages._prose import for_developers
 
 ensure_app_frame()
 
-st.title("Multi-head, masks and cross-attention")
+st.title("Heads, masks, cross-attention")
 PAGE = "pages/multihead.py"
 intro(PAGE, "Three ideas that every real transformer uses. **Several heads**: one attention pattern can only "
             "express one reading of a sentence, so a layer runs several heads side by side, each looking for "

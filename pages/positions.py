@@ -164,7 +164,7 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                    "step).")
     m2.metric("after rotation", f"{view.rotated_score:.3f}",
               help="The model's own scaled score: q·k/√d of the rotated q and k.")
-    m3.metric("distance", f"{view.distance} tokens")
+    m3.metric("distance m − n", f"{view.distance} token{'' if view.distance == 1 else 's'}")
     pairs = [str(i) for i in range(len(view.frequencies))]
     left, right = st.columns(2)
     left.plotly_chart(figures.line_chart(pairs, {"before rotation": view.pair_terms_projected,
@@ -175,7 +175,7 @@ if st.toggle("Show one SmolLM2 head (loads the bundled model)", value=False, key
                                               zip(range(len(pairs)), view.frequencies, strict=True)]),
                       width="stretch", key="pos.pairs")
     right.plotly_chart(figures.line_chart(view.distances, {"scaled score": view.scores_by_distance},
-                                          marker_x=view.distance, marker_label=f"n − m = {view.distance}",
+                                          marker_x=view.distance, marker_label=f"m − n = {view.distance}",
                                           title="The same q, k at distance Δ",
                                           x_title="distance Δ", y_title="scaled score q·k/√d"),
                        width="stretch", key="pos.distance")

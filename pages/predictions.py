@@ -14,6 +14,7 @@ from attention.models import (
     agreement,
     attribution_patching,
     default_focus,
+    drop_in_words,
     generate,
     head_ablation,
     head_ablation_cosine,
@@ -26,7 +27,6 @@ from attention.models import (
     shown_tokens,
 )
 from attention.toy import examples as ex
-from attention.toy.rounding import number
 from pages._clicks import open_head_buttons
 from pages._examples import example_prediction, prediction_start, target_and_foil
 from pages._export import chart_config, export_row
@@ -36,7 +36,7 @@ from pages._jobs import result_of
 from pages._kept import linked
 from pages._labels import label_of, token_labels
 from pages._lessons import predict_then_see
-from pages._path import intro, path_links
+from pages._path import intro, path_links, stop_here
 from pages._text import md, md_token
 from pages._widgets import layer_and_head, query_picker, reading_switches
 
@@ -99,7 +99,7 @@ if att.next_logits is None:  # an encoder: follow one word's vector instead of a
     st.dataframe(pd.DataFrame([{"layer": i + 1, "head": h + 1, "1 − cos": e} for i, h, e in effects.ranked(10)])
                  .style.format({"1 − cos": "{:.4f}"}), hide_index=True, key="pred.vector_top")
     path_links("pages/predictions.py")
-    st.stop()
+    stop_here()
 
 # --- 1. The next token ------------------------------------------------------------------------------------
 st.header("1 · The next token")
@@ -157,7 +157,8 @@ if asked or st.session_state.get("pred.generated"):
 # --- 3. Target and foil -----------------------------------------------------------------------------------
 st.header("3 · Target and foil")
 contrast = target_and_foil(att, loaded.tokenizer, words, slot="pred")
-st.caption("m positive: the model prefers the target. Below, each head is removed in turn: how much m falls "
+st.caption("When m is above 0 the model prefers the target; below 0, the foil. Below, each head is removed in "
+           "turn: how much m falls "
            "without it says what the head did. Positive (blue): it supported the target; negative (red): it worked "
            "for the foil.")
 
@@ -221,8 +222,8 @@ st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
                       layer=layer, head=head), width="stretch", key="pred.pattern",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
-effect = (f"Without it, m falls by {agrees.pair(layer, head, drop=True)}" if agrees else
-          f"Without it, m falls by {number(estimate.drop[layer, head], signed=True)} (estimated)")
+effect = (f"How much m falls without it: {agrees.pair(layer, head, drop=True)}" if agrees else
+          f"Without it, {drop_in_words(estimate.drop[layer, head])}, as estimated")
 st.caption(f"{effect}. " + (f"The largest {'effect' if exact else 'estimate'} is at "
                             f"{head_words(top[0], top[1])}" + ("" if focus.head_picked else ", opened here") + "."))
 open_head_buttons(layer, head, key="pred.open", source=name, text=text)

@@ -32,8 +32,9 @@ intro(PAGE, "Before softmax, attention divides every score by √d_k. Why? A sco
 # Two lines, one under the other: on one line the second was cut on a phone; in two columns, at 800 px.
 st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d} \operatorname{Var}(q_i k_i) = d")
 st.latex(r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt d}\right) = 1")
-st.caption("Var is the variance, how widely a number spreads: here for a query and keys whose entries are random, "
-           "with mean 0 and variance 1.")
+st.caption("d is d_k, the number of dimensions of each query and key (this page writes d for short). Var is the "
+           "variance, how widely a number spreads: here for a query and keys whose entries are random, with mean 0 "
+           "and variance 1.")
 questions_first(questions_for("scaling"), PAGE)
 c1, c2 = st.columns([2, 1])
 n_keys = c2.slider("number of keys", 2, 32, 8, key=linked("scaling.keys"), bind="query-params")
@@ -71,7 +72,7 @@ st.dataframe(pd.DataFrame({"key": labels, "q·k": sample.scores, "q·k/√d": sa
 s = study(temperature, n_keys)
 st.subheader(f"Averaged over {s.draws} random draws, {n_keys} keys")
 prose("Entropy says how spread the weights are: 0 when one key takes all the weight, largest when every key "
-      f"gets the same share. It is measured in nats (natural-log units): with {n_keys} keys its largest value is "
+      f"gets the same share. It is measured in nats (natural-log units): with {n_keys} keys its largest [[value]] is "
       f"{s.uniform_entropy[0]:.2f}, the “uniform” line.")
 c_var, c_ent = st.columns(2)
 c_var.plotly_chart(figures.line_chart(s.dims, {"q·k": s.var_scores, "q·k / √d": s.var_scaled}, title="Score variance",

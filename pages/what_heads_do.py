@@ -32,7 +32,7 @@ from pages._jobs import (
 )
 from pages._labels import label_of
 from pages._lessons import predict_then_see
-from pages._path import intro, path_links
+from pages._path import intro, path_links, stop_here
 from pages._text import md
 from pages._widgets import layer_and_head
 
@@ -51,9 +51,9 @@ if att.next_logits is None:  # an encoder: nothing predicted, nothing to read pa
     st.button(f"Switch to {model_label(DEFAULT_DECODER)}", icon=":material/swap_horiz:", key="circ.decoder",
               on_click=changing(model=ModelChoice(DEFAULT_DECODER), query=None))
     path_links("pages/what_heads_do.py")
-    st.stop()
+    stop_here()
 contrast = target_and_foil(att, loaded.tokenizer, words, slot="circ")
-st.caption("Positive m means the model prefers the target.")
+st.caption("When m is above 0 the model prefers the target; below 0, the foil.")
 shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, contrast)
 # asked before the shares are shown
 predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name, texts=(text,),

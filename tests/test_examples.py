@@ -18,6 +18,21 @@ def test_hard_lookup_answers_apple_not_fruit():
     assert hard_lookup(ex.FRUIT_HARD, "apple").value == 9
     fruit = hard_lookup(ex.FRUIT_HARD, "fruit")
     assert not fruit.found and fruit.value is None and sum(fruit.probabilities.values()) == 0
+    # "Exact keys only": capitals too (a first-year's "Apple" was answered 9 under that heading, issue 68).
+    capital = hard_lookup(ex.FRUIT_HARD, "Apple")
+    assert not capital.found and capital.value is None and capital.near == "apple"
+    assert hard_lookup(ex.FRUIT_HARD, " apple ").value == 9 and fruit.near is None
+
+
+def test_a_tie_has_no_winner_on_the_page_or_in_the_live_frames():
+    """All three query features at 0: every item 0.333, and "apple wins with 33.3%" named a winner of a tie."""
+    from attention.toy.live import winners_or_ties
+
+    tied = soft_lookup([0, 0, 0], ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS)
+    assert tied.tie and np.allclose(tied.weights, 1 / 3)
+    assert not soft_lookup(ex.FRUIT_QUERY, ex.FRUIT_KEYS, ex.FRUIT_VALUES, ex.FRUIT_LABELS).tie
+    w = np.array([[1 / 3, 1 / 3, 1 / 3], [0.5, 0.3, 0.2], [0.4, 0.4, 0.2], [0.2, 0.4004, 0.3996]])
+    assert winners_or_ties(w).tolist() == [3, 0, 3, 3]  # equal to 3 decimals is a tie too
 
 
 def test_soft_lookup_answers_fruit_with_a_blend():

@@ -289,6 +289,15 @@ def test_live_sweep_payloads_round_trip_and_stay_small():
                            key="bad")
 
 
+def test_a_page_that_stops_on_a_text_it_cannot_read_still_ends_with_back_and_next():
+    """Model heads and Predictions ended on "Type a sentence first" alone: no Back, no Next (issue 68)."""
+    for page, box in (("pages/model_heads.py", "heads.text"), ("pages/predictions.py", "pred.text")):
+        at = open_page(page)
+        at.text_area(key=box).set_value("").run()
+        assert not at.exception and at.warning, page  # it says what is wrong
+        assert [b for b in at.button if b.key == "path.back"] and [b for b in at.button if b.key == "path.next"], page
+
+
 def test_a_released_step_takes_the_type_its_widget_keeps():
     """Why scale's d is an integer input; its slider's steps were built in float64 (a typed d joins them), and the
     release handed numpy 84.0 (issue 68). The component's step arrives as JSON, maybe 3.0."""

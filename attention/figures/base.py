@@ -205,13 +205,22 @@ def _big_heatmap(z, xl, yl, *, title, x_title, y_title, value_name, colours, hei
     ))
     fig.update_layout(title=dict(text=esc(title)), margin=dict(l=10, r=10, t=50 if title else 20, b=10),
                       height=height or min(900, max(400, 120 + 6 * n)))
-    fig.update_xaxes(title_text=x_title, type="category", showgrid=False, showticklabels=m <= 80)
-    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False,
-                     showticklabels=n <= 80 or bool(row_groups))
+    fig.update_xaxes(title_text=x_title, type="category", showgrid=False, **_every_kth(x, xl))
+    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed", showgrid=False, **_every_kth(y, yl))
     if row_groups:
         fig.update_yaxes(tickmode="array", tickvals=y[::row_groups],
                          ticktext=[t.split(" ")[0] for t in yl[::row_groups]])
     return fig
+
+
+BIG_TICKS = 20  # labels an axis of a big heatmap carries at most: every k-th row or column, the first at 0
+
+
+def _every_kth(categories_shown, labels) -> dict:
+    """A big heatmap's axis labelled at every k-th row or column, at most BIG_TICKS of them (hover names every
+    one): with 200 positions it showed no label at all, with all 200 they ran into each other."""
+    step = max(1, -(-len(labels) // BIG_TICKS))
+    return dict(tickmode="array", tickvals=list(categories_shown[::step]), ticktext=list(labels[::step]))
 
 
 def _log_colorbar(fig: go.Figure) -> go.Figure:

@@ -41,7 +41,12 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels],
                      autotickangles=[0, -45, -90], automargin=True)
     head_room = 1.4 if upright else 1.15  # an upright "0.123" above a full bar needs ~a third of the plot's height
-    fig.update_yaxes(title_text=value_name, range=[0, y_max * head_room] if y_max else None)
+    if y_max:
+        shown = [0, y_max * head_room]
+    else:  # signed (a difference): room beyond each end for the values written there, clear of the tick labels
+        low, high = min(0.0, float(w.min(initial=0.0))), max(0.0, float(w.max(initial=0.0)))
+        shown = [low * head_room, high * head_room] if high > low else None
+    fig.update_yaxes(title_text=value_name, range=shown)
     return fig
 
 

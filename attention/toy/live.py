@@ -54,7 +54,7 @@ class LookupSweeps:
     labels: tuple[str, ...]  # m
     weights: np.ndarray  # (d_k, S, m): weights[f, s] with feature f at STEPS[s]
     outputs: np.ndarray  # (d_k, S, d_v): the blended values
-    winners: np.ndarray  # (d_k, S) index of the item with the largest weight
+    winners: np.ndarray  # (d_k, S) index of the item with the largest weight; m (one past the last) for a tie
 
 
 def lookup_sweeps(query, keys, values, labels, *, scaled: bool = True) -> LookupSweeps:
@@ -70,7 +70,8 @@ def lookup_sweeps(query, keys, values, labels, *, scaled: bool = True) -> Lookup
             q = query.copy()
             q[f] = value
             res = soft_lookup(q, keys, values, labels, scaled=scaled)
-            weights[f, s], outputs[f, s], winners[f, s] = res.weights, res.output, res.winner_index
+            weights[f, s], outputs[f, s] = res.weights, res.output
+            winners[f, s] = m if res.tie else res.winner_index
     return LookupSweeps(query=query, labels=tuple(labels), weights=weights, outputs=outputs, winners=winners)
 
 
@@ -81,7 +82,7 @@ class LookupPlane:
     features: tuple[int, int]  # (x feature, y feature), indices into the query
     query: np.ndarray  # (d_k,)
     weights: np.ndarray  # (S, S, m): weights[i, j] with x feature at STEPS[i], y feature at STEPS[j]
-    winners: np.ndarray  # (S, S)
+    winners: np.ndarray  # (S, S) as LookupSweeps.winners: m for a tie
 
 
 def lookup_plane(query, keys, values, labels, features: tuple[int, int], *, scaled: bool = True) -> LookupPlane:
@@ -95,7 +96,17 @@ def lookup_plane(query, keys, values, labels, features: tuple[int, int], *, scal
     grid[:, :, fy] = STEPS[None, :]
     res = soft_lookup(grid.reshape(-1, len(query)), keys, values, labels, scaled=scaled)
     weights = res.trace.weights.reshape(len(STEPS), len(STEPS), -1)
-    return LookupPlane(features=(fx, fy), query=query, weights=weights, winners=weights.argmax(-1))
+    return LookupPlane(features=(fx, fy), query=query, weights=weights, winners=winners_or_ties(weights))
+
+
+def winners_or_ties(weights) -> np.ndarray:
+    """The index of the largest weight in each row of the last axis, or m (one past the last item) where the two
+    largest are equal to the page's 3 decimals (SoftLookup.tie). Shapes: weights (..., m) -> (...)."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape[-1] < 2:
+        return w.argmax(-1)
+    top = np.round(np.sort(w, axis=-1)[..., ::-1][..., :2], DECIMALS)
+    return np.where(top[..., 0] == top[..., 1], w.shape[-1], w.argmax(-1))
 
 
 PLANE_PAIRS = ((0, 1), (0, 2), (1, 2))  # the query plane's choices of (across, up) features

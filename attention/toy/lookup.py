@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention.toy.core import scaled_dot_product_attention
+from attention.toy.rounding import DECIMALS
 from attention.toy.scoring import scored_attention
 from attention.toy.trace import AttentionTrace
 
@@ -19,14 +20,18 @@ class HardLookup:
     found: bool
     value: float | None  # the stored value, None when the key is absent
     probabilities: dict  # key -> 1.0 for the exact match, 0.0 otherwise (all 0 when nothing matched)
+    near: str | None = None  # a key that differs only in capitals ("Apple" -> "apple"): not a match, said so
 
 
 def hard_lookup(table: dict, query: str) -> HardLookup:
-    """Exact-match lookup: 'apple' -> 9 with probability 1; 'fruit' -> nothing."""
-    key = query.strip().lower()
+    """Exact-match lookup, as a dictionary does it: 'apple' -> 9 with probability 1; 'fruit' -> nothing, and
+    'Apple' -> nothing either (its key, 'apple', is in `near`: "exact keys only" means exactly). Spaces around the
+    query are not part of it."""
+    key = query.strip()
     found = key in table
     probs = {k: 1.0 if k == key else 0.0 for k in table}
-    return HardLookup(query=query, found=found, value=table.get(key), probabilities=probs)
+    near = None if found else next((k for k in table if k.lower() == key.lower()), None)
+    return HardLookup(query=query, found=found, value=table.get(key), probabilities=probs, near=near)
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,13 @@ class SoftLookup:
     trace: AttentionTrace  # q (1, d_k), k (m, d_k), v (m, d_v), weights (1, m), output (1, d_v)
     winner: str  # the label with the largest weight
     winner_index: int  # its position in labels
+
+    @property
+    def tie(self) -> bool:
+        """Whether no item wins: the two largest weights are equal as the page writes them (3 decimals). All
+        three query sliders at 0 give every item 0.333, and "apple wins with 33.3%" named a winner of a tie."""
+        top = np.sort(self.weights)[::-1]
+        return len(top) > 1 and round(float(top[0]), DECIMALS) == round(float(top[1]), DECIMALS)
 
     @property
     def weights(self) -> np.ndarray:

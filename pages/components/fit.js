@@ -39,18 +39,29 @@ function fitTitles(gd) {
 }
 
 // Tick labels that would overlap (a phone: three panels of 55 px, each with its keys upright) are thinned, keeping
-// the first and every label with room after the last one kept; hover still names every row and column.
+// the first and every label with room after the last one kept; hover still names every row and column. A label
+// Plotly turned (-45 or -90 degrees) clashes only where its neighbour is nearer along the axis than a line of text
+// across its slant: their upright boxes overlap long before their letters do.
+function clash(a, b, turned, font) {
+  if (!turned) {
+    return a.left < b.right + 1 && a.right > b.left - 1 && a.top < b.bottom + 1 && a.bottom > b.top - 1;
+  }
+  const across = Math.abs(Math.sin((turned * Math.PI) / 180)) || 1;
+  return Math.abs((a.left + a.right) / 2 - (b.left + b.right) / 2) * across < font;
+}
+
 function thinTicks(gd) {
   gd.querySelectorAll(".xaxislayer-above, .yaxislayer-above").forEach((axis) => {
     const labels = [...axis.querySelectorAll("text")];
     labels.forEach((t) => { t.style.display = ""; });
+    const along = axis.classList.contains("xaxislayer-above");
     let last = null;
     labels.forEach((t) => {
       const box = t.getBoundingClientRect();
       if (!box.width) return;
-      const clash = last && box.left < last.right + 1 && box.right > last.left - 1 && box.top < last.bottom + 1
-        && box.bottom > last.top - 1;
-      if (clash) t.style.display = "none";
+      const angle = /rotate\((-?[\d.]+)/.exec(t.getAttribute("transform") || "");
+      const turned = along && angle ? parseFloat(angle[1]) : 0;
+      if (last && clash(box, last, turned, parseFloat(getComputedStyle(t).fontSize) || 12)) t.style.display = "none";
       else last = box;
     });
   });

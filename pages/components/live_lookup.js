@@ -157,7 +157,9 @@ function draw(view, moved) {
     el("span", "title", view.output, "Output blend: ");
     view.data.value_features.forEach((name, d) => el("span", "pair", view.output, `${name} ${fmt(output[d])}`));
   }
-  view.winner.textContent = `${labels[best]} wins with ${(weights[best] / 10).toFixed(1)}% of the attention`;
+  view.winner.textContent = best < labels.length // Python sends one past the last item for a tie
+    ? `${labels[best]} wins with ${(weights[best] / 10).toFixed(1)}% of the attention`
+    : `No item wins: the largest weights are equal (${(Math.max(...weights) / 10).toFixed(1)}% each)`;
   const [fx, fy] = view.data.plane.features;
   const px = moved && moved.plane ? moved.plane[0] : view.steps[fx];
   const py = moved && moved.plane ? moved.plane[1] : view.steps[fy];

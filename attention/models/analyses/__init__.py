@@ -58,6 +58,7 @@ from attention.models.analyses.head_effects import (
     ScanAgreement,
     agreement,
     attribution_patching,
+    drop_in_words,
     head_ablation,
     head_ablation_cosine,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "TopExample", "activation_patching", "agreement", "attribution_patching", "composition", "contrast",
     "cached_survey", "choose_token",
     "contrast_words", "corpus_limits", "corpus_survey", "default_corpus", "direct_logit_attribution", "derived_words",
+    "drop_in_words",
     "embedding_positions", "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices",
     "listed_corpora", "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed",
     "part_in_words", "probe_attention", "probe_ids", "prompt_names", "qk_attribution", "qk_projection", "read_corpus",

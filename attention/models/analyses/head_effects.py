@@ -107,6 +107,14 @@ class ScanAgreement:
         return f"exact {_signed(exact)}, estimate {_signed(estimate)}{wrong}"
 
 
+def drop_in_words(drop: float) -> str:
+    """A head's drop (HeadEffects.drop) as a first-year reads it, never a double negative ("m falls by −0.811"):
+    "m falls by 0.811 (the head helped the target)" or "m rises by 0.811 (the head worked for the foil)"."""
+    if drop >= 0:
+        return f"m falls by {number(drop)} (the head helped the target)"
+    return f"m rises by {number(-drop)} (the head worked for the foil)"
+
+
 def _signed(value: float) -> str:
     return number(value, signed=True)  # one rule for the pages' numbers: "−3.850", "+0.330"
 

@@ -224,7 +224,7 @@ def contrast_words(focus: Focus | None, att: ModelAttention, tokenizer, examples
     corrupt = focus.corrupt if holds else None
     example = next(((t, f) for prompt, t, f in examples.values() if prompt == text), None)
     if target is not None or foil is not None:
-        how = "picked for this text"
+        how = "the ones you chose for this text"
     elif example is not None:
         target, foil, how = *example, "the example's own"
     else:

@@ -323,7 +323,7 @@ def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto
         raise ModelUnavailable("No model name given.")
     if model_id not in allowed:
         raise ModelUnavailable(
-            f"`{model_id}` is not on this server's allowlist. Allowed: {', '.join(allowed) or 'none (hub disabled)'}."
+            f"“{model_id}” is not on this server's allowlist. Allowed: {', '.join(allowed) or 'none (hub disabled)'}."
             " Set ATTENTION_EXPLORER_HUB_MODELS to change it.")
     progress(f"Loading {model_id} from the Hugging Face hub or its local cache…")
     try:
@@ -334,10 +334,11 @@ def _load_hub(model_id: str, progress: Callable[[str], None], dtype: str = "auto
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
         gated = "gated" in str(err).lower() or type(err).__name__ == "GatedRepoError"
         why = ("it is a gated model: accept its licence on its page at huggingface.co, then log in on this server "
-               "(`hf auth login`, or set HF_TOKEN)") if gated else \
-            "the hub is switched off here (HF_HUB_OFFLINE=1) and it is not in the local cache" if offline \
+               "(hf auth login, or set HF_TOKEN)") if gated else \
+            ("this server works offline (HF_HUB_OFFLINE=1): a model from the Hugging Face hub can be opened here "
+             "only if it was downloaded before") if offline \
             else f"{type(err).__name__}: {str(err)[:300]}"
-        raise ModelUnavailable(f"`{model_id}` could not be loaded: {why}. The bundled models and the toy "
+        raise ModelUnavailable(f"“{model_id}” could not be loaded: {why}. The bundled models and the toy "
                                "pages work offline.") from err
     spec = ModelSpec(model_id, f"{model_id} (hub)", architecture, max_tokens, inputs=_inputs_of(config))
     return _loaded(spec, _placed(model), tokenizer)

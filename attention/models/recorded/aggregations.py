@@ -111,6 +111,7 @@ class Aggregation:
     compute: Callable[[ModelAttention, int, int, str, int], np.ndarray]  # (att, layer, head, stack, block)
     # -> (n, m), or with block > 1 the maxima of block x block cells
     max_tokens: int | None = None  # longer inputs are refused with a message (cost grows as n^3 or n^2 D)
+    plain: str = ""  # what it shows, in a sentence a first-year reads (the page says it under the formula)
 
 
 def _rollout_formula(residual: float) -> str:
@@ -148,15 +149,24 @@ def pooled(matrix: np.ndarray, block: int) -> np.ndarray:
 AGGREGATIONS = {a.key: a for a in (
     Aggregation("head", "one head",
                 r"A^{(\ell,h)} = \operatorname{softmax}\!\left(Q^{(\ell,h)} K^{(\ell,h)\top} / \sqrt{d_k}\right)",
-                STACKS, "weight", True, _one_head),
+                STACKS, "weight", True, _one_head,
+                plain="One head's weights: each row is a query token, each column a key token it may look at."),
     Aggregation("mean", "mean over heads", r"\bar A^{(\ell)} = \tfrac{1}{H}\sum_h A^{(\ell,h)}", STACKS, "weight",
-                True, _mean),
-    Aggregation("max", "max over heads", r"A^{(\ell)}_{\max} = \max_h A^{(\ell,h)}", STACKS, "weight", False, _max),
+                True, _mean, plain="The average of the layer's heads: where the layer as a whole looks."),
+    Aggregation("max", "max over heads", r"A^{(\ell)}_{\max} = \max_h A^{(\ell,h)}", STACKS, "weight", False, _max,
+                plain="For each pair of tokens, the largest weight any head of the layer gives it."),
     Aggregation("rollout", "attention rollout", _rollout_formula(ROLLOUT_RESIDUAL), ("self",), "weight", True,
-                _rollout, max_tokens=1024),
+                _rollout, max_tokens=1024,
+                plain="Attention followed through every layer up to this one (Abnar and Zuidema 2020): each layer's "
+                      "mean weights, plus the part each token keeps of itself, multiplied layer after layer, so a "
+                      "row says which input tokens the token at that layer has read from, directly or through "
+                      "others."),
     Aggregation("norm", "norm-based ‖α f(x)‖",
                 r"N^{(\ell)}_{ij} = \Big\lVert \sum_h \alpha^{(\ell,h)}_{ij}\, v^{(h)}_j W_O^{(h)} \Big\rVert",
-                ("self",), "norm", False, _norm, max_tokens=1024),
+                ("self",), "norm", False, _norm, max_tokens=1024,
+                plain="How much each key token adds to each query's output (Kobayashi et al. 2020): its weight times "
+                      "the size of what it hands over, so a token that gets weight but gives little comes out "
+                      "small."),
 )}
 
 
