@@ -64,7 +64,7 @@ def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app
         assert shown["weights"] == [f"{w:.3f}" for w in np.rint(res.weights * 1000) / 1000], (step, shown)
         assert shown["output"] == [f"{name} {v:.3f}" for name, v in
                                    zip(ex.FRUIT_VALUE_FEATURES, np.rint(res.output * 1000) / 1000, strict=True)]
-        assert shown["winner"].startswith(res.winner)
+        assert shown["winner"].startswith("No item wins" if res.tie else res.winner)  # a tie to 3 decimals: none
         seen.add(tuple(shown["weights"]))
     assert len(seen) > 20  # the chart changed while the mouse was still down
     page.mouse.up()
@@ -73,7 +73,7 @@ def test_live_slider_redraws_while_dragging_and_the_tables_follow_on_release(app
     wait_idle(page)
     winner = live_numbers(page)["winner"].split(" wins")[0]
     info = page.locator("[data-testid='stAlert']").last.inner_text()
-    assert info.startswith(winner)  # the server's answer, recomputed for the released value
+    assert info.startswith(winner.split(":")[0])  # the server's answer, recomputed for the released value
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "test-lookup-after-drag.png"))
     page.close()
