@@ -140,6 +140,14 @@ def live_drags(browser, url: str, drags: int) -> dict:
             "release": summary(release)}
 
 
+def settled(page, timeout_ms: int = 30_000) -> None:
+    """Wait until the page's one-off work is done: Streamlit's chart and table code, fetched once a session while
+    the browser is idle (pages/_prefetch.py). Fetched during a timed loop, its 6 MB of script took the server's
+    event loop and the browser's main thread from the first few sentences."""
+    # polled every 250 ms, not every frame: a check each frame keeps the browser from the idle time it waits for
+    page.wait_for_function("() => window.__aePrefetchDone === true", timeout=timeout_ms, polling=250)
+
+
 def submit_until_grid(page, box, text: str, timeout_ms: int) -> float:
     """Type `text` into `box`, press Ctrl+Enter -> ms until the script has finished and the all-heads grid
     is painted (the page must have PROBE installed)."""
@@ -203,6 +211,7 @@ def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm",
     caption = " ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts())  # guard, shape...
     if SHAPES[model] not in caption:
         raise RuntimeError(f"the page did not open {model}: {caption!r}")
+    settled(page)
     page.evaluate(PROBE)
     box = page.locator("[data-testid='stTextArea'] textarea").first
     ms = []

@@ -9,7 +9,8 @@ export default function (component) {
   let down = false;
   window.addEventListener("pointerdown", () => { down = true; }, true);
   window.addEventListener("pointerup", () => { down = false; }, true);
-  const load = () => data.urls.forEach((url) => import(new URL(url, document.baseURI).href).catch(() => {}));
+  const load = () => Promise.all(data.urls.map((url) => import(new URL(url, document.baseURI).href).catch(() => {})))
+    .then(() => { window.__aePrefetchDone = true; }); // benchmarks/browser.py waits for it before timing a loop
   const idle = window.requestIdleCallback || ((f) => setTimeout(() => f({ timeRemaining: () => 50 }), 200));
   const attempt = () => idle((deadline) => (!down && deadline.timeRemaining() >= 20 ? load()
                                                                                   : setTimeout(attempt, 1000)));
