@@ -117,8 +117,13 @@ def target_and_foil(att: ModelAttention, tokenizer, words: ContrastWords, *, slo
         col.caption(line)
     # Two lines: on one, "= 17.37 − 13.24 = 4.13" lost its last digit on a phone.
     st.latex(rf"\begin{{aligned}} m &= \text{{logit}}(\text{{target}}) - \text{{logit}}(\text{{foil}}) \\ "
-             rf"&= {made.target_logit:.2f} - {made.foil_logit:.2f} = {made.baseline:.2f} \end{{aligned}}")
+             rf"&= {made.target_logit:.2f} - {_bracketed(made.foil_logit)} = {made.baseline:.2f} \end{{aligned}}")
     return made
+
+
+def _bracketed(value: float) -> str:
+    """A number subtracted in a formula: "(−8.21)" when it is negative ("− −8.21" read as a typo)."""
+    return f"({value:.2f})" if value < 0 else f"{value:.2f}"
 
 
 def token_setter(field: str, text: str, target: str, foil: str):

@@ -30,7 +30,7 @@ def models():
     return load_translators()
 
 
-st.title("The bottleneck, and attention that fixes it")
+st.title("The bottleneck, and attention")
 PAGE = "pages/bottleneck.py"
 intro(PAGE, "Before transformers, translation models read a sentence with an encoder into one summary vector, "
             "the context vector, and wrote the translation from it with a decoder. “The context vector turned "

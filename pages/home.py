@@ -32,7 +32,8 @@ steps = path()  # the app's path, or the lesson of the learner's class
 st.subheader(f"Your lesson in {md(klass.title)}" if klass else "Start here: a path through attention")
 seen_pages, answered, right = progress()
 total_minutes = sum(entry(p).minutes for p in steps)
-kept = ("kept for this browser: a reload, a new tab or a return tomorrow goes on where you were" if unstored() is None
+kept = ("kept for this browser: a reload, a new tab or a return tomorrow counts what you did (your sentence and "
+        "settings travel in the page's link)" if unstored() is None
         else "kept in this tab only (the app's database could not be opened)")
 st.markdown(f"{len(steps)} pages{'' if klass else ', from a toy lookup to what a real model' + chr(39) + 's heads do'}"
             f", about {total_minutes} minutes in all. Each page explains, then asks you to **predict** before it "

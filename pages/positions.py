@@ -129,8 +129,9 @@ right.dataframe(pd.DataFrame({
                   f"({query_position + 5}, {key_position + 5}): both 5 later"],
     "score": [toy.unrotated_score, toy.score, shifted.score],
 }).style.format({"score": "{:.4f}"}), hide_index=True, key="pos.toy_scores")
-right.caption(f"Distance m − n = {toy.distance}: moving both positions by the same amount leaves the score "
-              "unchanged; changing the distance changes it.")
+right.caption(f"Distance m − n = {toy.distance} (the formula's n − m is the same distance, the other way round): "
+              "moving both positions by the same amount leaves the score unchanged; changing the distance changes "
+              "it.")
 
 st.subheader("In SmolLM2")
 st.caption("SmolLM2 rotates 32 pairs of each 64-dimensional head, pair i by θ_i = 100000^(−2i/64) per position: "

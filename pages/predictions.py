@@ -24,9 +24,11 @@ from attention.models import (
     model_questions_for,
     next_tokens,
     query_row,
+    said,
     shown_tokens,
 )
 from attention.toy import examples as ex
+from attention.toy.rounding import number
 from pages._clicks import open_head_buttons
 from pages._examples import example_prediction, prediction_start, target_and_foil
 from pages._export import chart_config, export_row
@@ -109,7 +111,7 @@ top = next_tokens(att.next_logits, loaded.tokenizer, k=10, temperature=temperatu
 shown = [f"“{with_visible_spaces(t)}”" for t in top.tokens]  # a token's space shown: “␣Mary”
 st.plotly_chart(figures.weights_bar(shown, top.probabilities, title=f"The 10 most likely next tokens at T = "
                                      f"{temperature:g}", value_name="probability"), width="stretch", key="pred.next")
-st.caption(f"The model predicts {shown[0]} with p = {top.probabilities[0]:.2f}; the tokens outside these "
+st.caption(f"The model predicts {shown[0]} with p = {number(top.probabilities[0])}; the tokens outside these "
            f"{len(top.tokens)} together have {top.rest:.2f}. Entropy {top.entropy:.2f} nats (natural-log units: 0 when "
            "one token takes it all). Low T sharpens the distribution, high T flattens it. ␣ marks the space a token "
            "starts with: “␣Paris” and “Paris” are two tokens.")
@@ -135,7 +137,7 @@ if asked or st.session_state.get("pred.generated"):
                    for i, x in enumerate(gen.steps[:step + 1]))
     st.markdown(f"{md(text)}{done}")
     st.caption(f"Step {step + 1}: reading every token so far (the last one at position {s.position}), the model "
-               f"picked “{md(s.token)}” (p = {s.probability:.2f}) as the next token"
+               f"picked “{md(with_visible_spaces(s.token))}” (p = {number(s.probability)}) as the next token"
                + (": its end-of-text token, so it stopped." if gen.stopped == "end of text" and
                   step == len(gen.steps) - 1 else "."))
     c1, c2 = st.columns([1, 2])
@@ -222,7 +224,7 @@ st.plotly_chart(named(figures.weights_bar(pattern.col_labels, pattern.matrix[0],
                       layer=layer, head=head), width="stretch", key="pred.pattern",
                 config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}"))
 export_row(att, pattern, name, f"layer-{layer + 1}", f"head-{head + 1}", "last-token")
-effect = (f"How much m falls without it: {agrees.pair(layer, head, drop=True)}" if agrees else
+effect = (f"Without it, {said(agrees, layer, head)}" if agrees else
           f"Without it, {drop_in_words(estimate.drop[layer, head])}, as estimated")
 st.caption(f"{effect}. " + (f"The largest {'effect' if exact else 'estimate'} is at "
                             f"{head_words(top[0], top[1])}" + ("" if focus.head_picked else ", opened here") + "."))

@@ -29,6 +29,7 @@ from pages._frame import ensure_app_frame
 from pages._jobs import (
     attention_or_stop,
     result_of,
+    result_or_none,
 )
 from pages._labels import label_of
 from pages._lessons import predict_then_see
@@ -37,6 +38,21 @@ from pages._text import md
 from pages._widgets import layer_and_head
 
 ensure_app_frame()
+
+def patching_chart(patched, site: str) -> None:
+    """Section 3's result: the share of the clean prediction each patched site restores."""
+    if site == "residual":
+        rows = ["embeddings"] + [f"after layer {i}" for i in range(1, patched.effect.shape[0])]
+        fig = figures.heatmap(patched.effect, list(patched.tokens), rows, title="Share of the clean prediction "
+                              "restored", x_title="position (clean token)", y_title="residual stream",
+                              value_name="effect", colours=figures.SIGNED, show_values=False,
+                              height=min(1000, 140 + 20 * len(rows)))
+    else:
+        fig = figures.layer_head_heatmap(patched.effect, title="Share restored by each head", value_name="effect")
+    st.plotly_chart(fig, width="stretch", key="circ.patched")
+    st.caption(f"m is {number(patched.clean)} on the clean prompt and {number(patched.corrupt)} on the corrupted one. "
+               "1 = this one activation brings the clean prediction back, 0 = it changes nothing.")
+
 
 st.title("What heads do")
 intro("pages/what_heads_do.py", "The last step: a prediction, read part by part. Which heads (and the small networks "
@@ -130,19 +146,10 @@ elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") 
         st.session_state.get(f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"):
     st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"] = True
     corrupt = attention_or_stop(name, corrupt_text, say_check=False)
-    patched = result_of(activation_patching, "Patching…", loaded,
-                        att, corrupt, contrast, site=site)
-    if site == "residual":
-        rows = ["embeddings"] + [f"after layer {i}" for i in range(1, patched.effect.shape[0])]
-        fig = figures.heatmap(patched.effect, list(patched.tokens), rows, title="Share of the clean prediction "
-                               "restored", x_title="position (clean token)", y_title="residual stream",
-                               value_name="effect", colours=figures.SIGNED, show_values=False,
-                               height=min(1000, 140 + 20 * len(rows)))
-    else:
-        fig = figures.layer_head_heatmap(patched.effect, title="Share restored by each head", value_name="effect")
-    st.plotly_chart(fig, width="stretch", key="circ.patched")
-    st.caption(f"m is {patched.clean:.2f} on the clean prompt and {patched.corrupt:.2f} on the corrupted one. "
-               "1 = this one activation brings the clean prediction back, 0 = it changes nothing.")
+    # a corrupted prompt of another length: said, and the rest of the page (composition, the path) goes on
+    patched = result_or_none(activation_patching, "Patching…", loaded, att, corrupt, contrast, site=site)
+    if patched is not None:
+        patching_chart(patched, site)
 
 # --- 4. Which heads a head reads ---------------------------------------------------------------------------
 st.header("4 · Which heads it reads: composition")

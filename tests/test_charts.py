@@ -166,7 +166,10 @@ def test_bars_keep_their_values_and_a_marker_line_says_what_it_marks():
     many = figures.weights_bar([f"t{i}" for i in range(14)], np.full(14, 1 / 14))
     assert list(few.text) == ["0.200", "0.300", "0.500"] and few.textangle == 0
     assert len(many.data[0].text) == 14 and many.data[0].textangle == -90  # upright, every one
-    assert many.layout.uniformtext.mode == "hide"  # hidden (hover keeps it) only where a bar cannot hold it
+    assert many.data[0].constraintext == "none" and many.data[0].textfont.size >= 10  # never shrunk unreadable
+    signed = figures.weights_bar(list("abcdefgh"), [-0.3, 0.1, 0.2, 0, 0, 0, 0.05, 0], y_max=None, highlight=None)
+    low, high = signed.layout.yaxis.range
+    assert low < -0.3 - 0.1 and high > 0.2 + 0.1  # room beyond each end for the values written there
     line = figures.line_chart([1, 10, 100, 1000], {"y": [1, 2, 3, 4]}, x_title="d", log_x=True, marker_x=64,
                               marker_label="your d = 64")
     marker = line.layout.annotations[0]

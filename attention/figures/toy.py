@@ -16,14 +16,15 @@ COVERING = "#d62728"  # a curve drawn over an equal one: dashed, in a colour no 
 
 BAR_VALUES = 6  # bars whose values weights_bar writes flat above them; more are written turned upright (flat,
 # 7 and more in half a page at 800 px shrank to 5 px; dropped, a reader's own sentence showed no values at all)
-SMALLEST_VALUE_PX = 9  # a bar's value drawn smaller than this is hidden (hover keeps it), never shrunk unreadable
+VALUE_PX = 11  # a bar's value is written this size, never shrunk to fit its bar; where neighbours' values would
+# overlap (bars narrower than a line of text) the browser hides some (pages/components/fit.js), hover keeps all
 
 
 def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight", y_max: float | None = 1.0,
                 highlight: int | str | None = "max") -> go.Figure:
     """One bar per key; the highlighted bar is darker: "max" (the default) the largest, an int that bar,
-    None none. Each value is written above its bar (flat up to BAR_VALUES bars, upright beyond), hidden only where
-    a bar is too narrow to hold it at SMALLEST_VALUE_PX, and on hover always. Shapes: weights (m,)."""
+    None none. Each value is written beyond its bar's end at VALUE_PX (flat up to BAR_VALUES bars, upright
+    beyond), and on hover always. Shapes: weights (m,)."""
     w = np.asarray(weights, dtype=float)
     if highlight == "max":
         highlight = int(np.argmax(w)) if len(w) else None
@@ -31,11 +32,10 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
     upright = len(w) > BAR_VALUES
     fig = go.Figure(go.Bar(
         x=list(range(len(w))), y=w, marker_color=colors, textposition="outside", text=[f"{v:.3f}" for v in w],
-        textangle=-90 if upright else 0, cliponaxis=False, textfont=dict(size=11),
+        textangle=-90 if upright else 0, cliponaxis=False, textfont=dict(size=VALUE_PX), constraintext="none",
         hovertext=[f"{esc(lab)}<br>{value_name}: {v:.4f}" for lab, v in zip(labels, w, strict=True)], hoverinfo="text",
     ))
-    fig.update_layout(title=dict(text=esc(title)), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-                      uniformtext=dict(minsize=SMALLEST_VALUE_PX, mode="hide"))
+    fig.update_layout(title=dict(text=esc(title)), height=300, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     # Labels that do not fit flat turn to -45 degrees, each ending under its bar. Turned Plotly's own way
     # (+30), the last ones ran past the right edge at 800 px and [SEP] was dropped.
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=[esc(s) for s in labels],
@@ -45,7 +45,8 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
         shown = [0, y_max * head_room]
     else:  # signed (a difference): room beyond each end for the values written there, clear of the tick labels
         low, high = min(0.0, float(w.min(initial=0.0))), max(0.0, float(w.max(initial=0.0)))
-        shown = [low * head_room, high * head_room] if high > low else None
+        span = (high - low) * (0.45 if upright else 0.2)  # an upright "-0.237" is ~40 px of a ~200-px plot
+        shown = [low - (span if low < 0 else 0), high + (span if high > 0 else 0)] if high > low else None
     fig.update_yaxes(title_text=value_name, range=shown)
     return fig
 

@@ -67,10 +67,26 @@ function thinTicks(gd) {
   });
 }
 
+// A bar's value is written at one size, never shrunk (attention/figures/toy.py): where bars are narrower than a
+// line of text, values that would overlap their neighbour's are hidden (hover has every one).
+function thinBarValues(gd) {
+  gd.querySelectorAll(".barlayer .trace").forEach((trace) => {
+    let last = null;
+    trace.querySelectorAll("text.bartext").forEach((t) => {
+      t.style.display = "";
+      const box = t.getBoundingClientRect();
+      if (!box.width) return;
+      if (last && clash(box, last, 0, 0)) t.style.display = "none";
+      else last = box;
+    });
+  });
+}
+
 function fit(gd) {
   fitHeatmaps(gd);
   fitTitles(gd);
   thinTicks(gd);
+  thinBarValues(gd);
 }
 
 function watch(gd) {

@@ -61,6 +61,7 @@ from attention.models.analyses.head_effects import (
     drop_in_words,
     head_ablation,
     head_ablation_cosine,
+    said,
 )
 from attention.models.analyses.patching import SITES, Patching, activation_patching
 from attention.models.analyses.predictions import MAX_NEW_TOKENS, Generation, NextTokens, generate, next_tokens
@@ -116,6 +117,6 @@ __all__ = [
     "embedding_positions", "generate", "head_ablation", "head_ablation_cosine", "head_roles", "key_choices",
     "listed_corpora", "load_corpus_survey", "logit_lens", "merge_surveys", "next_tokens", "open_listed",
     "part_in_words", "probe_attention", "probe_ids", "prompt_names", "qk_attribution", "qk_projection", "read_corpus",
-    "roles_of", "spaced_alternative", "survey_bytes", "survey_file", "survey_file_on_ray", "swap_words",
+    "roles_of", "said", "spaced_alternative", "survey_bytes", "survey_file", "survey_file_on_ray", "swap_words",
     "swapped_prompt",
 ]

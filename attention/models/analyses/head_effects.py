@@ -107,12 +107,23 @@ class ScanAgreement:
         return f"exact {_signed(exact)}, estimate {_signed(estimate)}{wrong}"
 
 
+def _moves(drop: float) -> str:
+    return f"falls by {number(drop)}" if drop >= 0 else f"rises by {number(-drop)}"
+
+
 def drop_in_words(drop: float) -> str:
     """A head's drop (HeadEffects.drop) as a first-year reads it, never a double negative ("m falls by −0.811"):
     "m falls by 0.811 (the head helped the target)" or "m rises by 0.811 (the head worked for the foil)"."""
-    if drop >= 0:
-        return f"m falls by {number(drop)} (the head helped the target)"
-    return f"m rises by {number(-drop)} (the head worked for the foil)"
+    return f"m {_moves(drop)} " + ("(the head helped the target)" if drop >= 0 else "(the head worked for the foil)")
+
+
+def said(agrees: ScanAgreement, layer: int, head: int) -> str:
+    """One head's drop, exact and estimated, as a first-year reads it: "m rises by 1.281 (the head worked for the
+    foil); estimated, it rises by 1.361", and "(the estimate has the wrong sign)" where it has. The pages write
+    this after "Without it,"."""
+    exact, estimate = agrees.exact.drop[layer, head], agrees.estimate.drop[layer, head]
+    wrong = " (the estimate has the wrong sign)" if agrees.opposite[layer, head] else ""
+    return f"{drop_in_words(exact)}; estimated, it {_moves(estimate)}{wrong}"
 
 
 def _signed(value: float) -> str:

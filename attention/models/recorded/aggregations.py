@@ -115,8 +115,10 @@ class Aggregation:
 
 
 def _rollout_formula(residual: float) -> str:
-    return (rf"\tilde A^{{(\ell)}} = \operatorname{{rownorm}}\!\left({1 - residual:g}\,\bar A^{{(\ell)}} + "
-            rf"{residual:g}\, I\right),\quad R^{{(\ell)}} = \tilde A^{{(\ell)}} R^{{(\ell-1)}}")
+    """Two lines: on one, a phone cut it at "R^(ℓ−1"."""
+    return (rf"\begin{{aligned}} \tilde A^{{(\ell)}} &= \operatorname{{rownorm}}\!\left({1 - residual:g}\,"
+            rf"\bar A^{{(\ell)}} + {residual:g}\, I\right) \\ R^{{(\ell)}} &= \tilde A^{{(\ell)}} R^{{(\ell-1)}}"
+            rf" \end{{aligned}}")
 
 
 def _one_head(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
