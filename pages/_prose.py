@@ -1,4 +1,4 @@
-"""Our own prose on a page (never a user's text: that goes through pages/_text.md): each glossary term
+"""Our own prose on a page (never a user's text: that goes through pages/_text.py's md): each glossary term
 (attention.glossary) explained on hover, and on focus for a keyboard, where it first appears on the page.
 
     fresh_page()            at the top of a page (intro does it): no term explained yet
