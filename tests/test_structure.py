@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.named_paths import unresolved
 from tests.structure import cycle_path, cycles, import_graph, imports_of
 
 
@@ -24,3 +25,40 @@ def test_the_check_sees_imports_inside_functions_and_under_type_checking(tmp_pat
     graph = {"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": {"pkg.a"}, "pkg.d": {"pkg.a"}}
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
     assert cycle_path(graph, ["pkg.a", "pkg.b", "pkg.c"]) == ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]
+
+
+def test_every_path_the_words_name_is_a_path():
+    """README, docs/, docstrings, comments and the JavaScript name files and modules; each must exist."""
+    missing = unresolved()
+    assert not missing, "named but not there (file -> where it is named):\n" + "\n".join(
+        f"{name}  <- {', '.join(files)}" for name, files in missing.items())
+
+
+def test_the_path_check_finds_what_is_not_there(tmp_path):
+    """The kinds of name the check must catch: a moved file, a line reference, a moved function."""
+    words = tmp_path / "words.md"
+    moved, gone = "attention/" + "live.py", "attention.models." + "no_such_name"  # split: this file is read too
+    words.write_text(f"see {moved}, pages/components/fit.js:12, {gone}, "
+                     "pages._kept.linked and attention.self.query (a model's module), docs/*.md\n")
+    assert unresolved([words]).keys() == {moved, gone}
+
+
+def test_the_wings_fronts_are_the_register():
+    """A public name is listed once, in its wing's __all__; attention.models re-exports exactly their union."""
+    import types
+
+    import attention.models as models
+    from attention.models import analyses, forward, recorded
+
+    def public(module):
+        return {name for name, value in vars(module).items()
+                if not name.startswith("_") and not isinstance(value, types.ModuleType)}
+
+    wings = {wing.__name__: wing.__all__ for wing in (forward, recorded, analyses)}
+    for name, listed in wings.items():
+        assert len(listed) == len(set(listed)), (name, "listed twice")
+    for wing in (forward, recorded, analyses):
+        assert public(wing) == set(wing.__all__), (wing.__name__, public(wing) ^ set(wing.__all__))
+    union = [name for listed in wings.values() for name in listed]
+    assert len(union) == len(set(union)), "a name listed in two wings"
+    assert models.__all__ == union and public(models) == set(union)

@@ -27,10 +27,43 @@ Modules:
     qk_stream       the residual stream at a layer as a sum of the parts that wrote it (StreamParts)
     predictions     the next token and step-by-step generation (the Predictions page)
     embedding_positions  whether a model's layer-0 vectors carry each token's position (measured)
+    batch_pairs     prompt pairs (IOI templates, corruptions), read and written as a file
+    batch_inputs    a batch of prompts padded for one pass, and each prompt's last logits
+    batch           logit differences and attribution over a batch of prompt pairs, with their spread
+    batch_patching  activation patching over the same batch
+    batch_job       the batch as a job over a pairs file: parts saved as it goes, resumed, merged
+    batch_ray       the same job on Ray (an extra)
 
 Each takes a LoadedModel (attention.models.forward) and, where it reads a text, its ModelAttention.
 """
 
+from attention.models.analyses.batch import (
+    BatchAttribution,
+    LogitDifferences,
+    Spread,
+    batch_attribution,
+    logit_differences,
+)
+from attention.models.analyses.batch_inputs import PaddedBatch, last_logits, pad_batch
+from attention.models.analyses.batch_job import (
+    BatchJob,
+    batch_file,
+    batch_job_bytes,
+    batch_job_of,
+    load_batch_job,
+    merge_batch_jobs,
+)
+from attention.models.analyses.batch_pairs import (
+    CORRUPTIONS,
+    IOI_TEMPLATES,
+    PromptPair,
+    PromptPairs,
+    ioi_pairs,
+    read_prompt_pairs,
+    write_prompt_pairs,
+)
+from attention.models.analyses.batch_patching import BatchPatching, batch_patching
+from attention.models.analyses.batch_ray import batch_file_on_ray
 from attention.models.analyses.composition_scores import KINDS, Composition, composition
 from attention.models.analyses.corpus import (
     CORPUS_FORMATS,
@@ -119,4 +152,11 @@ __all__ = [
     "part_in_words", "probe_attention", "probe_ids", "prompt_names", "qk_attribution", "qk_projection", "read_corpus",
     "roles_of", "said", "spaced_alternative", "survey_bytes", "survey_file", "survey_file_on_ray", "swap_words",
     "swapped_prompt",
+    # over a batch of prompt pairs (batch_pairs, batch_inputs, batch, batch_patching)
+    "BatchAttribution", "BatchPatching", "CORRUPTIONS", "IOI_TEMPLATES", "LogitDifferences", "PaddedBatch",
+    "PromptPair", "PromptPairs", "Spread", "batch_attribution", "batch_patching", "ioi_pairs", "last_logits",
+    "logit_differences", "pad_batch", "read_prompt_pairs", "write_prompt_pairs",
+    # the same as a job over a pairs file, saved as it goes, resumed, or on Ray (batch_job, batch_ray)
+    "BatchJob", "batch_file", "batch_file_on_ray", "batch_job_bytes", "batch_job_of", "load_batch_job",
+    "merge_batch_jobs",
 ]

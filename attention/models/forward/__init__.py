@@ -39,13 +39,22 @@ what this wing records.
 """
 
 from attention.focus import DTYPES, Focus, ModelChoice, TokenAt, WordPair
-from attention.models.forward.anatomy import has_lm_head, layer_windows
+from attention.models.forward.anatomy import Anatomy, MissingAnatomy, has_lm_head, layer_windows
 from attention.models.forward.attention_stack import AttentionStack
 from attention.models.forward.bundled import example_images, minilm_dir
 from attention.models.forward.capture import CAPTURE, EagerBeside
 from attention.models.forward.check import GUARD_GAP, ModelCheck, ModelRefused, allowed_gap
 from attention.models.forward.device import compute_device, work_threads
 from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey
+from attention.models.forward.hook_points import (
+    HookCache,
+    HookPoint,
+    HookPointError,
+    hook_names,
+    hooks,
+    run_with_cache,
+    run_with_hooks,
+)
 from attention.models.forward.images import (
     IMAGE_FORMATS,
     MAX_IMAGE_BYTES,
@@ -93,7 +102,7 @@ from attention.models.forward.running import attend, attend_image, own_attention
 from attention.models.forward.sinks import SINKS_NOTE
 from attention.models.forward.survey_pass import survey
 from attention.models.forward.tokens import default_focus, find_word, last_word, spaced_labels, text_pieces
-from attention.naming import head_name, head_words
+from attention.naming import HeadName, head_name, head_words
 
 __all__ = [
     "Focus", "ModelChoice", "TokenAt", "WordPair", "head_name", "head_words",
@@ -112,4 +121,9 @@ __all__ = [
     "MAX_IMAGE_SIDE", "MIN_IMAGE_SIDE", "ImagePatches", "ImageRefused", "ExampleImages", "attend_image",
     "example_images", "image_models", "image_patches", "read_image",
     "CAPTURE", "SurveyKernel", "compute_device", "memory_plan", "minilm_dir", "work_threads",
+    # TransformerLens's hook points (hook_points) and one name for a head, both ways
+    "HeadName", "HookCache", "HookPoint", "HookPointError", "hook_names", "hooks", "run_with_cache",
+    "run_with_hooks",
+    # where a family keeps its parts, from the table or read from its module tree (anatomy_inferred)
+    "Anatomy", "MissingAnatomy",
 ]
