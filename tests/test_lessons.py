@@ -422,7 +422,7 @@ def test_no_page_talks_to_developers_outside_their_expander(minilm):
 
 
 def test_developer_talk_is_found_where_it_is():
-    assert DEVELOPER_TALK.findall("computed by attention.toy.live.query_sweeps (seed 004), pages/x.py")
+    assert DEVELOPER_TALK.findall("computed by attention.toy.live.query_sweeps (seed 004), pages/scaling.py")
     assert not DEVELOPER_TALK.findall("the attention of each head, in 0.5 s")
 
 
