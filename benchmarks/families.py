@@ -26,6 +26,8 @@ REASONS = {  # a phrase of the message a page shows -> what the table says (the 
     "same on both prompts": "no difference to restore", "head roles are measured": "encoder-decoder",
     "ALiBi": "ALiBi position bias", "disentangled": "disentangled positions", "interleaved": "interleaved rotary",
     "fuses q, k and v": "fused q, k, v", "not rebuilt exactly": "not exact", "not split here": "not split",
+    "no plain rotary positions": "no plain rotary", "soft-caps its logits": "soft-capped logits",
+    "no hook points": "no anatomy entry",
 }
 
 
@@ -37,6 +39,12 @@ def _works(call) -> str:
         message = str(err)
         return "no: " + next((short for phrase, short in REASONS.items() if phrase in message), message[:40])
     return "yes"
+
+
+def _said(why: str | None) -> str:
+    """A capability as the table writes it: "yes", or "no: " and the reason shortened as _works does."""
+    return "yes" if why is None else "no: " + next((short for phrase, short in REASONS.items() if phrase in why),
+                                                   why[:40])
 
 
 def _gap(value: float) -> str:
@@ -53,18 +61,10 @@ def feature_row(name: str, tok) -> dict:
         Reading,
         activation_patching,
         attribution_patching,
-        composition,
+        capabilities,
         contrast,
-        direct_logit_attribution,
-        generate,
-        head_ablation,
-        head_ablation_cosine,
-        head_roles,
         line_view,
-        logit_lens,
-        qk_attribution,
         query_row,
-        rotary_base,
         survey,
         swap_words,
         zoom,
@@ -84,27 +84,21 @@ def feature_row(name: str, tok) -> dict:
                                  survey(att))),
         "head step by step": _works(lambda: att.head_trace(0, 0, query=1)),
         "norm view": _works(lambda: zoom(att, "norm", layer=0)),
-        "rotary view": "yes" if rotary_base(loaded) is not None else "no",
     }
-    row["roles"] = _works(lambda: head_roles(loaded, repeat=5))
-    row["composition"] = _works(lambda: composition(loaded, att.n_layers - 1, 0))
-    n = len(att.tokens)
-    row["why this key"] = _works(lambda: qk_attribution(loaded, att, att.n_layers - 1, 0, n - 1, n - 2))
-    if decoder:
+    said = capabilities(loaded)  # the table's answers (tests/test_families.py holds them equal to a run of each)
+    for feature in ("roles", "composition", "why this key", "generation", "head effects", "direct attribution",
+                    "logit lens", "rotary view"):
+        row[feature] = _said(said[feature])
+    if decoder and said["head effects"] is None:
         pair = contrast(att, tok, " dog", " cat")
         corrupt = attend(loaded, swap_words(TEXT, "fox", "dog"))
-        row["generation"] = _works(lambda: generate(loaded, TEXT, max_new_tokens=2))
-        row["head effects"] = _works(lambda: head_ablation(loaded, att, pair))
         row["attribution patching"] = _works(lambda: attribution_patching(loaded, att, pair))
-        row["direct attribution"] = _works(lambda: direct_logit_attribution(loaded, att, pair))
-        row["logit lens"] = _works(lambda: logit_lens(loaded, att))
         row["activation patching"] = _works(lambda: activation_patching(loaded, att, corrupt, pair, site="heads"))
+    elif decoder:
+        row["attribution patching"] = row["activation patching"] = row["head effects"]
     else:
-        row["generation"] = "no: no LM head"
-        row["head effects"] = _works(lambda: head_ablation_cosine(loaded, att, "fox"))
         row["attribution patching"] = "no: metric without slope"
-        for feature in ("direct attribution", "logit lens", "activation patching"):
-            row[feature] = "no: no LM head"
+        row["activation patching"] = "no: no LM head"
     return row
 
 
@@ -126,7 +120,11 @@ def write_table(rows: list[dict], n_tokens: int, path: Path = ROOT / "docs" / "m
         "- **weights**: rebuilt from the captured q and k (any length: SmolLM2 reads 4,096 tokens), or the model's own",
         "  `output_attentions` for families whose scores carry a position bias (T5) or whose attention does not go",
         "  through transformers' attention interface (kept to 512 tokens, since all L × H × n² weights are held).",
-        "- a feature marked **no** shows its reason on the page instead of a chart.",
+        "- a feature marked **no** shows its reason on the page instead of a chart. For hook points, head effects,",
+        "  roles, composition, why this key, generation, direct attribution, the logit lens and the rotary view the",
+        "  answer is `attention.models.capabilities(model)`, read from the family's one entry in the anatomy",
+        "  (attention/models/forward/anatomy.py: its parts, how heads write, what q and k read);",
+        "  tests/test_families.py holds each answer equal to a run of the feature, reason word for word.",
         "- **granite, gpt_bigcode, gpt_bigcode_mha** have no entry in the anatomy's table: the guard reads their",
         "  parts from the module tree and keeps them only where a pass confirms them (anatomy_inferred: each head's",
         "  output is its pattern times its v, the blocks add exactly what attention and the MLP return, Granite's",

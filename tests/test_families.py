@@ -18,7 +18,7 @@ from attention.models.analyses.predictions import generate
 from attention.models.analyses.target_foil import contrast
 from attention.models.forward.survey_pass import survey
 from tests.numerics import assert_float32_close
-from tests.tiny_models import FAMILIES, TEXT, build, own_attentions
+from tests.tiny_models import EVERY, FAMILIES, TEXT, build, feature_trials, own_attentions
 
 DECODERS = [n for n, f in FAMILIES.items() if f.architecture == "decoder-only"]
 
@@ -201,3 +201,20 @@ def test_a_model_already_in_a_notebook_is_handed_over_without_a_copy(tok):
     loaded = from_model(model, tok)
     assert loaded.network is model and not model.training and loaded.spec.architecture == "decoder-only"
     assert attend(loaded, TEXT).self_attn.captured
+
+
+@pytest.mark.parametrize("name", list(EVERY))
+def test_capabilities_say_what_each_family_does(name, built, tok):
+    """The table's answer for each feature equals a run of it: None where it runs, its reason word for word
+    where it refuses (HookPointError is a ValueError too). A rule that promises too much or too little fails."""
+    from attention.models import capabilities
+
+    loaded, _, att = built(name)
+    said = capabilities(loaded)
+    for feature, run in feature_trials(loaded, att, tok).items():
+        try:
+            run()
+        except ValueError as err:
+            assert said[feature] == str(err), (name, feature, str(err), said[feature])
+        else:
+            assert said[feature] is None, (name, feature, "runs, but capabilities say", said[feature])

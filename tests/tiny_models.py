@@ -163,3 +163,37 @@ def own_attentions(reference, att) -> tuple[np.ndarray, ...]:
         out = reference(input_ids=ids, output_attentions=True, **extra)
     own = out.encoder_attentions if att.architecture == "encoder-decoder" else out.attentions
     return tuple(a[0].float().cpu().numpy() for a in own)  # float32 (a half-precision model's own are rounded)
+
+
+def feature_trials(loaded, att, tok) -> dict:
+    """Each feature of attention.models.forward.capabilities -> a call that runs it on `att` (TEXT), for a check
+    that a family's capabilities say what it actually does (tests/test_families.py, benchmarks.families)."""
+    from attention.models import (
+        composition,
+        contrast,
+        corpus_survey,
+        direct_logit_attribution,
+        generate,
+        head_ablation,
+        head_ablation_cosine,
+        head_roles,
+        logit_lens,
+        qk_attribution,
+        run_with_cache,
+    )
+
+    decoder = att.next_logits is not None
+    pair = contrast(att, tok, " dog", " cat") if decoder else None
+    last = len(att.tokens) - 1
+    return {
+        "hook points": lambda: run_with_cache(loaded, TEXT),
+        "head effects": (lambda: head_ablation(loaded, att, pair)) if decoder else
+                        (lambda: head_ablation_cosine(loaded, att, "fox")),
+        "direct attribution": lambda: direct_logit_attribution(loaded, att, pair),
+        "logit lens": lambda: logit_lens(loaded, att),
+        "generation": lambda: generate(loaded, TEXT, max_new_tokens=2),
+        "roles": lambda: head_roles(loaded, repeat=5),
+        "corpus survey": lambda: corpus_survey(loaded, [TEXT]),
+        "composition": lambda: composition(loaded, att.n_layers - 1, 0),
+        "why this key": lambda: qk_attribution(loaded, att, att.n_layers - 1, 0, last, last - 1),
+    }

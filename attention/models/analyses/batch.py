@@ -34,6 +34,7 @@ from attention.models.analyses.batch_inputs import chunks, last_logits, pad_batc
 from attention.models.analyses.batch_pairs import PromptPairs
 from attention.models.analyses.readout import frozen_norm
 from attention.models.analyses.target_foil import choose_token, logit_difference
+from attention.models.forward.capabilities import require
 from attention.models.forward.device import work_threads
 from attention.models.forward.model import LoadedModel
 from attention.naming import HeadName
@@ -194,17 +195,10 @@ def _at_last_tokens(loaded: LoadedModel, batch, names: list[str]) -> tuple[dict[
 
 def _readout_parts(loaded: LoadedModel):
     """The anatomy, or ValueError (in words) for a model whose logit difference is not a sum of parts here."""
-    name = loaded.spec.name
-    if loaded.spec.architecture != "decoder-only":
-        raise ValueError(f"{name} predicts no next token: there is no logit difference to attribute")
+    require(loaded, "direct attribution")
     parts = loaded.anatomy
-    if not parts.family.linear_heads:
-        raise ValueError(f"{name} normalises what each attention layer writes before adding it to the residual "
-                         "stream (Gemma 2 and 3, OLMo-2): a head's direct share of the logits is not defined for it")
-    if loaded.logit_softcap:
-        raise ValueError(f"{name} soft-caps its logits: they are not a sum of parts")
     if parts.final_norm is None or parts.unembed is None or loaded.output_weights is None:
-        raise ValueError(f"{name}'s final norm, unembedding or output projections are not known here")
+        raise ValueError(f"{loaded.spec.name}'s final norm, unembedding or output projections are not known here")
     return parts
 
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import MissingAnatomy, parameter
+from attention.models.forward.anatomy import parameter
+from attention.models.forward.capabilities import require
 from attention.models.forward.model import LoadedModel
 
 KINDS = ("Q", "K", "V")
@@ -52,13 +53,8 @@ class Composition:
 def head_matrices(loaded: LoadedModel, layer: int) -> dict[str, torch.Tensor]:
     """One layer's per-head factors, float64, x @ W form: W_Q, W_K, W_V (H, D, d) (grouped-query heads
     repeated to every query head) and W_O (H, d, D). ValueError when the family fuses q, k and v."""
-    try:
-        parts = loaded.anatomy
-    except MissingAnatomy as err:
-        raise ValueError(f"{loaded.spec.name}: {err}.") from None
-    if parts.family.qkv is None:
-        raise ValueError(f"{loaded.spec.name} ({parts.model_type}) computes q, k and v in one fused projection: "
-                         "composition scores are computed here for families with separate ones.")
+    require(loaded, "composition")
+    parts = loaded.anatomy
     block = parts.blocks[layer]
     try:
         q, k, v = (parameter(block.get_submodule(path)).detach().double().cpu().T

@@ -37,6 +37,7 @@ import torch
 
 from attention.models.analyses.corpus import MAX_TOKENS
 from attention.models.analyses.saved_file import read_saved
+from attention.models.forward.capabilities import require
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.running import attend
 from attention.models.forward.survey_pass import survey
@@ -194,9 +195,7 @@ def corpus_survey(loaded: LoadedModel, texts, *, k: int = TOP_K, include_sinks: 
     texts = tuple(getattr(texts, "texts", texts))
     if not texts:
         raise ValueError("the corpus holds no text")
-    if loaded.spec.architecture == "encoder-decoder":
-        raise ValueError(f"{loaded.spec.name} is an encoder-decoder model: the corpus survey reads encoders and "
-                         "decoders, whose heads read the text itself.")
+    require(loaded, "corpus survey")
     pass_ = _Pass(k=k, include_sinks=include_sinks, sample=sample, seed=seed)
     tokens, spans, truncated = [], [], 0
     offsets = {"return_offsets_mapping": True} if getattr(loaded.tokenizer, "is_fast", False) else {}

@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 from attention.models.analyses.target_foil import Contrast, logit_difference
-from attention.models.forward.anatomy import Anatomy, MissingAnatomy, has_lm_head, parameter
+from attention.models.forward.anatomy import Anatomy, has_lm_head, parameter
+from attention.models.forward.capabilities import require
 from attention.models.forward.hook_points import HookPoint, hooks
 from attention.models.forward.model import LoadedModel, final_logits
 from attention.models.forward.model_attention import ModelAttention
@@ -58,16 +59,8 @@ def edit_setup(loaded: LoadedModel, att: ModelAttention) -> EditSetup:
         raise ValueError(f"Head effects are measured on texts of up to {EFFECT_MAX_TOKENS} tokens (every head is "
                          f"removed in a pass of its own); this text has {len(att.tokens):,}. Keep the part that "
                          "leads to the prediction.")
-    if att.architecture == "encoder-decoder":
-        raise ValueError(f"{name} is an encoder-decoder model: head effects are measured here on encoders and "
-                         "decoders only.")
-    try:
-        parts = loaded.anatomy
-    except MissingAnatomy as err:
-        raise ValueError(f"{name}'s heads cannot be removed here: {err}.") from None
-    if parts.family.shared_layers:
-        raise ValueError(f"{name} runs one shared block for every layer ({parts.model_type}): removing a head "
-                         "from one layer alone would remove it from all of them, so head effects are not shown.")
+    require(loaded, "head effects")
+    parts = loaded.anatomy
     ids = torch.as_tensor(att.token_ids)[None].to(loaded.device)
     L = len(parts.blocks)
     resid_pre = {}

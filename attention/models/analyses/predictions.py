@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.anatomy import has_lm_head
+from attention.models.forward.capabilities import require
 from attention.models.forward.capture import recording
 from attention.models.forward.device import work_threads
 from attention.models.forward.model import LoadedModel
@@ -101,9 +101,7 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
     The model's lock is taken for one step at a time, so other sessions' forward passes interleave.
     """
     network, tok = loaded.network, loaded.tokenizer
-    if not has_lm_head(network):
-        raise ValueError(f"{loaded.spec.name} is an encoder: it has no language-model head and predicts no next "
-                         "token. Choose a decoder (SmolLM2).")
+    require(loaded, "generation")
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("Type a prompt first: the text is empty.")
     if not 1 <= max_new_tokens <= MAX_NEW_TOKENS:

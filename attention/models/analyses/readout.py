@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 from attention.models.analyses.target_foil import Contrast, TokenChoice
-from attention.models.forward.anatomy import Anatomy, MissingAnatomy, home, parameter
+from attention.models.forward.anatomy import Anatomy, home, parameter
+from attention.models.forward.capabilities import require
 from attention.models.forward.hook_points import HookPoint, hook_names, hooks
 from attention.models.forward.model import LoadedModel, final_logits
 from attention.models.forward.model_attention import ModelAttention, shown_tokens
@@ -65,17 +66,11 @@ class Residual:
     # bias included) in every family whose heads write linearly (the only ones direct attribution reads)
 
 
-def _anatomy_for_readout(loaded: LoadedModel, att: ModelAttention, what: str) -> Anatomy:
-    name = loaded.spec.name
+def _anatomy_for_readout(loaded: LoadedModel, att: ModelAttention, feature: str) -> Anatomy:
+    require(loaded, feature)
     if att.next_logits is None:
-        raise ValueError(f"{name} predicts no next token, so there is no {what} to read.")
-    try:
-        parts = loaded.anatomy
-    except MissingAnatomy as err:
-        raise ValueError(f"{name}: {err}.") from None
-    if parts.final_norm is None or parts.unembed is None:
-        raise ValueError(f"{name}'s final norm or unembedding is not known here, so its {what} cannot be read.")
-    return parts
+        raise ValueError(f"{loaded.spec.name}'s result holds no next-token logits to read.")
+    return loaded.anatomy
 
 
 def residual_stream(loaded: LoadedModel, att: ModelAttention, parts: Anatomy) -> Residual:
@@ -168,14 +163,7 @@ def frozen_norm(norm: torch.nn.Module, x: torch.Tensor):
 def direct_logit_attribution(loaded: LoadedModel, att: ModelAttention, contrast: Contrast) -> LogitAttribution:
     """Every head's, MLP's and the embeddings' direct share of the contrast's logit difference (module
     docstring). ValueError for families whose heads are not written linearly to the residual stream."""
-    parts = _anatomy_for_readout(loaded, att, "logit difference")
-    if not parts.family.linear_heads:
-        raise ValueError(f"{loaded.spec.label} normalises what each attention layer writes before adding it to "
-                         "the residual stream (a norm after attention, as in Gemma 2 and 3 and OLMo-2): a head's "
-                         "direct share of the logits is not defined for it. The effect of removing each head is "
-                         "measured for any model.")
-    if loaded.logit_softcap:
-        raise ValueError(f"{loaded.spec.name} soft-caps its logits: they are not a sum of parts.")
+    parts = _anatomy_for_readout(loaded, att, "direct attribution")
     r = residual_stream(loaded, att, parts)
     L, H = r.z.shape[0], att.n_heads
     apply, beta = frozen_norm(parts.final_norm, r.resid[L, -1])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from attention.models.forward.capabilities import require
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.running import attend
@@ -107,9 +108,7 @@ def roles_of(att: ModelAttention, repeat: int, first: int, *, seed: int = 0) -> 
 
 def probe_attention(loaded: LoadedModel, *, repeat: int = PROBE_REPEAT, seed: int = 0) -> tuple[ModelAttention, int]:
     """The model's attention on the probe (for roles_of, and to show a head's pattern on it)."""
-    if loaded.spec.architecture == "encoder-decoder":
-        raise ValueError(f"{loaded.spec.name} is an encoder-decoder model: head roles are measured here on "
-                         "encoders and decoders, whose heads read the probe itself.")
+    require(loaded, "roles")
     ids, first = probe_ids(loaded.tokenizer, repeat, seed)
     return attend(loaded, f"{repeat} random tokens, twice (seed {seed})", ids=ids), first
 

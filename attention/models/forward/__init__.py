@@ -11,6 +11,7 @@ Modules, in the order a forward pass meets them:
     device          where work runs: compute_device, work_threads
     model           LoadedModel (network, tokenizer, its ModelCheck, the lock that shares it)
     anatomy         where each family keeps its layers, W_O, norm, rotary embedding and LM head; its windows
+    capabilities    what a model supports: each feature -> None or why not, read from its family's entry
     inputs          what the network reads: a text tokenized and cut to its limit, ids as given, an image's pixels
     capture         records Q, K, V inside the network while it runs (and its eager attention beside it)
     running         attend(): the one forward pass over a user's text; own_attention(): the model's own weights
@@ -42,6 +43,7 @@ from attention.focus import DTYPES, Focus, ModelChoice, TokenAt, WordPair
 from attention.models.forward.anatomy import Anatomy, MissingAnatomy, has_lm_head, layer_windows
 from attention.models.forward.attention_stack import AttentionStack
 from attention.models.forward.bundled import example_images, minilm_dir
+from attention.models.forward.capabilities import FEATURES, capabilities, require, why_not
 from attention.models.forward.capture import CAPTURE, EagerBeside
 from attention.models.forward.check import GUARD_GAP, ModelCheck, ModelRefused, allowed_gap
 from attention.models.forward.device import compute_device, work_threads
@@ -126,4 +128,6 @@ __all__ = [
     "run_with_hooks",
     # where a family keeps its parts, from the table or read from its module tree (anatomy_inferred)
     "Anatomy", "MissingAnatomy",
+    # what a model supports: each feature -> None or why not (capabilities), the guard every analysis starts with
+    "FEATURES", "capabilities", "require", "why_not",
 ]

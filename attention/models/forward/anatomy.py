@@ -9,7 +9,10 @@ LlamaForCausalLM, BertModel itself), and, for the parts of one block, relative t
 
 The entry also says what the hook points (attention.models.forward.hook_points) read there: which module's
 output is what attention and the MLP add to the residual stream (`writes`), and how a family that makes q, k
-and v in one projection lays them out (`fused_qkv`). A family is described here once.
+and v in one projection lays them out (`fused_qkv`); and what "why this key" (attention.models.analyses.
+qk_attribution) reads for a score's parts (`qk`: where q and k read the stream, or why its scores are not
+split). A family is described here once; attention.models.forward.capabilities reads these entries to say
+what each feature needs and which model lacks it.
 
 A family without an entry still shows its attention (capture needs no anatomy); what needs the anatomy
 says which family is missing instead of guessing module names.
@@ -69,6 +72,27 @@ class FusedQKV:
 
 
 @dataclass(frozen=True)
+class QKFamily:
+    """Where one family's block keeps what its query and key read (paths from a block), for "why this key".
+
+    How the block writes to the stream (`residual`):
+        "pre"                   x' = x + W_O(z) + mlp                      (Llama, GPT-2, OPT, Phi, Gemma)
+        "post_attention_norm"   x' = x + N(W_O(z)) + mlp, N frozen         (Gemma-2, Gemma-3, OLMo-2)
+        "post"                  y = N1(x + W_O(z)); x' = N2(y + mlp(y))     (BERT, RoBERTa, ELECTRA, DistilBERT)
+    """
+
+    norm: str | None  # the norm attention reads the stream through (None: it reads the stream itself)
+    query: str  # the query projection, or the fused q, k, v projection (key None): q, then k, then v
+    key: str | None
+    residual: str = "pre"  # how the block writes to the stream (above)
+    post_norms: tuple[str, ...] = ()  # "post_attention_norm": the norm of W_O's output; "post": N1, N2
+    query_scaling: bool = False  # the module multiplies q by its `scaling` before the kernel (OPT)
+
+
+NOT_SPLIT = ("its family has no entry in this app's list of the families whose scores it splits")
+
+
+@dataclass(frozen=True)
 class Family:
     """Where one family keeps its parts (paths from the base model; block parts from a block)."""
 
@@ -92,57 +116,78 @@ class Family:
     write_scale: str | None = None  # a config field the block multiplies what attention and the MLP return by
     # before adding it (Granite's residual_multiplier): W_O and the writes are read scaled
     logit_divisor: str | None = None  # a config field the LM head's output is divided by (Granite's logits_scaling)
+    qk: QKFamily | str = NOT_SPLIT  # what q and k read, for "why this key"; or why its scores are not split
 
 
 PLAIN_WRITES = Writes(None, "mlp")  # x + W_O(z) + mlp(...): each term added as its module returns it
 NORMED_WRITES = Writes("post_attention_layernorm", "post_feedforward_layernorm")  # each normalised, then added
 BERT_WRITES = Writes(None, "output.dense", "output.LayerNorm")  # y = N1(x + W_O(z)); x' = N2(y + dense(...))
 QKV = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
+LLAMA_QK = QKFamily("input_layernorm", "self_attn.q_proj", "self_attn.k_proj")
+GEMMA2_QK = replace(LLAMA_QK, residual="post_attention_norm", post_norms=("post_attention_layernorm",))
+BERT_QK = QKFamily(None, "attention.self.query", "attention.self.key", residual="post",
+                   post_norms=("attention.output.LayerNorm", "output.LayerNorm"))
+ENCODER_DECODER = "is an encoder-decoder model"
 LLAMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                    restartable=True, linear_heads=True, qkv=QKV, writes=PLAIN_WRITES)
-# OLMo-2 normalises what attention writes before adding it
+                    restartable=True, linear_heads=True, qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK)
+# OLMo-2 normalises what attention writes before adding it (and reads the stream without a norm)
 POST_NORM = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                   restartable=True, qkv=QKV, writes=NORMED_WRITES)
+                   restartable=True, qkv=QKV, writes=NORMED_WRITES, qk=replace(GEMMA2_QK, norm=None))
 # embeddings scaled by √D on the way in: no restart
 GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                    linear_heads=True, qkv=QKV, writes=PLAIN_WRITES)
+                    linear_heads=True, qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK)
 # attention's output is normalised before the residual: not linear per head
 GEMMA2_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                     qkv=QKV, writes=NORMED_WRITES)
+                     qkv=QKV, writes=NORMED_WRITES, qk=GEMMA2_QK)
 BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None,
                    qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
-                   writes=BERT_WRITES)
+                   writes=BERT_WRITES, qk=BERT_QK)
 DEBERTA_LIKE = replace(BERT_LIKE, qkv=("attention.self.query_proj", "attention.self.key_proj",
-                                       "attention.self.value_proj"), writes=None)
-BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None, qkv=QKV)  # the encoder's self-attention
+                                       "attention.self.value_proj"), writes=None,
+                       qk="adds disentangled position-to-content scores to every score")
+BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None, qkv=QKV,  # the encoder's self-attention
+                   qk=ENCODER_DECODER)
 
 FAMILIES = {  # config.model_type -> Family
     "llama": LLAMA_LIKE, "mistral": LLAMA_LIKE, "mixtral": LLAMA_LIKE, "qwen2": LLAMA_LIKE, "qwen3": LLAMA_LIKE,
-    "phi3": replace(LLAMA_LIKE, qkv=None, fused_qkv=FusedQKV("self_attn.qkv_proj", "side by side")),  # q, k, v fused
+    "phi3": replace(LLAMA_LIKE, qkv=None, fused_qkv=FusedQKV("self_attn.qkv_proj", "side by side"),  # q, k, v fused
+                    qk=QKFamily("input_layernorm", "self_attn.qkv_proj", None)),
     "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,
     "gemma": GEMMA_LIKE, "gemma2": GEMMA2_LIKE, "gemma3_text": GEMMA2_LIKE,
     "phi": Family("layers", "self_attn", "self_attn.dense", "final_layernorm", "rotary_emb", linear_heads=True,
-                  qkv=QKV, writes=PLAIN_WRITES),
+                  qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK),
     "gpt2": Family("h", "attn", "attn.c_proj", "ln_f", linear_heads=True,
-                   fused_qkv=FusedQKV("attn.c_attn", "side by side"), writes=PLAIN_WRITES),
+                   fused_qkv=FusedQKV("attn.c_attn", "side by side"), writes=PLAIN_WRITES,
+                   qk=QKFamily("ln_1", "attn.c_attn", None)),
     "gptj": Family("h", "attn", "attn.out_proj", "ln_f", linear_heads=True,
-                   qkv=("attn.q_proj", "attn.k_proj", "attn.v_proj"), writes=PLAIN_WRITES),
+                   qkv=("attn.q_proj", "attn.k_proj", "attn.v_proj"), writes=PLAIN_WRITES,
+                   qk="rotates queries and keys inside its attention with interleaved pairs"),
     "gpt_neox": Family("layers", "attention", "attention.dense", "final_layer_norm", "rotary_emb", linear_heads=True,
-                       fused_qkv=FusedQKV("attention.query_key_value", "by head"), writes=PLAIN_WRITES),
+                       fused_qkv=FusedQKV("attention.query_key_value", "by head"), writes=PLAIN_WRITES,
+                       qk="fuses q, k and v per head in one projection"),
     "opt": Family("decoder.layers", "self_attn", "self_attn.out_proj", "decoder.final_layer_norm", linear_heads=True,
-                  qkv=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
-    "falcon": Family("h", "self_attention", "self_attention.dense", "ln_f", "rotary_emb", linear_heads=True),
-    "bloom": Family("h", "self_attention", "self_attention.dense", "ln_f", linear_heads=True),
+                  qkv=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+                  qk=QKFamily("self_attn_layer_norm", "self_attn.q_proj", "self_attn.k_proj", query_scaling=True)),
+    "falcon": Family("h", "self_attention", "self_attention.dense", "ln_f", "rotary_emb", linear_heads=True,
+                     qk="adds ALiBi position biases to its scores (in some checkpoints) and writes attention and MLP "
+                        "from one norm"),
+    "bloom": Family("h", "self_attention", "self_attention.dense", "ln_f", linear_heads=True,
+                    qk="adds ALiBi position biases to every score"),
     "bert": BERT_LIKE, "roberta": BERT_LIKE, "electra": BERT_LIKE, "deberta-v2": DEBERTA_LIKE,
     "distilbert": Family("transformer.layer", "attention", "attention.out_lin", None,
                          qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin"),
-                         writes=Writes(None, "ffn", "output_layer_norm")),
+                         writes=Writes(None, "ffn", "output_layer_norm"),
+                         qk=QKFamily(None, "attention.q_lin", "attention.k_lin", residual="post",
+                                     post_norms=("sa_layer_norm", "output_layer_norm"))),
     "albert": Family("encoder.albert_layer_groups.0.albert_layers", "attention", "attention.dense", None,
-                     shared_layers=True, qkv=("attention.query", "attention.key", "attention.value")),
+                     shared_layers=True, qkv=("attention.query", "attention.key", "attention.value"),
+                     qk="runs one shared block for every layer"),
     "modernbert": Family("layers", "attn", "attn.Wo", "final_norm", "rotary_emb", rotate_half=True,
-                         fused_qkv=FusedQKV("attn.Wqkv", "side by side"), writes=PLAIN_WRITES),
+                         fused_qkv=FusedQKV("attn.Wqkv", "side by side"), writes=PLAIN_WRITES,
+                         qk="fuses q, k and v in one projection read per head"),
     "t5": Family("encoder.block", "layer.0.SelfAttention", "layer.0.SelfAttention.o", "encoder.final_layer_norm",
-                 qkv=("layer.0.SelfAttention.q", "layer.0.SelfAttention.k", "layer.0.SelfAttention.v")),
+                 qkv=("layer.0.SelfAttention.q", "layer.0.SelfAttention.k", "layer.0.SelfAttention.v"),
+                 qk="adds a learned position bias to every score"),
     "bart": BART_LIKE, "marian": BART_LIKE,
 }
 

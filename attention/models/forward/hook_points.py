@@ -60,7 +60,8 @@ from dataclasses import dataclass
 
 import torch
 
-from attention.models.forward.anatomy import Anatomy, Family, MissingAnatomy, model_type, parameter
+from attention.models.forward.anatomy import Anatomy, Family, model_type, parameter
+from attention.models.forward.capabilities import require
 from attention.models.forward.inputs import text_inputs
 from attention.models.forward.model import LoadedModel
 
@@ -166,17 +167,8 @@ def points(loaded: LoadedModel, parts: Anatomy | None = None) -> dict[str, Point
 
 def _anatomy(loaded: LoadedModel):
     """(anatomy, family name), or HookPointError for a model whose every point would be missing or ambiguous."""
-    name = loaded.spec.name
-    if loaded.spec.inputs != "text" or loaded.spec.architecture == "encoder-decoder":
-        raise HookPointError(f"{name} is an {'image model' if loaded.spec.inputs != 'text' else 'encoder-decoder'}: "
-                             "hook points cover text decoders and encoders here")
-    try:
-        parts = loaded.anatomy
-    except MissingAnatomy as err:
-        raise HookPointError(f"{name} has no hook points: {err}") from None
-    if parts.family.shared_layers:
-        raise HookPointError(f"{name} ({parts.model_type}) runs one block for every layer: a hook on it cannot "
-                             "tell the layers apart, so it has no hook points")
+    require(loaded, "hook points", HookPointError)
+    parts = loaded.anatomy
     return parts, parts.model_type
 
 
