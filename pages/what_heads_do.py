@@ -21,6 +21,7 @@ from attention.models import (
     logit_lens,
     model_label,
     model_questions_for,
+    why_not,
 )
 from attention.toy.rounding import number
 from pages._examples import example_shares, pick_setter, prediction_start, target_and_foil
@@ -70,19 +71,25 @@ if att.next_logits is None:  # an encoder: nothing predicted, nothing to read pa
     stop_here()
 contrast = target_and_foil(att, loaded.tokenizer, words, slot="circ")
 st.caption("When m is above 0 the model prefers the target; below 0, the foil.")
-shares = result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, contrast)
-# asked before the shares are shown
-predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name, texts=(text,),
-                 example=example_shares)
+# a family whose heads' writes are normalised (Gemma 3) has no direct shares: said, and the page goes on
+no_shares = why_not(loaded, "direct attribution")
+shares = None if no_shares else result_of(direct_logit_attribution, "Reading each part's share…", loaded, att, contrast)
+if shares is not None:  # asked before the shares are shown
+    predict_then_see(model_questions_for("what_heads_do"), {"shares": shares}, shown=name, texts=(text,),
+                     example=example_shares)
 
 # --- 1. Who writes the prediction ---------------------------------------------------------------------------
 st.header("1 · Who writes it: direct logit attribution")
-# Two formulas, one under the other: side by side (in columns too) the first was cut at 800 px.
-st.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
-st.latex(r"\sum_p \text{share}(p) = m")
-st.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
-                width="stretch", key="circ.direct")
-if st.button("Compare with each head's total effect (remove every head)", icon=":material/science:",
+if shares is None:
+    st.info(f":material/block: {md(no_shares)}")
+else:
+    # Two formulas, one under the other: side by side (in columns too) the first was cut at 800 px.
+    st.latex(r"\text{share}(p) = N_{\text{frozen}}(p)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
+    st.latex(r"\sum_p \text{share}(p) = m")
+    st.plotly_chart(figures.layer_head_heatmap(shares.heads, title="Direct share of each head", value_name="share"),
+                    width="stretch", key="circ.direct")
+if st.button("Compare with each head's total effect (remove every head)" if shares is not None else
+             "Measure each head's total effect (remove every head)", icon=":material/science:",
              key="circ.scan") or st.session_state.get(f"circ.scanned.{name}.{text}.{contrast.typed}"):
     st.session_state[f"circ.scanned.{name}.{text}.{contrast.typed}"] = True
     exact = result_of(head_ablation, "Ablating every head…", loaded, att,
@@ -92,14 +99,15 @@ if st.button("Compare with each head's total effect (remove every head)", icon="
 else:
     st.info("A head's direct share is what it writes straight into the output. Removing it also removes what "
             "later heads did with it: run the scan to see the total effect below the direct one.")
-st.caption(f"The parts add up to {number(shares.total)}; the model's own m is {number(shares.model)}. Embeddings "
-           f"{number(shares.embeddings, signed=True)}, all MLPs {number(shares.mlps.sum(), signed=True)}, all heads "
-           f"{number(shares.heads.sum(), signed=True)}, biases {number(shares.biases, signed=True)}. Both charts "
-           "read alike: positive (blue) helps the target. A total effect of the other sign than a head's direct "
-           "share means later heads undo what it writes.")
-st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
-                                     title="Direct share of each layer's MLP", value_name="share", y_max=None,
-                                     highlight=None), width="stretch", key="circ.mlps")
+if shares is not None:
+    st.caption(f"The parts add up to {number(shares.total)}; the model's own m is {number(shares.model)}. "
+               f"Embeddings {number(shares.embeddings, signed=True)}, all MLPs {number(shares.mlps.sum(), signed=True)}"
+               f", all heads {number(shares.heads.sum(), signed=True)}, biases {number(shares.biases, signed=True)}. "
+               "Both charts read alike: positive (blue) helps the target. A total effect of the other sign than a "
+               "head's direct share means later heads undo what it writes.")
+    st.plotly_chart(figures.weights_bar([str(i + 1) for i in range(len(shares.mlps))], shares.mlps,
+                                         title="Direct share of each layer's MLP", value_name="share", y_max=None,
+                                         highlight=None), width="stretch", key="circ.mlps")
 
 # --- 2. How it forms ---------------------------------------------------------------------------------------
 st.header("2 · How it forms: the logit lens")
@@ -167,11 +175,10 @@ st.button("Read that head", icon=":material/arrow_downward:", key="circ.inductio
 c1, c2 = st.columns(2)  # the strongest induction head opens here, until the visitor picks another
 layer, head = layer_and_head(c1, c2, following(focus, *best), att.n_layers, att.n_heads, slot="circ",
                              kinds=att.layer_kind)
-try:
-    comp = composition(loaded, layer, head)
-except ValueError as err:
-    comp = None
-    st.info(md(err))
+no_composition = why_not(loaded, "composition")  # q, k and v in one fused projection (GPT-2): said
+comp = None if no_composition else composition(loaded, layer, head)
+if no_composition:
+    st.info(f":material/block: {md(no_composition)}")
 if comp is not None and layer == 0:
     st.info("Layer 1 reads no earlier head: choose a later one, or read the induction head above.")
 elif comp is not None:

@@ -364,3 +364,16 @@ def test_shared_work_is_known_by_its_own_arguments(minilm):
     assert shared(scan, "…", first, 3) is job
     assert shared(scan, "…", again, 3) is not job and shared(scan, "…", first, 4) is not job
     assert job.wait(10) and job.result == (first.serial, 3, "zero")
+
+
+def test_what_heads_do_on_gemma3_says_why_there_are_no_direct_shares_and_goes_on():
+    """Gemma 3 normalises what attention writes, so a head's direct share is not defined (capabilities): the
+    page says so in section 1 and still reads the logit lens, patching and composition (it stopped there)."""
+    from attention.models import load_model, why_not
+
+    at = open_page("pages/what_heads_do.py")
+    at.selectbox(key="circ.model").set_value("gemma3").run(timeout=300)
+    assert not at.exception
+    reason = why_not(load_model("gemma3"), "direct attribution")
+    assert reason and any(reason[:40] in i.value.replace("\\", "") for i in at.info)
+    assert [h.value[:1] for h in at.header] == ["1", "2", "3", "4"] and chart(at, "circ.lens")
