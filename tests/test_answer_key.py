@@ -15,10 +15,12 @@ import pytest
 from markdown_it import MarkdownIt
 
 from attention.answer_key import answer_key, key_markdown, shown_choice
+from attention.models.recorded.questions import model_questions_for
 from attention.toy import examples as ex
 from attention.toy import questions as toy_questions
 
-MODEL_PAGES = ("model_heads", "ambiguous_words", "predictions", "what_heads_do", "inside_head")
+# every page that asks a model question, in the questions' order: a new one is in the key without an edit here
+MODEL_PAGES = tuple(dict.fromkeys(q.page for q in model_questions_for()))
 WRITTEN_FOR = {  # the answers the misconceptions were written against: a change here means reading them again
     "lookup.winner": "chair", "lookup.scaling": "grows", "self.thinking": "Thinking", "self.sum": "1",
     "scaling.unscaled": "it approaches 1", "scaling.scaled": "no", "scoring.flattest": "scaled_dot",

@@ -203,6 +203,16 @@ def test_a_model_already_in_a_notebook_is_handed_over_without_a_copy(tok):
     assert attend(loaded, TEXT).self_attn.captured
 
 
+def test_every_family_of_the_anatomys_table_has_a_tiny_model_and_no_tiny_model_is_outside_it():
+    """A family added to the table (attention/models/forward/anatomy.py) without a tiny model here fails, so
+    every family test sweeps it once it has one (docs/develop.md, "A model family")."""
+    from attention.models.forward.anatomy import FAMILIES as TABLE
+
+    tiny = {family.config().model_type for family in FAMILIES.values()}
+    assert tiny == set(TABLE), {"no tiny model": sorted(set(TABLE) - tiny),
+                                "not in the table": sorted(tiny - set(TABLE))}
+
+
 @pytest.mark.parametrize("name", list(EVERY))
 def test_capabilities_say_what_each_family_does(name, built, tok):
     """The table's answer for each feature equals a run of it: None where it runs, its reason word for word

@@ -4,12 +4,16 @@ import numpy as np
 import pytest
 
 from attention.models import attend
+from pages._site import SECTIONS
 from tests.numerics import assert_float32_close
 from tests.test_pages import array, canvas, chart, open_page, table_with
 
 pytestmark = pytest.mark.slow
-MODEL_PAGES = ["pages/model_heads.py", "pages/inside_head.py", "pages/ambiguous_words.py", "pages/head_atlas.py",
-               "pages/predictions.py", "pages/what_heads_do.py"]
+# Every page of the site list's "Pretrained models" (pages/_site.py), so a new one is opened here without an edit;
+# but those whose first run is a long job of their own, each opened by its own test file:
+OWN_TESTS = {"pages/compare.py": "tests/test_comparison.py", "pages/image_model.py": "tests/test_images.py",
+             "pages/corpus.py": "tests/test_corpus.py", "pages/batch.py": "tests/test_batch_page.py"}
+MODEL_PAGES = [e.path for e in SECTIONS["Pretrained models"] if e.path not in OWN_TESTS]
 
 
 @pytest.mark.parametrize("path", MODEL_PAGES)

@@ -5,11 +5,15 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models import attend, qk_attribution
+from attention.models import attend, layer_windows, qk_attribution
+from attention.models.forward.anatomy import FAMILIES as TABLE
+from attention.models.forward.anatomy import QKFamily
+from tests.tiny_models import FAMILIES as TINY
 from tests.tiny_models import TEXT, build
 
-FAMILIES = ["gpt2", "llama", "gemma2", "phi", "bert", "opt", "qwen3", "distilbert", "olmo2", "phi3", "gemma3",
-            "stablelm"]  # LayerNorm and fused q/k/v, RoPE and GQA, soft cap, partial rotary, post-norm, q/k norms
+# every tiny family whose entry in the anatomy says where q and k read (Family.qk): LayerNorm and fused q/k/v, RoPE
+# and GQA, soft cap, partial rotary, post-norm, q/k norms; a family added to the table with one is swept here
+FAMILIES = [name for name, family in TINY.items() if isinstance(TABLE[family.config().model_type].qk, QKFamily)]
 
 
 def own_scores(reference, ids) -> list[torch.Tensor]:
@@ -38,7 +42,9 @@ def test_the_pairs_add_up_to_the_score_the_models_own_kernel_computes(family, to
     scores = own_scores(reference, att.token_ids)
     n = len(att.tokens)
     L, H = att.self_attn.n_layers, att.self_attn.n_heads
-    for layer, head, query, key in [(L - 1, H - 1, n - 2, 3), (L - 1, 0, n - 1, n - 1), (0, 1, 5, 4)]:
+    window = layer_windows(loaded.network.config, L)[L - 1]  # a far key, or the farthest a sliding window shows
+    far = 3 if window is None else n - 2 - (window - 1)
+    for layer, head, query, key in [(L - 1, H - 1, n - 2, far), (L - 1, 0, n - 1, n - 1), (0, 1, 5, 4)]:
         found = qk_attribution(loaded, att, layer, head, query, key)
         total = found.matrix.sum() + sum(found.rest.values())
         assert total == pytest.approx(found.total, rel=1e-9)

@@ -1,0 +1,58 @@
+"""docs/develop.md's recipes, followed on throwaway examples: what they promise is picked up without a test edit."""
+
+import importlib
+
+import pages._site as site
+from attention.models.forward.anatomy import FAMILIES as TABLE
+
+WALKERS = {  # a test module that walks pages -> its list of them, read from the site list when it is imported
+    "tests.test_charts": "ALL_PAGES", "tests.test_journeys": "PAGES", "tests.test_lessons": "ALL_PAGES",
+    "tests.test_hands": "PAGES", "tests.test_model_pages": "MODEL_PAGES",
+}
+
+
+def test_a_page_added_to_the_site_list_is_walked_by_every_test_that_walks_pages(monkeypatch):
+    """Recipe "A page", step 2: one PageEntry, and the chart checks, journeys, developer-talk check, hand walk and
+    model-page render test take it in. Each module is imported again with the entry added, then restored."""
+    extra = site.PageEntry("pages/throwaway.py", "Throwaway", ":material/science:", "A recipe's example.")
+    sections = {**site.SECTIONS, "Pretrained models": (*site.SECTIONS["Pretrained models"], extra)}
+    modules = {name: importlib.import_module(name) for name in WALKERS}
+    try:
+        monkeypatch.setattr(site, "SECTIONS", sections)
+        for name, attribute in WALKERS.items():
+            walked = getattr(importlib.reload(modules[name]), attribute)
+            assert any("throwaway" in page for page in walked), (name, attribute)
+    finally:
+        monkeypatch.undo()
+        for module in modules.values():
+            importlib.reload(module)
+    assert not any("throwaway" in p for n, a in WALKERS.items() for p in getattr(modules[n], a))
+
+
+def test_the_navigation_is_built_from_the_site_list():
+    """app.py draws one navigation entry per page of the site list, so step 2 of the recipe is the whole edit."""
+    from streamlit.testing.v1 import AppTest
+
+    from serving import APP
+
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    listed = [e.path for entries in site.SECTIONS.values() for e in entries]
+    for path in listed:  # each page of the list opens through the navigation
+        assert path.endswith(".py")
+    at.switch_page(listed[0]).run()
+    assert not at.exception
+
+
+def test_a_family_in_the_table_is_swept_by_the_family_tests():
+    """Recipe "A model family", step 2: the family tests parametrize over the tiny models, and the tiny models
+    cover the table (tests/test_families.py holds that), so a family added to both is swept without an edit;
+    "why this key" sweeps each whose entry says where q and k read."""
+    from attention.models.forward.anatomy import QKFamily
+    from tests import test_families, test_qk_attribution
+    from tests.tiny_models import FAMILIES
+
+    assert {f.config().model_type for f in FAMILIES.values()} == set(TABLE)
+    assert test_families.FAMILIES is FAMILIES
+    split = {n for n, f in FAMILIES.items() if isinstance(TABLE[f.config().model_type].qk, QKFamily)}
+    assert set(test_qk_attribution.FAMILIES) == split
