@@ -44,11 +44,11 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql)
 
 # A class on one machine: one app process per core (PROCESSES=n to choose) behind nginx on PORT, sticky
-# sessions and websockets proxied (serving.py); each process loads its own models.
+# sessions and websockets proxied (serving/classroom.py); each process loads its own models.
 class: install nginx
 	$(VENV)/bin/attention-explorer class --port $(PORT) $(if $(PROCESSES),--processes $(PROCESSES))
 
-# Exactly what the installed console command does (serving.py): offline unless HF_HUB_OFFLINE says otherwise.
+# Exactly what the installed console command does (serving/command.py): offline unless HF_HUB_OFFLINE says otherwise.
 run: install
 	$(VENV)/bin/attention-explorer --port $(PORT)
 

@@ -2,7 +2,7 @@
 ahead, the screen's styles, the controls kept between pages, and the guard that turns a failure into words;
 nothing else.
 
-Run with `make run` (or `attention-explorer`, see serving.py). Each page is a thin file in pages/ that
+Run with `make run` (or `attention-explorer`, see serving/command.py). Each page is a thin file in pages/ that
 reads its widgets, calls one function of the `attention` package and draws the result. The list of pages
 is pages/_site.py.
 """

@@ -12,7 +12,7 @@ Three doors an error comes through, each guarded here:
   `on_script_error`, which `st.App(..., on_script_error=...)` sets for a whole server; `streamlit run` has no
   option for it, so it is set on the session when its first run starts);
 - anything past both (an error inside this module): `--client.showErrorDetails none` on the served app's command
-  line (serving.py) keeps Streamlit's fallback box free of details.
+  line (serving/process.py) keeps Streamlit's fallback box free of details.
 AppTest runs pages without a server (`served()`): there an error is raised as before, so a test's
 `at.exception` still sees it.
 """

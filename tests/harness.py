@@ -5,7 +5,7 @@ drive is serving.running_app (make class runs the same, behind nginx).
     with running_app() as url, chromium() as browser:
         page = browser.new_page(); page.goto(page_url(url, "model_heads", text="bank")); wait_idle(page)
 
-It lives with the tests, not in the installed package: `attention-explorer` (serving.py) serves the app and
+It lives with the tests, not in the installed package: `attention-explorer` (serving/command.py) serves the app and
 `make class`; this only drives it. Playwright is a dev dependency; never `playwright install`.
 """
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("attention", "pages", "benchmarks", "tests")  # and the top-level modules below
-TOP_MODULES = ("app", "serving")
+PACKAGES = ("attention", "pages", "serving", "benchmarks", "tests")  # and the top-level module below
+TOP_MODULES = ("app",)
 LONG_MODULE = 350  # lines
 LONG_FUNCTION = 40  # lines
 

@@ -70,6 +70,6 @@ def test_browsers_are_spread_over_the_processes_each_stays_on_its_own_and_moves_
 
 
 def test_a_missing_nginx_says_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(serving, "NGINX", "/nonexistent/nginx")
+    monkeypatch.setattr(serving.classroom, "NGINX", "/nonexistent/nginx")
     with pytest.raises(RuntimeError, match="make nginx"), running_class(2):
         pass

