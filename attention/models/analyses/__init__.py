@@ -17,6 +17,7 @@ Modules:
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
                     to one .safetensors file
+    corpus_pass     what the survey keeps between texts: running top-k, statistics, the lowest-priority sample
     survey_cache    a survey kept on disk, made once per machine for a model, corpus, code and settings
     corpus_job      the survey as a batch job over a file: parts merged and saved as it goes, resumable
     corpus_ray      the same job on Ray (an extra): one model replica per worker

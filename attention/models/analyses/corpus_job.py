@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from attention.models.analyses.corpus import read_corpus
+from attention.models.analyses.corpus_pass import lowest
 from attention.models.analyses.corpus_survey import (
     SAMPLE_POINTS,
     TOP_K,
     CorpusSurvey,
     corpus_survey,
     load_corpus_survey,
-    lowest,
 )
 from attention.models.forward.model import LoadedModel
 
