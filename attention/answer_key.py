@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from attention.focus import Focus, ModelChoice, with_visible_spaces
 from attention.toy import questions as toy
-from attention.toy.questions import Reveal
+from attention.toy.reveal import Reveal
 
 
 @dataclass(frozen=True)

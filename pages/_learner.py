@@ -34,7 +34,7 @@ from attention.classroom import (
     record_answer,
     retention,
 )
-from attention.toy.questions import Reveal
+from attention.toy.reveal import Reveal
 from pages._live import COMPONENTS
 from pages._site import PATH
 
@@ -56,7 +56,7 @@ class Answered:
     """A question answered: the learner's choice and, once judged, the answer it was judged against."""
 
     choice: str
-    reveal: object | None = None  # attention.toy.questions.Reveal; None until a model question's page has run
+    reveal: object | None = None  # attention.toy.reveal.Reveal; None until a model question's page has run
 
     @property
     def right(self) -> bool | None:

@@ -4,9 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from attention.toy import examples as ex
+from attention.toy.answers import FRUIT_QUERY_KEYS
 from attention.toy.live import lookup_payload
 from attention.toy.lookup import hard_lookup, parse_table, soft_lookup
-from attention.toy.questions import FRUIT_QUERY_KEYS, questions_for
+from attention.toy.questions import questions_for
 from attention.toy.rounding import DECIMALS, number, percent
 from pages._focus import switch_to, update
 from pages._frame import ensure_app_frame

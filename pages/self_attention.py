@@ -4,8 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from attention import attention_from_embeddings, figures
+from attention.toy.answers import SELF_EXAMPLES
 from attention.toy.live import QUERY_STEP, QUERY_VALUES, Panel, query_sweeps, slider, step_of, with_query
-from attention.toy.questions import SELF_EXAMPLES, questions_for
+from attention.toy.questions import questions_for
 from pages._frame import ensure_app_frame
 from pages._kept import linked
 from pages._labels import token_labels

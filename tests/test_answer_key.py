@@ -16,8 +16,10 @@ from markdown_it import MarkdownIt
 
 from attention.answer_key import answer_key, key_markdown, shown_choice
 from attention.models.recorded.questions import model_questions_for
+from attention.toy import answers as toy_answers
 from attention.toy import examples as ex
 from attention.toy import questions as toy_questions
+from attention.toy import reveal
 
 # every page that asks a model question, in the questions' order: a new one is in the key without an edit here
 MODEL_PAGES = tuple(dict.fromkeys(q.page for q in model_questions_for()))
@@ -44,7 +46,7 @@ def _softmax(s):
 def _by_hand(key: str, state: dict) -> str:
     """A toy answer from the examples' numbers, softmax written out here."""
     if key in ("lookup.winner", "lookup.scaling"):
-        query = np.array([state[k] for k in toy_questions.FRUIT_QUERY_KEYS])
+        query = np.array([state[k] for k in toy_answers.FRUIT_QUERY_KEYS])
         scores = ex.FRUIT_KEYS @ query  # (3,)
         scaled, plain = _softmax(scores / np.sqrt(len(query))), _softmax(scores)
         if key == "lookup.winner":
@@ -99,11 +101,11 @@ def test_a_question_missing_a_belief_or_holding_a_stray_one_is_named():
     q = toy_questions.QUESTIONS[0]
     missing = replace(q, misconceptions=q.misconceptions[1:])
     with pytest.raises(ValueError, match=f"{q.key}: 0 misconceptions for the choice '{q.choices[0]}'"):
-        toy_questions.check_misconceptions_of(missing.key, missing.choices, missing.misconceptions)
+        reveal.check_misconceptions_of(missing.key, missing.choices, missing.misconceptions)
     with pytest.raises(ValueError, match="not among its choices"):
-        toy_questions.check_misconceptions_of(q.key, q.choices, (*q.misconceptions, ("pear", "believes pears")))
+        reveal.check_misconceptions_of(q.key, q.choices, (*q.misconceptions, ("pear", "believes pears")))
     with pytest.raises(ValueError, match="2 misconceptions"):
-        toy_questions.check_misconceptions_of(q.key, q.choices, (*q.misconceptions, q.misconceptions[0]))
+        reveal.check_misconceptions_of(q.key, q.choices, (*q.misconceptions, q.misconceptions[0]))
     with pytest.raises(ValueError, match="pear"):
         q.misconception("pear")
     assert q.misconception(q.choices[0]) == q.misconceptions[0][1]

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from attention.figures.canvas import MAGIC, CanvasHeatmap
+from attention.toy import answers as toy_answers
 from attention.toy import examples as ex
 from attention.toy import questions as toy_questions
 from pages._site import HOME, PATH, SECTIONS, entry
@@ -46,10 +47,10 @@ def _sinusoid(n, d):
 def _by_hand(key: str, state: dict) -> str:
     """The answer to toy question `key` at its state, worked out from the examples' numbers."""
     if key == "lookup.winner":
-        q = np.array([state[k] for k in toy_questions.FRUIT_QUERY_KEYS])
+        q = np.array([state[k] for k in toy_answers.FRUIT_QUERY_KEYS])
         return ex.FRUIT_LABELS[int(np.argmax(np.asarray(ex.FRUIT_KEYS) @ q))]  # softmax keeps the order
     if key == "lookup.scaling":
-        q = np.array([state[k] for k in toy_questions.FRUIT_QUERY_KEYS])
+        q = np.array([state[k] for k in toy_answers.FRUIT_QUERY_KEYS])
         s = np.asarray(ex.FRUIT_KEYS) @ q
         return "grows" if _softmax(s).max() > _softmax(s / np.sqrt(3)).max() else "shrinks"
     if key == "self.sum":  # softmax's shares of one whole
@@ -130,7 +131,7 @@ def _one_vector_share(digits: str) -> str:
     for _ in range(60):
         seq = "".join(str(d) for d in rng.integers(0, 10, n))
         right += translate(model, seq).output == seq[::-1]
-    return toy_questions.share_in_words(right / 60)
+    return toy_answers.share_in_words(right / 60)
 
 
 def test_every_toy_answer_is_worked_out_by_hand():

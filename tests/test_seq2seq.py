@@ -80,6 +80,7 @@ def test_the_training_lengths_are_recorded_with_the_weights_and_the_answer_reads
     says it) and the answer reads it: within the range at 20 digits for the shipped models, beyond it for
     models trained on 1-10."""
     from attention.seq2seq_record import read_record
+    from attention.toy import answers as toy_answers
     from attention.toy import questions as toy_questions
 
     assert read_record().train_lengths == s2s.TRAIN_LENGTHS == (1, 20)
@@ -96,6 +97,6 @@ def test_the_training_lengths_are_recorded_with_the_weights_and_the_answer_reads
     assert "trained on 1 to 10 digits" in run.stdout
     short = read_record(out)
     assert short.train_lengths == (1, 10) and s2s.load_translators(out).train_lengths == (1, 10)
-    monkeypatch.setattr(toy_questions, "read_record", lambda: short)
+    monkeypatch.setattr(toy_answers, "read_record", lambda: short)
     why = q.reveal().why
     assert "20 digits is longer than anything the models were trained on (1 to 10 digits)" in why

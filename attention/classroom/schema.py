@@ -76,7 +76,7 @@ class Skipped(Base):
 
 class Answer(Base):
     """A learner's answer to one question: the choice, and once judged the answer and the reveal it was judged
-    against (attention.toy.questions.Reveal as JSON, so a reload shows the same verdict and figures). Asked again,
+    against (attention.toy.reveal.Reveal as JSON, so a reload shows the same verdict and figures). Asked again,
     the row is withdrawn, not deleted: the first prediction (made before the answer was seen) is what a class's
     teacher reads."""
 

@@ -52,7 +52,7 @@ def weights_bar(labels, weights, *, title: str = "", value_name: str = "weight",
 
 
 def reveal_bars(reveal) -> go.Figure:
-    """A question's answer as horizontal bars: the figures that decide it (attention.toy.questions.Reveal's
+    """A question's answer as horizontal bars: the figures that decide it (attention.toy.reveal.Reveal's
     `bars`), each labelled with its value as the answer's sentence says it (Reveal.shown: one rounding rule),
     under the title of what they measure. Labels are wrapped, not cut."""
     labels = [esc(label) for label, _ in reveal.bars]

@@ -18,7 +18,7 @@ from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, 
 from attention.models.recorded.views import Reading, query_row
 from attention.naming import head_words
 from attention.toy import examples as ex
-from attention.toy.questions import Reveal, check_misconceptions_of, misconception_in
+from attention.toy.reveal import Reveal, check_misconceptions_of, misconception_in
 from attention.toy.rounding import number
 
 
