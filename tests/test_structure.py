@@ -62,3 +62,12 @@ def test_the_wings_fronts_are_the_register():
     union = [name for listed in wings.values() for name in listed]
     assert len(union) == len(set(union)), "a name listed in two wings"
     assert models.__all__ == union and public(models) == set(union)
+
+
+def test_no_module_of_the_package_the_pages_or_serving_is_over_400_lines():
+    """A room that grew past one job is split by job (docs/develop.md); 400 lines is where that was done."""
+    from tests.structure import module_files
+
+    long = {name: n for name, path in module_files().items() if name.split(".")[0] in ("attention", "pages", "serving")
+            and (n := len(path.read_text().splitlines())) > 400}
+    assert not long, long
