@@ -2,6 +2,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+# pytest workers for make test (pytest-xdist): two, for a 2-core machine; each loads the models it tests (~3 GB)
+TEST_WORKERS ?= 2
 # apt needs root; CI runs as root, a developer may have sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -58,8 +60,8 @@ run: install
 test: install-dev browser nginx postgres
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	HF_HUB_OFFLINE=1 $(PY) -m pytest
-	HF_HUB_OFFLINE=1 ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q -m numeric -p no:cacheprovider --durations=5
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	HF_HUB_OFFLINE=1 ATEN_CPU_CAPABILITY=default $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q -m numeric -p no:cacheprovider --durations=5
 
 # Every figure of docs/benchmarks.md in one run (BertViz, the peer, is installed only here), and the table
 # of model families x features, docs/models.md. Then our hook points against TransformerLens, where it is

@@ -14,12 +14,14 @@ folder read-only or full); nothing half-written is ever taken for a good copy.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +62,9 @@ def smollm2_dir(progress: Callable[[str], None]) -> Path:
     if not (folder / GGUF_NAME).is_file():
         raise ModelUnavailable(f"{GGUF_NAME} is missing in {folder}; reinstall it with `{INSTALL_COMMAND}`.")
     progress("First use of SmolLM2: converting the bundled GGUF file to float32 (about 15 s, once)…")
-    _convert("SmolLM2", folder, GGUF_NAME, out)
+    with _one_converter("SmolLM2", out):
+        if not _converted(out):  # another process may have made it while this one waited
+            _convert("SmolLM2", folder, GGUF_NAME, out)
     progress("SmolLM2 converted and cached.")
     return out
 
@@ -83,16 +87,18 @@ def gemma3_dir(progress: Callable[[str], None]) -> Path:
         raise ModelUnavailable(f"Gemma 3's file is missing parts ({', '.join(missing)}); reinstall it with "
                                f"`{INSTALL_COMMAND}`.")
     progress("First use of Gemma 3: joining its four parts and converting them to float32 (about 90 s, once)…")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        joined = Path(tempfile.mkdtemp(dir=out.parent, prefix=".gemma3-gguf-"))
-    except OSError as err:
-        raise _unwritable("Gemma 3", out, err) from err
-    try:
-        _join(parts, joined / GEMMA3_GGUF, GEMMA3_SHA256)
-        _convert("Gemma 3", joined, GEMMA3_GGUF, out)
-    finally:
-        shutil.rmtree(joined, ignore_errors=True)  # the 253 MB GGUF is not kept: the float32 copy is
+    with _one_converter("Gemma 3", out):
+        if _converted(out):  # another process made it while this one waited
+            return out
+        try:
+            joined = Path(tempfile.mkdtemp(dir=out.parent, prefix=".gemma3-gguf-"))
+        except OSError as err:
+            raise _unwritable("Gemma 3", out, err) from err
+        try:
+            _join(parts, joined / GEMMA3_GGUF, GEMMA3_SHA256)
+            _convert("Gemma 3", joined, GEMMA3_GGUF, out)
+        finally:
+            shutil.rmtree(joined, ignore_errors=True)  # the 253 MB GGUF is not kept: the float32 copy is
     progress("Gemma 3 converted and cached.")
     return out
 
@@ -112,6 +118,20 @@ def _join(parts: list[Path], target: Path, sha256: str) -> None:
     if digest.hexdigest() != sha256:
         raise ModelUnavailable(f"Gemma 3's parts joined give a file whose sha256 is {digest.hexdigest()[:12]}…, not "
                                f"{sha256[:12]}… (a damaged or mixed install): reinstall it with `{INSTALL_COMMAND}`.")
+
+
+@contextlib.contextmanager
+def _one_converter(label: str, out: Path) -> Iterator[None]:
+    """Held while `out` is made: one process converts (a class's app processes, the test workers), the others
+    wait for it and then read its copy; each re-checks _converted once it holds the lock."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        lock = (out.parent / f".{out.name}.lock").open("w")  # noqa: SIM115 - closed below
+    except OSError as err:
+        raise _unwritable(label, out, err) from err
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def _converted(out: Path) -> bool:
