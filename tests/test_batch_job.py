@@ -164,7 +164,7 @@ def _tiny_llama():
 def test_a_workers_error_on_ray_is_said_in_words():
     """What Ray raises when a worker fails (its traceback, the cause on the last line) becomes a ValueError."""
     ray = pytest.importorskip("ray")
-    from attention.models.analyses.batch_ray import failed_on_ray
+    from attention.models.analyses.job_parts import failed_on_ray
 
     with pytest.raises(ValueError, match="^the batch job failed on Ray: ValueError: no such model here$"):
         with failed_on_ray():

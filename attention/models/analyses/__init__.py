@@ -34,6 +34,7 @@ Modules:
     batch_patching  activation patching over the same batch
     batch_job       the batch as a job over a pairs file: parts saved as it goes, resumed, merged
     batch_ray       the same job on Ray (an extra)
+    job_parts       the one runner both jobs share: parts, resume, merge in input order, save, Ray placement
 
 Each takes a LoadedModel (attention.models.forward) and, where it reads a text, its ModelAttention.
 """

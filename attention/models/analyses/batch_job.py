@@ -43,6 +43,7 @@ from attention.models.analyses.batch import BatchAttribution, batch_attribution,
 from attention.models.analyses.batch_inputs import pad_batch
 from attention.models.analyses.batch_pairs import PromptPair, PromptPairs, read_prompt_pairs
 from attention.models.analyses.batch_patching import POSITIONS, BatchPatching, batch_patching, position_roles
+from attention.models.analyses.job_parts import run_in_parts
 from attention.models.analyses.saved_file import read_saved
 from attention.models.forward.model import LoadedModel
 
@@ -191,23 +192,22 @@ def run_batch_job(batched: Callable[[Parts], Iterable[tuple[int, BatchJob]]], pa
                 or done.pairs.rows != pairs.rows[:len(done)]:
             raise ValueError(f"{out} holds a job of other pairs, another model or other settings: it cannot be "
                              "resumed here (remove it, or name another --out)")
-    start = 0 if done is None else len(done)
-    last = len(pairs) if stop_after is None else min(len(pairs), stop_after)
-    parts = [(first, pairs[first:min(first + part_pairs, last)]) for first in range(start, last, part_pairs)]
-    waiting: dict[int, BatchJob] = {}  # parts back before the one that comes first
-    for first, part in batched(parts):
+
+    def same_model_and_pairs(done: BatchJob | None, first: int, part: BatchJob) -> BatchJob:
         if done is not None and part.model_name != done.model_name:
             raise ValueError(f"{out} holds a job of {done.model_name}, not {part.model_name}: it cannot be "
                              "resumed here (remove it, or name another --out)")
         if part.pairs.rows != pairs.rows[first:first + len(part)]:
             raise ValueError(f"the part from pair {first + 1} came back with other pairs than were sent")
-        waiting[first] = _with_pairs(part, pairs[first:first + len(part)])
-        while (start := 0 if done is None else len(done)) in waiting:
-            part = waiting.pop(start)
-            done = part if done is None else merge_batch_jobs(done, part)
-            done.save(out)
-            if progress:
-                progress(len(done), len(pairs))
+        return _with_pairs(part, pairs[first:first + len(part)])
+
+    def report(done: BatchJob, part: BatchJob) -> None:
+        if progress:
+            progress(len(done), len(pairs))
+
+    done = run_in_parts(pairs, done, size=len, part_size=part_pairs, run=batched, merge=merge_batch_jobs,
+                        save=lambda job: job.save(out), check=same_model_and_pairs, after=report,
+                        stop_after=stop_after)
     if done is None:
         raise ValueError("there are no prompt pairs to run")
     return done

@@ -17,6 +17,7 @@ parts the same way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +33,7 @@ from attention.models.analyses.corpus_survey import (
     corpus_survey,
     load_corpus_survey,
 )
+from attention.models.analyses.job_parts import run_in_parts
 from attention.models.forward.model import LoadedModel
 
 PART_TEXTS = 25  # texts surveyed between two saves of a job
@@ -101,23 +103,22 @@ def run_job(surveyed: Callable[[Parts], Iterable[tuple[int, CorpusSurvey]]],
                 done.top_weight.shape[-1] != k or model_name not in (None, done.model_name):
             raise ValueError(f"{out} holds a survey of other texts, another model or other settings: it cannot be "
                              "resumed here (remove it, or name another --out)")
-    start = 0 if done is None else len(done.texts)
-    tokens = 0 if done is None else sum(len(t) for t in done.tokens)
-    last = len(texts) if stop_after is None else min(len(texts), stop_after)
-    parts = [(first, texts[first:min(first + part_texts, last)]) for first in range(start, last, part_texts)]
-    waiting: dict[int, CorpusSurvey] = {}  # parts back before the one that comes first
-    for first, part in surveyed(parts):
+    tokens = [0 if done is None else sum(len(t) for t in done.tokens)]  # read so far, for the progress
+
+    def same_model(done: CorpusSurvey | None, first: int, part: CorpusSurvey) -> CorpusSurvey:
         if done is not None and part.model_name != done.model_name:
             raise ValueError(f"{out} holds a survey of {done.model_name}, not {part.model_name}: it cannot be "
                              "resumed here (remove it, or name another --out)")
-        waiting[first] = part
-        while (start := 0 if done is None else len(done.texts)) in waiting:
-            part = waiting.pop(start)
-            done = part if done is None else merge_surveys(done, part, sample=sample)
-            done.save(out)
-            tokens += sum(len(t) for t in part.tokens)
-            if progress:
-                progress(len(done.texts), len(texts), tokens)
+        return part
+
+    def report(done: CorpusSurvey, part: CorpusSurvey) -> None:
+        tokens[0] += sum(len(t) for t in part.tokens)
+        if progress:
+            progress(len(done.texts), len(texts), tokens[0])
+
+    done = run_in_parts(texts, done, size=lambda found: len(found.texts), part_size=part_texts, run=surveyed,
+                        merge=functools.partial(merge_surveys, sample=sample), save=lambda found: found.save(out),
+                        check=same_model, after=report, stop_after=stop_after)
     if done is None:
         raise ValueError(f"{corpus_path} holds no text to survey")
     return done
