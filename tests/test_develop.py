@@ -57,3 +57,28 @@ def test_a_family_in_the_table_is_swept_by_the_family_tests():
     assert test_families.FAMILIES is FAMILIES
     split = {n for n, f in FAMILIES.items() if isinstance(TABLE[f.config().model_type].qk, QKFamily)}
     assert set(test_qk_attribution.FAMILIES) == split
+
+
+def _key_prefixes(path) -> set[str]:
+    """The slots a file's widget keys start with: `key="heads.layer"`, `key=linked("heads.x")`, `slot="heads"`."""
+    import re
+
+    text = path.read_text()
+    return set(re.findall(r'\bkey=(?:linked\()?f?"([a-z_]+)\.', text)) | set(re.findall(r'\bslot="([a-z_]+)"', text))
+
+
+def test_each_page_keys_its_widgets_by_a_slot_no_other_page_or_shared_helper_uses():
+    """Recipe "A page": a widget key starts with the page's slot. Two pages on one slot share their widgets'
+    state (a newcomer's first page took "self", Step by step's); the helpers' own slots (the path, lessons,
+    the learner, exports) are taken too."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "pages"
+    pages = {p.stem: _key_prefixes(p) for p in sorted(root.glob("[a-z]*.py")) if p.stem != "home"}
+    own = set().union(*pages.values())
+    helpers = set().union(*(_key_prefixes(p) for p in root.glob("_*.py"))) - own  # "path", "lesson", ...
+    assert helpers >= {"path", "lesson", "learner"}
+    for name, slots in pages.items():
+        assert slots, f"{name}: no widget key found"
+        others = {s for n, ss in pages.items() if n != name for s in ss}
+        assert not slots & (others | helpers), (name, slots & (others | helpers))

@@ -31,5 +31,5 @@ from attention.models.recorded import *  # noqa: F403
 from attention.models.recorded import __all__ as _recorded
 
 # The wings' fronts are the register: a public name is listed once, in its wing's __all__
-# (tests/test_package.py holds this union equal to the wings' public names).
+# (tests/test_structure.py holds this union equal to the wings' public names).
 __all__ = [*_forward, *_recorded, *_analyses]
