@@ -96,9 +96,12 @@ if st.button("Compare with each head's total effect (remove every head)" if shar
                       contrast, ablation="zero")
     st.plotly_chart(figures.layer_head_heatmap(exact.drop, title="Total effect: how much m falls without each head",
                                                value_name="m falls by"), width="stretch", key="circ.total")
-else:
+elif shares is not None:
     st.info("A head's direct share is what it writes straight into the output. Removing it also removes what "
             "later heads did with it: run the scan to see the total effect below the direct one.")
+else:
+    st.info("Removing a head measures its total effect: how much m falls without it, through everything later "
+            "heads did with what it wrote. Run the scan to see it for every head.")
 if shares is not None:
     st.caption(f"The parts add up to {number(shares.total)}; the model's own m is {number(shares.model)}. "
                f"Embeddings {number(shares.embeddings, signed=True)}, all MLPs {number(shares.mlps.sum(), signed=True)}"
