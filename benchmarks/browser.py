@@ -96,6 +96,12 @@ LIVE_WATCH = """
 """.replace("SCOPE", LIVE_SCOPE)
 
 
+# How long an awaited event may take before a run gives up: the figures are the times the events took, so the
+# limit only has to be generous. A loaded machine (the test suite beside the smoke run) answered a release
+# past 10 s and a view past 60 s; a quiet one, within 1 s.
+EVENT_WAIT_MS = 300_000
+
+
 def live_drags(browser, url: str, drags: int) -> dict:
     """Scripted 1-second drags of the lookup page's live sweetness slider (60 pointer moves, ~16 ms apart):
     frames in which the weights changed, input event -> painted latency (the component's own rAF stamp),
@@ -132,9 +138,7 @@ def live_drags(browser, url: str, drags: int) -> dict:
         before = page.evaluate("() => window.__serverText()")
         t_up = page.evaluate("() => performance.now()")
         page.mouse.up()
-        # waited for as an event, not against a clock: a loaded machine (CI beside other work) answered past
-        # 10 s once; the figure is the time it took, whatever the limit
-        done = page.evaluate(f"() => window.__until(() => window.__serverText() !== {before!r}, 120000)")
+        done = page.evaluate(f"() => window.__until(() => window.__serverText() !== {before!r}, {EVENT_WAIT_MS})")
         release.append(done - t_up)
         wait_idle(page)
     page.close()
@@ -196,7 +200,8 @@ def input_to_idle(browser, url: str, texts: list[str]) -> dict:
         box.press("Control+Enter")
         shown = json.dumps(f"{len(text.split())} words: {text[:40]}")
         done = page.evaluate(f"""() => window.__until(() => document.querySelector("{DONE}") &&
-            [...document.querySelectorAll("[data-testid='stText']")].some(e => e.textContent === {shown}), 30000)""")
+            [...document.querySelectorAll("[data-testid='stText']")].some(e => e.textContent === {shown}),
+            {EVENT_WAIT_MS})""")
         ms.append(done - page.evaluate("() => window.__keys[window.__keys.length - 1]"))
         wait_idle(page)
     page.close()
@@ -218,7 +223,7 @@ def sentence_to_grid(browser, url: str, texts: list[str], model: str = "minilm",
     box = page.locator("[data-testid='stTextArea'] textarea").first
     ms = []
     for text in texts:
-        ms.append(submit_until_grid(page, box, text, 120_000))
+        ms.append(submit_until_grid(page, box, text, EVENT_WAIT_MS))
     if keep_open:
         return summary(ms), page
     page.close()
@@ -251,7 +256,7 @@ def views_after_load(page, rounds: int) -> dict:
             runs = page.evaluate("() => window.__runs")
             page.locator(target).first.click()
             done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
-                document.querySelector("{DONE}") && ({shown}), 60000)""")
+                document.querySelector("{DONE}") && ({shown}), {EVENT_WAIT_MS})""")
             out[name].append(done - page.evaluate("() => window.__clicks[window.__clicks.length - 1]"))
             wait_idle(page, timeout=60_000)
             if name.startswith("zoom"):  # back to layer 1 for the next round
@@ -289,7 +294,7 @@ def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str], 
     other.goto(page_url(url, "model_heads", model=BUNDLED["smollm2"].label))
     wait_idle(other, timeout=180_000)
     other.evaluate(PROBE)
-    alone = [submit_until_grid(other, other.locator("[data-testid='stTextArea'] textarea").first, text, 60_000)
+    alone = [submit_until_grid(other, other.locator("[data-testid='stTextArea'] textarea").first, text, EVENT_WAIT_MS)
              for text in alone16]
     ms, scan_s = [], []
     for prompt, text in zip(prompts, texts16, strict=True):
@@ -300,7 +305,8 @@ def grid_during_scan(browser, url: str, prompts: list[str], texts16: list[str], 
         started = time.perf_counter()
         scanning.get_by_role("button", name="Remove every head in turn").click()
         scanning.wait_for_timeout(300)  # the scan is running
-        ms.append(submit_until_grid(other, other.locator("[data-testid='stTextArea'] textarea").first, text, 60_000))
+        ms.append(submit_until_grid(other, other.locator("[data-testid='stTextArea'] textarea").first, text,
+                                      EVENT_WAIT_MS))
         wait_idle(scanning, timeout=120_000)
         scan_s.append(time.perf_counter() - started)  # click -> the scan's page idle again
     scanning.close()
