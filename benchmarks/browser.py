@@ -255,8 +255,14 @@ def views_after_load(page, rounds: int) -> dict:
         for name, (target, shown) in VIEWS.items():
             runs = page.evaluate("() => window.__runs")
             page.locator(target).first.click()
-            done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
-                document.querySelector("{DONE}") && ({shown}), {EVENT_WAIT_MS})""")
+            try:
+                done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
+                    document.querySelector("{DONE}") && ({shown}), {EVENT_WAIT_MS})""")
+            except Exception as error:  # noqa: BLE001 - say which view and what the page was doing
+                state = page.evaluate(f"""() => ({{runs: window.__runs, idle: !!document.querySelector("{DONE}"),
+                    shown: !!({shown}), url: location.href}})""")
+                raise RuntimeError(f"the view {name!r} never came: runs before the click {runs}, now {state}") \
+                    from error
             out[name].append(done - page.evaluate("() => window.__clicks[window.__clicks.length - 1]"))
             wait_idle(page, timeout=60_000)
             if name.startswith("zoom"):  # back to layer 1 for the next round

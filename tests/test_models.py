@@ -67,13 +67,24 @@ def layer_weights_by_hook(model, ids, layer: int) -> np.ndarray:
     """One layer's attention weights from the model's own eager attention module, taken with a forward
     hook on that module only (output_attentions would keep every layer's: 1 GB at 1,024 tokens)."""
     seen = {}
-    handle = model.layers[layer].self_attn.register_forward_hook(lambda mod, args, out: seen.update(w=out[1]))
+
+    def keep(mod, args, out):
+        seen.update(w=out[1])
+        raise Seen  # the layers after it cannot change its weights: a 1,024-token pass stops here
+
+    handle = model.layers[layer].self_attn.register_forward_hook(keep)
     try:
         with torch.no_grad():
             model(input_ids=ids)
+    except Seen:
+        pass
     finally:
         handle.remove()
     return seen["w"][0].numpy()  # (H, n, n)
+
+
+class Seen(Exception):
+    """layer_weights_by_hook's way out of the model's forward pass once its layer has run."""
 
 
 @pytest.mark.slow
