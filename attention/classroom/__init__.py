@@ -13,6 +13,7 @@ from attention.classroom.classes import (
     NotTeacher,
     OpenedClass,
     Student,
+    board_class,
     class_answers,
     class_of,
     class_students,
@@ -20,12 +21,15 @@ from attention.classroom.classes import (
     delete_class,
     join_class,
     leave_class,
+    let_browsers_try_again,
     nickname,
     normal_code,
     open_class,
     purge,
     retention,
+    rotate_key,
     set_reveal,
+    show_question,
     teacher_class,
 )
 from attention.classroom.database import data_dir, database, database_url, migrate, session
@@ -46,9 +50,10 @@ from attention.classroom.summary import QuestionSummary, answers_csv, summarize
 
 __all__ = [
     "NICKNAME_CHARS", "ROUTES", "AnswerRow", "ClassError", "ClassInfo", "NotTeacher", "OpenedClass", "Progress",
-    "QuestionSummary", "Route", "StoredAnswer", "Student", "answers_csv", "class_answers", "class_of",
-    "class_students", "close_class", "data_dir", "database", "database_url", "delete_class", "forget_answer",
-    "forget_learner", "join_class", "leave_class", "mark_seen", "mark_skipped", "migrate", "new_token", "nickname",
-    "normal_code", "open_class", "progress_of", "purge", "record_answer", "retention", "session", "set_reveal",
-    "summarize", "teacher_class",
+    "QuestionSummary", "Route", "StoredAnswer", "Student", "answers_csv", "board_class", "class_answers",
+    "class_of", "class_students", "close_class", "data_dir", "database", "database_url", "delete_class",
+    "forget_answer", "forget_learner", "join_class", "leave_class", "let_browsers_try_again", "mark_seen",
+    "mark_skipped", "migrate", "new_token", "nickname", "normal_code", "open_class", "progress_of", "purge",
+    "record_answer", "retention", "rotate_key", "session", "set_reveal", "show_question", "summarize",
+    "teacher_class",
 ]

@@ -66,6 +66,7 @@ class ClassInfo:
     closed: bool
     opened_at: datetime
     delete_after: datetime
+    shown_question: str | None = None  # the question the board (the projector's view) shows, by key
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class AnswerRow:
     last_choice: str  # the choice now (the same as `choice` unless asked again)
     why: str  # the reveal's why ("" until judged)
     answered_at: datetime
+    late: bool = False  # the first prediction was given after its page was opened whole (the answer on screen)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def open_class(title: str, route: tuple[str, ...]) -> OpenedClass:
 def _info(s, row: Classroom) -> ClassInfo:
     revealed = frozenset(s.scalars(select(Reveal.page).where(Reveal.class_id == row.id)))
     return ClassInfo(row.id, row.code, row.title, tuple(row.route), revealed, row.closed_at is not None,
-                     row.opened_at, row.delete_after)
+                     row.opened_at, row.delete_after, row.shown_question)
 
 
 def nickname(text: str | None) -> str | None:
@@ -228,7 +230,8 @@ def _row(student: str, a: Answer) -> AnswerRow:
     first = a.first_choice or a.choice
     return AnswerRow(student=student, question=a.question, page=a.page, choice=first, answer=a.answer,
                      right=None if a.answer is None else first == a.answer, attempts=a.attempts or 1,
-                     last_choice=a.choice, why=(a.reveal or {}).get("why", ""), answered_at=a.answered_at)
+                     last_choice=a.choice, why=(a.reveal or {}).get("why", ""), answered_at=a.answered_at,
+                     late=bool(a.late))
 
 
 def class_students(teacher: ClassInfo) -> tuple[Student, ...]:
@@ -248,7 +251,38 @@ def set_reveal(teacher: ClassInfo, page: str, revealed: bool) -> None:
     with session() as s:
         s.execute(delete(Reveal).where(Reveal.class_id == teacher.id, Reveal.page == page))
         if revealed:
-            s.add(Reveal(class_id=teacher.id, page=page))
+            s.add(Reveal(class_id=teacher.id, page=page, revealed_at=now()))
+
+
+def board_class(code: str) -> ClassInfo:
+    """The class `code` as its board (the projector's view) reads it: no secret, for nothing on the board is secret
+    (the code is written there; it shows no names). ClassError when no class has that code."""
+    with session() as s:
+        row = s.scalar(select(Classroom).where(Classroom.code == normal_code(code)))
+        if row is None:
+            raise ClassError("No class has that code (it may have been deleted).")
+        return _info(s, row)
+
+
+def show_question(teacher: ClassInfo, question: str | None) -> None:
+    """The question the class's board shows (its key), or none (the board shows the code and the link only)."""
+    with session() as s:
+        s.get(Classroom, teacher.id).shown_question = question
+
+
+def rotate_key(teacher: ClassInfo) -> str:
+    """A new teacher's secret for the class (returned once; only its hash is kept): the old one opens nothing."""
+    secret = secrets.token_urlsafe(24)
+    with session() as s:
+        s.get(Classroom, teacher.id).secret_hash = hashed(secret)
+    return secret
+
+
+def let_browsers_try_again(teacher: ClassInfo) -> int:
+    """Forget the wrong codes tried in the last JOIN_WINDOW, so a browser shut out by typos can join now (its
+    teacher asks for it: the limit is there against guessing, not against a student). Returns how many."""
+    with session() as s:
+        return s.execute(delete(JoinAttempt).where(JoinAttempt.at > now() - JOIN_WINDOW)).rowcount
 
 
 def close_class(teacher: ClassInfo) -> None:

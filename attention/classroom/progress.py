@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from attention.classroom.database import session
-from attention.classroom.schema import Answer, Learner, Seen, Skipped
+from attention.classroom.schema import Answer, Learner, Reveal, Seen, Skipped
 
 
 def now() -> datetime:
@@ -111,12 +111,14 @@ def mark_skipped(token: str, page: str) -> None:
 def record_answer(token: str, question: str, page: str, choice: str, *, reveal: dict | None = None,
                   answer: str | None = None) -> None:
     """The learner's choice for `question` (on `page`), and once judged the answer and the reveal (JSON). A question
-    asked again and answered anew counts one more attempt; its first choice stays as it was."""
+    asked again and answered anew counts one more attempt; its first choice stays as it was, and so does whether
+    it was late: given after the page was opened whole, by the learner or for their class (`opened_whole`)."""
     with session() as s:
         lid = learner_id(s, token)
         row = s.get(Answer, (lid, question))
         if row is None:
-            row = Answer(learner_id=lid, question=question, first_choice=choice, attempts=1, withdrawn=False)
+            row = Answer(learner_id=lid, question=question, first_choice=choice, attempts=1, withdrawn=False,
+                         late=opened_whole(s, lid, page))
         elif row.withdrawn:  # answered again after "Ask me again"
             row.attempts, row.withdrawn = row.attempts + 1, False
         row.page, row.choice, row.reveal, row.answer = page, choice, reveal, answer
@@ -124,6 +126,15 @@ def record_answer(token: str, question: str, page: str, choice: str, *, reveal: 
         row.answered_at = now()
         s.add(row)
         s.get(Learner, lid).active_at = now()
+
+
+def opened_whole(s: Session, lid: int, page: str) -> bool:
+    """Whether the learner `lid` can see `page` whole now, its answers on screen: they pressed "Show the rest of
+    the page" (Skipped), or the teacher of their class opened it for the class (Reveal)."""
+    if s.get(Skipped, (lid, page)) is not None:
+        return True
+    class_id = s.scalar(select(Learner.class_id).where(Learner.id == lid))
+    return class_id is not None and s.get(Reveal, (class_id, page)) is not None
 
 
 def forget_answer(token: str, question: str, page: str | None = None) -> None:

@@ -34,6 +34,7 @@ class Classroom(Base):
     opened_at: Mapped[datetime] = mapped_column(DateTime())
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
     delete_after: Mapped[datetime] = mapped_column(DateTime())  # the operator's retention
+    shown_question: Mapped[str | None] = mapped_column(String(PAGE_CHARS), nullable=True)  # on the board, by key
 
 
 class Reveal(Base):
@@ -42,6 +43,7 @@ class Reveal(Base):
     __tablename__ = "class_reveals"
     class_id: Mapped[int] = mapped_column(ForeignKey("classes.id", ondelete="CASCADE"), primary_key=True)
     page: Mapped[str] = mapped_column(String(PAGE_CHARS), primary_key=True)
+    revealed_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
 
 
 class Learner(Base):
@@ -92,6 +94,9 @@ class Answer(Base):
     first_choice: Mapped[str | None] = mapped_column(String(CHOICE_CHARS), nullable=True)  # before seeing the answer
     attempts: Mapped[int] = mapped_column(Integer, server_default="1")
     withdrawn: Mapped[bool] = mapped_column(Boolean, server_default=false())  # "Ask me again": not the learner's now
+    # The first prediction was given after its page was opened whole (by the class's teacher, or by the learner's
+    # "Show the rest of the page"): made with the answer on screen, a class counts it apart.
+    late: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class Install(Base):
