@@ -22,7 +22,7 @@ from attention.focus import with_visible_spaces
 from attention.glossary import definition
 from pages._focus import current, put, update
 from pages._learner import Answered, answer, current_class, forget, page_revealed, record, skip, skipped
-from pages._path import path_links
+from pages._path import UNANSWERED, path_links
 from pages._text import md
 
 CLASS_POLL_S = 3  # how often a student waiting on a page asks whether the teacher opened it
@@ -50,6 +50,7 @@ def predict_then_see(questions, results: dict | None = None, *, shown=None, text
     n = len(questions)
     for i, q in enumerate(questions):
         answered = answer(q.key)
+        st.session_state[UNANSWERED] = answered is None  # the path's Next waits for it (pages/_path.py)
         with st.container(border=True, key=f"lesson-{q.key.replace('.', '-')}"):
             if answered is None and example is None and not _on_screen(q, shown):
                 st.markdown(f"**Question {i + 1} of {n} · predict, then see.** This question is about {md(q.about)}; "
@@ -141,7 +142,8 @@ def _ask(q, results, beside: bool = False) -> None:
             st.caption(f"Committing answers it on {md(q.about)}, here in this box; the page keeps your sentence.")
         elif hasattr(q, "focus"):
             st.caption(f"Committing shows {md(q.about)} on this page.")
-        st.form_submit_button("Commit, then see", on_click=functools.partial(_commit, q, results, beside))
+        st.form_submit_button("Commit, then see", type="primary",
+                              on_click=functools.partial(_commit, q, results, beside))
 
 
 def _show(q, answered: Answered) -> None:

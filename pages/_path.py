@@ -18,12 +18,15 @@ from pages._text import md
 ARRIVED = "lessons.arrived"  # session key: the page the path's Next (or Home's Start) is opening
 LINKS_DRAWN = "path.links_drawn"  # session key: whether this run has drawn Back and Next (path_links)
 PAGE = "path.page"  # session key: the page this run draws (its path; None for Home)
+UNANSWERED = "path.unanswered"  # session key: whether this run asked a question not yet answered (pages/_lessons.py)
+PASSING = "path.passing"  # session key: the page whose Next was pressed past an unanswered question (asked once)
 
 
 def page_starts(path: str | None) -> None:
     """app.py, before a page runs: which page it is (its path; None for Home), and no Back and Next drawn yet."""
     st.session_state[PAGE] = path
     st.session_state[LINKS_DRAWN] = False
+    st.session_state[UNANSWERED] = False
 
 
 def stop_here() -> NoReturn:
@@ -42,9 +45,10 @@ def intro(path: str, what: str) -> None:
     """The top of a page: its step on the path ("Step 3 of 11") and what it shows and why, each glossary
     term explained on hover where it first appears (later prose on the page goes through `prose`)."""
     fresh_page()
-    route = steps()
+    route, klass = steps(), current_class()
     if path in route:
-        st.caption(f"Step {route.index(path) + 1} of {len(route)} of the learner's path · about "
+        where = f"the lesson of {md(klass.title)}" if klass else "the learner's path"
+        st.caption(f"{'Page' if klass else 'Step'} {route.index(path) + 1} of {len(route)} of {where} · about "
                    f"{entry(path).minutes} min")
     prose(what)
 
@@ -65,15 +69,35 @@ def path_links(path: str) -> None:
     if after is None and path in route:
         _the_end()
     if after is not None:
-        nxt = entry(after)
-        label = f"Next: {nxt.title}" if path in route else f"Continue the path: {nxt.title}"
-        if st.button(label, icon=":material/arrow_forward:", key="path.next", type="primary"):
-            go_on(after)
+        _next(path, after, f"Next: {entry(after).title}" if path in route else
+              f"Continue the path: {entry(after).title}")
     elif path not in route:
         st.caption("You have seen every page of the path.")
     back = entry(before)
     if st.button(f"Back: {back.title}", icon=":material/arrow_back:", key="path.back"):
         switch_to(before)
+
+
+def _next(path: str, after: str, label: str) -> None:
+    """The path's Next: the primary button once the page's questions are answered; before, a plain one (the
+    question's "Commit, then see" is the one to press), which asks once before it leaves a question unanswered."""
+    waiting = bool(st.session_state.get(UNANSWERED))
+    if waiting and st.session_state.get(PASSING) == path:
+        st.warning("The question above is not answered yet: a prediction made before you see the answer is the "
+                   "point of it.")
+        row = st.container(horizontal=True)
+        if row.button("Answer it first", key="path.stay", icon=":material/edit:", type="primary"):
+            st.session_state.pop(PASSING, None)
+            st.rerun()
+        if row.button(f"Skip it: {label}", key="path.skip", icon=":material/arrow_forward:"):
+            st.session_state.pop(PASSING, None)
+            go_on(after)
+        return
+    if st.button(label, icon=":material/arrow_forward:", key="path.next", type="secondary" if waiting else "primary"):
+        if waiting:
+            st.session_state[PASSING] = path
+            st.rerun()
+        go_on(after)
 
 
 def go_on(page: str) -> None:

@@ -428,6 +428,26 @@ def test_developer_talk_is_found_where_it_is():
 
 
 # --- The path ---------------------------------------------------------------------------------------------
+def test_a_question_comes_first_and_next_asks_once_before_it_passes_one():
+    """Before an answer the question's commit is the page's primary button and Next a plain one that asks once
+    ("skip this question?"); once every question is answered, Next is the primary button and just goes on."""
+    page = "lookup"
+    at = open_page(f"pages/{page}.py")
+    commit = [b for b in at.button if str(b.key).startswith("FormSubmitter:lesson.form.")]
+    assert [b.proto.type for b in commit] == ["primary"] and at.button(key="path.next").proto.type == "secondary"
+    at.button(key="path.next").click().run()
+    assert "not answered yet" in " ".join(w.value for w in at.warning)
+    assert at.button(key="path.back").label == "Back: Home"  # still here, asked
+    at.button(key="path.stay").click().run()
+    assert not [b for b in at.button if b.key == "path.skip"]
+    for q in toy_questions.questions_for(page):
+        _commit(at, q.key, q.reveal().answer)
+    assert at.button(key="path.next").proto.type == "primary"
+    at.button(key="path.next").click().run()
+    assert at.button(key="path.back").label == f"Back: {entry(f'pages/{page}.py').title}"  # on, without a word
+
+
+
 @pytest.mark.slow
 def test_the_path_walks_from_home_to_its_end_and_every_step_says_where_it_is():
     """Home's Start button, then each page's Next. (AppTest runs the page it was last switched to again on
@@ -444,6 +464,8 @@ def test_the_path_walks_from_home_to_its_end_and_every_step_says_where_it_is():
             at.selectbox(key="amb.model").set_value("smollm2").run()  # (MiniLM is the page's default: a
             at.selectbox(key="amb.model").set_value("minilm").run()   # choice is a change of the focus)
         at.button(key="path.next").click().run()
+        if [b for b in at.button if b.key == "path.skip"]:  # a question left unanswered: asked once, then passed
+            at.button(key="path.skip").click().run()
         assert at.button(key="path.back").label == f"Back: {entry(here).title}", here  # we are one step on
         if PATH[k + 1] == "pages/predictions.py":  # opened on a model that predicts, and says why
             assert at.selectbox(key="pred.model").value == "smollm2"
