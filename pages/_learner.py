@@ -21,8 +21,10 @@ from pathlib import Path
 import streamlit as st
 
 from attention.classroom import (
+    ClassError,
     ClassInfo,
     StoredAnswer,
+    board_class,
     class_of,
     forget_answer,
     forget_learner,
@@ -37,6 +39,7 @@ from attention.classroom import (
 from attention.toy.reveal import Reveal
 from pages._live import COMPONENTS
 from pages._site import PATH
+from pages._text import md
 
 ANSWERS = "lessons.answers"  # session key: question key -> Answered
 SEEN = "lessons.seen"  # session key: the pages opened, by URL name ("lookup": pages/lookup.py)
@@ -94,11 +97,24 @@ def reload() -> None:
         st.session_state[UNSTORED] = f"{type(error).__name__}: {error}"[:300]
         return
     st.session_state.pop(UNSTORED, None)
+    _class_gone(st.session_state.get(CLASS), klass)
     st.session_state[ANSWERS] = {key: _answered(a) for key, a in kept.answers.items()}
     st.session_state[SEEN] = set(kept.seen)
     st.session_state[SKIPPED] = set(kept.skipped)
     st.session_state[LAST_STEP] = None if kept.last_step is None else f"pages/{kept.last_step}.py"
     st.session_state[CLASS] = klass
+
+
+def _class_gone(was: ClassInfo | None, now: ClassInfo | None) -> None:
+    """A class this session was in, deleted by its teacher since (not left): said once, at the top of the page, for
+    the student's answers in it went with it."""
+    if was is None or now is not None:
+        return
+    try:
+        board_class(was.code)
+    except ClassError:
+        st.warning(f"Your class {md(was.title)} was deleted by its teacher, with your answers in it. You go on "
+                   "as a visitor: the learner's path, from where you are.")
 
 
 def _token() -> str:

@@ -79,6 +79,9 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
         PageEntry("pages/classroom.py", "A class", ":material/groups:",
                   "Join a class with the code on the board; or open one as its teacher, choose a lesson that fits "
                   "the hour, and see the class's answers as they arrive."),
+        PageEntry("pages/board.py", "A class's board", ":material/cast:",
+                  "What a teacher projects: the class's code and link in large type, then the class's answers to the "
+                  "question the teacher chose. No names, no key."),
         PageEntry("pages/handout.py", "A handout", ":material/print:",
                   "A lesson's questions to print; for its teacher, the answer key, with what each wrong choice "
                   "reveals."),

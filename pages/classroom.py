@@ -1,5 +1,6 @@
 """A class: a student joins with the code on the board; a teacher opens one, picks its route, and watches the class's
-answers arrive (attention.classroom keeps them; attention.figures.class_answers draws each question's)."""
+answers arrive on a control view meant for their own screen, while the board (pages/board.py) is what the room sees
+(attention.classroom keeps the answers; pages/_class_view.py draws each question's)."""
 
 import functools
 
@@ -17,24 +18,27 @@ from attention.classroom import (
     delete_class,
     join_class,
     leave_class,
+    let_browsers_try_again,
     open_class,
     purge,
+    rotate_key,
     set_reveal,
+    show_question,
     summarize,
     teacher_class,
 )
-from attention.figures import class_answers as class_answers_chart
+from pages._class_view import answers_card, join_link, lesson_questions, title
 from pages._frame import ensure_app_frame
 from pages._learner import TOKEN, current_class, last_step, next_step, reload
-from pages._lessons import shown_choice
 from pages._site import entry
+from pages._teacher import forget, keep_link, remember, teaching
 from pages._text import md
 
 ensure_app_frame()
 PAGE = "pages/classroom.py"
-TEACHER = "classroom.teacher"  # session key: (code, secret) of the class this browser teaches
 REFRESH_S = 2  # the teacher's view reads the class's answers again this often
 DELETED = "classroom.deleted"  # session key: the title of the class its teacher just deleted
+FOLDED_FROM = 8  # students: from this many on, the table of who is where starts folded (a class of 30 fits 800 px)
 
 
 def _client() -> str:
@@ -46,35 +50,15 @@ def _client() -> str:
     return address or "unknown"
 
 
-def _questions(pages: tuple[str, ...]) -> list:
-    """The questions of `pages`, in the route's order: the toy pages' and the model pages'."""
-    from attention.toy.questions import questions_for
-
-    found = []
-    for page in pages:
-        found += questions_for(page)
-        if not questions_for(page):
-            from attention.models import model_questions_for  # imports torch: only when a model page is asked
-
-            found += model_questions_for(page)
-    return found
-
-
-def _title(page: str) -> str:
-    return entry(f"pages/{page}.py").title
-
-
 st.title("A class")
-teacher_link = st.query_params.get("teach"), st.query_params.get("key")
-if all(teacher_link):
-    st.session_state[TEACHER] = teacher_link
+keep_link()  # an old teacher's link: its key kept, and taken out of the address
 
 
 def _student() -> None:
     klass = current_class()
     if klass is not None:
         st.success(f"You are in **{md(klass.title)}** (code {klass.code}). Your lesson: "
-                   f"{', '.join(md(_title(p)) for p in klass.route)}.")
+                   f"{', '.join(md(title(p)) for p in klass.route)}.")
         upcoming = next_step()
         if upcoming is None:
             st.caption("You have opened every page of the lesson.")
@@ -86,7 +70,6 @@ def _student() -> None:
             reload()
             st.rerun()
         return
-    st.subheader("Join a class")
     st.caption("Your answers go to your teacher's screen with the nickname you give (or none). Nothing else about "
                "you is kept: this browser holds a random id, the app keeps the pages you opened and your answers.")
     with st.form("classroom.join"):
@@ -103,15 +86,13 @@ def _student() -> None:
 
 
 def _open() -> None:
-    st.subheader("Teach a class")
     st.text_input("Its name (students see it)", value="Attention", max_chars=80, key="classroom.title")
-    route = st.radio("The lesson", list(ROUTES), format_func=lambda r: f"{ROUTES[r].title} · "
-                     f"about {ROUTES[r].minutes} min", captions=[ROUTES[r].line for r in ROUTES], key="classroom.route")
-    if st.button("Open the class", type="primary", key="classroom.open"):  # a button, not a form: Enter opens nothing
+    route = st.radio("The lesson", list(ROUTES), format_func=lambda r: f"{ROUTES[r].title} · about "
+                     f"{ROUTES[r].minutes} min", captions=[ROUTES[r].line for r in ROUTES], key="classroom.route")
+    if st.button("Open the class", type="primary", key="classroom.open"):  # not a form: Enter opens nothing
         purge()  # what the retention no longer allows goes first
         opened = open_class(st.session_state["classroom.title"], ROUTES[route].pages)
-        st.session_state[TEACHER] = (opened.code, opened.secret)
-        st.query_params.update(teach=opened.code, key=opened.secret)
+        remember(opened.code, opened.secret)
         st.rerun()
 
 
@@ -120,32 +101,55 @@ def _teacher(code: str, secret: str) -> None:
         klass = teacher_class(code, secret)
     except NotTeacher as error:
         st.error(str(error))
-        st.session_state.pop(TEACHER, None)
+        forget()
         return
     st.markdown(f"## {md(klass.title)} · code **{klass.code}**")
-    join = f"{str(st.context.url or '').split('?')[0]}?join={klass.code}"
     if klass.closed:
         st.warning("This class is closed: no one can join it. Students already in it can go on answering; their "
                    "answers still arrive here.")
     else:
-        st.markdown(f"For the board: **{md(join)}** (or the app's **A class** page and the code **{klass.code}**).")
-    st.caption("This page's address is your teacher's link: it holds the class's key, shown once and kept only as "
-               "a hash, so bookmark it and do not share it. The class's answers are deleted "
-               f"{klass.delete_after:%Y-%m-%d} (UTC), or now, below. Each student's first prediction is what counts "
-               "here: asking a question again after seeing the answer does not change it.")
-    st.page_link("pages/handout.py", label="The lesson's questions and answer key, to print",
-                 icon=":material/print:", query_params={"teach": klass.code, "key": secret})
-    _live(klass.code, secret)
+        st.markdown(f"Students join at **{md(join_link(klass.code))}** (or the app's **A class** page and the code "
+                    f"**{klass.code}**).")
+    st.link_button("Open the board for the projector", f"board?code={klass.code}", icon=":material/cast:",
+                   type="primary")
+    st.caption("This is your control view: keep it on your own screen and project the board, which shows the code "
+               "and the question you choose below, never your key. The key is kept in this browser, not in the "
+               f"address. The class's answers are deleted {klass.delete_after:%Y-%m-%d} (UTC), or now, below. Each "
+               "student's first prediction is what counts: an answer given after its page was opened (by you, or "
+               "by the student's “Show the rest of the page”) is counted apart, hatched.")
+    questions = lesson_questions(klass.route)
+    keys = [None, *(q.key for q in questions)]
+    shown = klass.shown_question if klass.shown_question in keys else None
+    st.selectbox("The board shows", keys, index=keys.index(shown), key="classroom.board",
+                 format_func=lambda k: "the code and the link only" if k is None else
+                 f"question {keys.index(k)}: {questions[keys.index(k) - 1].ask}",
+                 on_change=lambda: show_question(klass, st.session_state["classroom.board"]))
+    _live(klass.code, secret, shown)
     st.subheader("Open a page for the class")
     st.caption("A page's questions hold the rest of it back until a student answers; opening it shows everyone the "
-               "whole page (to discuss the answers together).")
+               "whole page (to discuss the answers together). Answers given after it are counted apart.")
     for page in klass.route:
-        st.toggle(f"{_title(page)}", value=page in klass.revealed, key=f"classroom.reveal.{page}",
+        st.toggle(title(page), value=page in klass.revealed, key=f"classroom.reveal.{page}",
                   on_change=functools.partial(_reveal, klass, page))
-    st.subheader("The class's data")
+    _data(klass, secret)
+
+
+def _data(klass, secret: str) -> None:
+    st.subheader("The class's data and key")
+    st.page_link("pages/handout.py", label="The lesson's questions and answer key, to print",
+                 icon=":material/print:", query_params={"teach": klass.code})
     rows = class_answers(klass)
     st.download_button("Download the answers (CSV)", answers_csv(rows), file_name=f"class-{klass.code}.csv",
                        mime="text/csv", icon=":material/download:")
+    if st.button("Let browsers shut out by wrong codes try again", key="classroom.unlock"):
+        st.toast(f"Wrong codes forgotten: {let_browsers_try_again(klass)}. A student shut out can join now.")
+    with st.expander("Your teacher's key: to teach from another browser (not for the projector)"):
+        st.caption("This browser keeps the key. To open the control view elsewhere, use this link there; if it "
+                   "was seen by anyone, make a new key: the old one then opens nothing.")
+        st.code(f"{join_link(klass.code).split('?')[0]}?teach={klass.code}&key={secret}", language=None)
+        if st.button("Make a new key", key="classroom.rotate"):
+            remember(klass.code, rotate_key(klass))
+            st.rerun()
     row = st.container(horizontal=True)
     if not klass.closed and row.button("Close the class (no one joins any more)", key="classroom.close"):
         close_class(klass)
@@ -156,7 +160,7 @@ def _teacher(code: str, secret: str) -> None:
         st.warning("This deletes the class, its students' progress in it and their answers. It cannot be undone.")
         if st.button("Yes, delete it", type="primary"):
             delete_class(klass)
-            st.session_state.pop(TEACHER, None)
+            forget()
             st.session_state.pop("classroom.deleting", None)
             st.session_state[DELETED] = klass.title
             st.query_params.clear()
@@ -168,44 +172,39 @@ def _reveal(klass, page: str) -> None:
 
 
 @st.fragment(run_every=REFRESH_S)
-def _live(code: str, secret: str) -> None:
-    """What the class answered, read again every REFRESH_S seconds."""
+def _live(code: str, secret: str, shown: str | None) -> None:
+    """What the class answered, read again every REFRESH_S seconds: who is where (folded for a large class), then
+    each question folded to one line but the one on the board."""
     klass = teacher_class(code, secret)
     students = class_students(klass)
     rows = class_answers(klass)
     joined, answers = ("" if len(students) == 1 else "s"), ("" if len(rows) == 1 else "s")
     st.markdown(f"**{len(students)}** student{joined} joined; **{len(rows)}** answer{answers}.")
     if students:
-        st.table({"student": [s.name for s in students],  # an HTML table: names as text, readable when printed
-                      "on the page": [_title(s.step) if s.step else "—" for s in students],
-                  "answered": [s.answered for s in students], "right": [s.right for s in students]},
-                 hide_index=True)
-    questions = _questions(klass.route)
+        with st.expander("Who is where", expanded=len(students) < FOLDED_FROM, key="classroom.who"):
+            st.table({"student": [s.name for s in students],  # an HTML table: names as text, readable when printed
+                      "on the page": [title(s.step) if s.step else "—" for s in students],
+                      "answered": [s.answered for s in students], "right": [s.right for s in students]},
+                     hide_index=True)
+    questions = lesson_questions(klass.route)
     summaries = summarize(rows, [(q.key, q.page, q.choices) for q in questions])
     for n, (q, summary) in enumerate(zip(questions, summaries, strict=True), 1):
-        with st.container(border=True):
-            st.markdown(f"**{n}. {md(_title(q.page))}** · {md(q.ask)}")
-            if not summary.answered:
-                st.caption("No answers yet.")
-                continue
-            right = summary.share_right
-            st.caption(f"{summary.answered} answered" + ("" if right is None else
-                                                        f"; {right:.0%} right (the answer: "
-                                                        f"{md(shown_choice(summary.answer))})"))
-            st.plotly_chart(class_answers_chart(summary, shown=shown_choice), key=f"classroom.chart.{q.key}",
-                            config={"displayModeBar": False})
-            for choice, count, why in summary.wrong[:2]:  # the most common wrong answers, with what they reveal
-                st.caption(f"{count} chose “{md(shown_choice(choice))}”: {md(q.misconception(choice))}. "
-                           f"Why the answer is otherwise: {md(why)}")
+        late = f", {summary.late} late" if summary.late else ""
+        with st.expander(f"{n}. {title(q.page)} · {summary.answered} answered{late}", expanded=q.key == shown,
+                         key=f"classroom.card.{q.key}"):
+            answers_card(n, q, summary)
 
 
 if DELETED in st.session_state:
     st.success(f"The class {md(st.session_state.pop(DELETED))} and every answer in it are deleted.")
-teaching = st.session_state.get(TEACHER)
-if teaching:
-    _teacher(*teaching)
-else:
+teaching_now = teaching()
+if teaching_now:
+    _teacher(*teaching_now)
+elif current_class() is not None:  # a student in a class is not offered to open one
     _student()
-    if current_class() is None:  # a student in a class is not offered to open one
-        st.divider()
+else:  # a teacher finds "Teach a class" at the top, beside the students' way in
+    join_tab, teach_tab = st.tabs(["Join a class", "Teach a class"])
+    with join_tab:
+        _student()
+    with teach_tab:
         _open()

@@ -9,6 +9,7 @@ from attention.classroom import ROUTES, NotTeacher, teacher_class
 from pages._frame import ensure_app_frame
 from pages._learner import current_class
 from pages._site import SECTIONS
+from pages._teacher import forget, keep_link, teaching
 from pages._text import md
 
 ensure_app_frame()
@@ -21,13 +22,14 @@ def _key(pages: tuple[str, ...]):
 
 
 st.title("A handout")
-code, secret = st.query_params.get("teach"), st.query_params.get("key")
-teacher = None
-if code and secret:
+keep_link()  # an old teacher's link: its key kept in this browser, taken out of the address
+teacher, teaching_now = None, teaching()
+if teaching_now:
     try:
-        teacher = teacher_class(code, secret)
+        teacher = teacher_class(*teaching_now)
     except NotTeacher as error:
         st.error(str(error))
+        forget()
 klass = teacher or current_class()
 if klass is not None:
     pages, name = klass.route, klass.title
@@ -40,7 +42,8 @@ note = (f"{md(name)}: the questions its pages ask, in order. Print with your bro
 if teacher is None:
     note += " The answer key is in the class's handout, opened from the teacher's view."
 st.container(key="noprint").caption(note)  # not printed (the app's print styles)
-handout = key_markdown(_key(tuple(pages)), answers=answers, titles=TITLES)
+heading = f"# {md(name)}" + (f" · class {klass.code}" if klass is not None else "")  # printed: whose handout it is
+handout = f"{heading}\n\n" + key_markdown(_key(tuple(pages)), answers=answers, titles=TITLES)
 st.download_button("Download as Markdown", handout, file_name=f"{'answer-key' if answers else 'questions'}.md",
                    mime="text/markdown", icon=":material/download:")
 with st.container(border=True, key="handout"):

@@ -49,11 +49,14 @@ def test_a_teacher_and_three_students_behind_nginx_with_a_process_killed():
         teacher = browser.new_page(viewport={"width": 1280, "height": 1000})
         teacher.goto(page_url(url, "classroom"))
         wait_idle(teacher)
+        teacher.get_by_role("tab", name="Teach a class").click()
         teacher.get_by_role("button", name="Open the class").click()
         teacher.wait_for_url("**teach=**", timeout=30_000)
         link = teacher.url
         code = link.split("teach=")[1].split("&")[0]
         wait_idle(teacher)
+        key = _teacher_key(teacher)
+        assert key not in teacher.url and "key=" not in teacher.url  # the address can be photographed
 
         students, names = [], ("Ada", "<b>Eve</b>", "Sam")
         for name in names:
@@ -94,3 +97,32 @@ def test_a_teacher_and_three_students_behind_nginx_with_a_process_killed():
         shown = teacher.inner_text("body")
         for name in names:
             assert name in shown
+        _the_board_shows_the_question_and_no_key(browser, teacher, code, key)
+
+
+def _teacher_key(teacher) -> str:
+    """The teacher's key, as their browser keeps it: the cookie pages/_teacher.py writes ("CODE.key")."""
+    deadline = time.monotonic() + 30
+    while True:
+        kept = [c["value"] for c in teacher.context.cookies() if c["name"] == "attention_explorer_teacher"]
+        if kept and "." in kept[0]:
+            return kept[0].split(".", 1)[1]
+        assert time.monotonic() < deadline, "the teacher's browser kept no key"
+        teacher.wait_for_timeout(100)
+
+
+def _the_board_shows_the_question_and_no_key(browser, teacher, code: str, key: str) -> None:
+    """The projector's view: opened from the teacher's view, it shows the code and, once the teacher picks it, the
+    first question's bars; its address and its whole HTML hold no key."""
+    with teacher.expect_popup() as opened:
+        teacher.get_by_text("Open the board for the projector").click()
+    board = opened.value
+    board.set_viewport_size({"width": 1280, "height": 800})
+    wait_idle(board, timeout=90_000)
+    assert code in board.inner_text("body") and "not put a question" in board.inner_text("body")
+    teacher.get_by_label("The board shows").click()  # Streamlit's select box: its options open below it
+    teacher.get_by_role("option", name="question 1:").first.click()
+    board.get_by_text("1. Lookup").first.wait_for(timeout=30_000)  # the board reads again every 2 s
+    board.locator("[data-testid=stPlotlyChart] .main-svg").first.wait_for(timeout=30_000)
+    assert key not in board.url and key not in board.content(), "the teacher's key is on the board"
+    assert board.locator("[data-testid=stSidebar]").is_hidden()

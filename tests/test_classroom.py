@@ -292,9 +292,9 @@ def test_a_class_on_the_pages_teacher_and_students(monkeypatch):
     teacher.radio(key="classroom.route").set_value("toy-45")
     teacher.button(key="classroom.open").click().run()
     assert not teacher.exception, teacher.exception
-    code, secret = teacher.query_params["teach"], teacher.query_params["key"]
-    code = code[0] if isinstance(code, list) else code
-    secret = secret[0] if isinstance(secret, list) else secret
+    assert "key" not in teacher.query_params  # the key is off the address (a photo of the screen gives nothing)
+    code, secret = teacher.session_state["classroom.teacher"]
+    assert teacher.query_params["teach"] in (code, [code])
     assert f"code **{code}**" in " ".join(m.value for m in teacher.markdown)
 
     token = cr.new_token()
@@ -308,7 +308,8 @@ def test_a_class_on_the_pages_teacher_and_students(monkeypatch):
     wrong = next(c for c in q.choices if c != q.reveal().answer)
     _commit(lookup, q.key, wrong)
 
-    view = _browser(cr.new_token(), "pages/classroom.py", teach=code, key=secret)
+    view = _browser(cr.new_token(), "pages/classroom.py", teach=code, key=secret)  # an old teacher's link
+    assert "key" not in view.query_params and view.session_state["classroom.teacher"] == (code, secret)
     (table,) = view.table
     assert table.value["student"].tolist() == ["<b>*Eve*</b>"]  # a table cell: text, never markup
     shown = " ".join(c.value for c in view.caption).replace("\\", "")
@@ -317,6 +318,19 @@ def test_a_class_on_the_pages_teacher_and_students(monkeypatch):
     assert not [b for b in _browser(token, "pages/lookup.py").button if b.key == "lesson.skip"]
     opened = _browser(token, "pages/lookup.py")
     assert _drawn(opened)  # revealed: the whole page
+
+    late = cr.new_token()  # a student who answers only after the page was opened for the class: counted apart
+    joined = _browser(late, "pages/classroom.py", join=code)
+    joined.button(key="FormSubmitter:classroom.join-Join").click().run()
+    _commit(_browser(late, "pages/lookup.py"), q.key, q.reveal().answer)
+    view.run()
+    shown = " ".join(c.value for c in view.caption).replace("\\", "")
+    assert "1 answered; 0% right" in shown and "1 more answered after the page was opened" in shown
+    rows = cr.class_answers(cr.teacher_class(code, secret))
+    assert sorted((r.student, r.late) for r in rows) == [("<b>*Eve*</b>", False), ("student 2", True)]
+    csv_rows = cr.answers_csv(rows).splitlines()
+    assert csv_rows[0].endswith(",after_page_opened") and sorted(r.rsplit(",", 1)[1] for r in csv_rows[1:]) == [
+        "no", "yes"]
 
     refused = _browser(cr.new_token(), "pages/classroom.py", teach=code, key=secret[:-2])
     assert refused.error and not refused.table
