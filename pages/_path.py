@@ -69,8 +69,7 @@ def path_links(path: str) -> None:
     if after is None and path in route:
         _the_end()
     if after is not None:
-        _next(path, after, f"Next: {entry(after).title}" if path in route else
-              f"Continue the path: {entry(after).title}")
+        _next(path, after, "Next" if path in route else "Continue the path")
     elif path not in route:
         st.caption("You have seen every page of the path.")
     back = entry(before)
@@ -78,7 +77,7 @@ def path_links(path: str) -> None:
         switch_to(before)
 
 
-def _next(path: str, after: str, label: str) -> None:
+def _next(path: str, after: str, verb: str) -> None:
     """The path's Next: the primary button once the page's questions are answered; before, a plain one (the
     question's "Commit, then see" is the one to press), which asks once before it leaves a question unanswered."""
     waiting = bool(st.session_state.get(UNANSWERED))
@@ -89,11 +88,12 @@ def _next(path: str, after: str, label: str) -> None:
         if row.button("Answer it first", key="path.stay", icon=":material/edit:", type="primary"):
             st.session_state.pop(PASSING, None)
             st.rerun()
-        if row.button(f"Skip it: {label}", key="path.skip", icon=":material/arrow_forward:"):
+        if row.button(f"Skip it and go on: {entry(after).title}", key="path.skip", icon=":material/arrow_forward:"):
             st.session_state.pop(PASSING, None)
             go_on(after)
         return
-    if st.button(label, icon=":material/arrow_forward:", key="path.next", type="secondary" if waiting else "primary"):
+    if st.button(f"{verb}: {entry(after).title}", icon=":material/arrow_forward:", key="path.next",
+                 type="secondary" if waiting else "primary"):
         if waiting:
             st.session_state[PASSING] = path
             st.rerun()

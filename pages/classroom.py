@@ -103,6 +103,7 @@ def _teacher(code: str, secret: str) -> None:
         st.error(str(error))
         forget()
         return
+    st.set_page_config(initial_sidebar_state="collapsed")  # the whole width for the class (800 px lost 300)
     st.markdown(f"## {md(klass.title)} · code **{klass.code}**")
     if klass.closed:
         st.warning("This class is closed: no one can join it. Students already in it can go on answering; their "
@@ -112,11 +113,10 @@ def _teacher(code: str, secret: str) -> None:
                     f"**{klass.code}**).")
     st.link_button("Open the board for the projector", f"board?code={klass.code}", icon=":material/cast:",
                    type="primary")
-    st.caption("This is your control view: keep it on your own screen and project the board, which shows the code "
-               "and the question you choose below, never your key. The key is kept in this browser, not in the "
-               f"address. The class's answers are deleted {klass.delete_after:%Y-%m-%d} (UTC), or now, below. Each "
-               "student's first prediction is what counts: an answer given after its page was opened (by you, or "
-               "by the student's “Show the rest of the page”) is counted apart, hatched.")
+    st.caption("Your control view: keep it on your screen and project the board (the code, and the question you "
+               "choose below; never your key, which this browser keeps). A student's first prediction counts; one "
+               "given after its page was opened (by you, or by their “Show the rest”) is counted apart, hatched. "
+               f"Answers are deleted {klass.delete_after:%Y-%m-%d} (UTC), or now, below.")
     questions = lesson_questions(klass.route)
     keys = [None, *(q.key for q in questions)]
     shown = klass.shown_question if klass.shown_question in keys else None

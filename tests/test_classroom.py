@@ -191,6 +191,53 @@ def test_join_codes_resist_guessing(store):
         cr.join_class(cr.new_token(), opened.code, None, client="203.0.113.11")
 
 
+def test_a_teacher_lets_a_shut_out_browser_in_and_a_new_key_shuts_the_old_one_out(store):
+    opened = cr.open_class("c", ("lookup",))
+    typist = cr.new_token()
+    for _ in range(cr.classes.BROWSER_TRIES):
+        with pytest.raises(cr.ClassError, match="No open class"):
+            cr.join_class(typist, "ZZZZZZ", None, client="203.0.113.20")
+    with pytest.raises(cr.ClassError, match="Too many"):
+        cr.join_class(typist, opened.code, None, client="203.0.113.20")
+    teacher = cr.teacher_class(opened.code, opened.secret)
+    assert cr.let_browsers_try_again(teacher) == cr.classes.BROWSER_TRIES
+    assert cr.join_class(typist, opened.code, None, client="203.0.113.20").code == opened.code
+    new = cr.rotate_key(teacher)
+    assert new != opened.secret and cr.teacher_class(opened.code, new).id == teacher.id
+    with pytest.raises(cr.NotTeacher):
+        cr.teacher_class(opened.code, opened.secret)
+    cr.show_question(teacher, "lookup.winner")  # the board reads it without a key
+    assert cr.board_class(opened.code).shown_question == "lookup.winner"
+    with pytest.raises(cr.ClassError):
+        cr.board_class("ZZZZZZ")
+
+
+def test_an_answer_given_after_its_page_was_opened_is_late_and_counted_apart(store):
+    opened = cr.open_class("c", ("lookup",))
+    teacher = cr.teacher_class(opened.code, opened.secret)
+    early, late, alone = cr.new_token(), cr.new_token(), cr.new_token()
+    for token in (early, late):
+        cr.join_class(token, opened.code, None, client="10.0.0.5")
+    reveal = {"answer": "chair", "why": "w"}
+    cr.record_answer(early, "lookup.winner", "lookup", "apple", reveal=reveal, answer="chair")
+    cr.set_reveal(teacher, "lookup", True)  # the teacher opens the page for the class: the answer on screen
+    cr.record_answer(late, "lookup.winner", "lookup", "chair", reveal=reveal, answer="chair")
+    cr.forget_answer(early, "lookup.winner")  # asked again after the reveal: still the first, in-time prediction
+    cr.record_answer(early, "lookup.winner", "lookup", "chair", reveal=reveal, answer="chair")
+    cr.mark_skipped(alone, "lookup")  # outside a class: "Show the rest of the page" before answering
+    cr.record_answer(alone, "lookup.winner", "lookup", "chair", reveal=reveal, answer="chair")
+    rows = cr.class_answers(teacher)
+    assert sorted((r.choice, r.late) for r in rows) == [("apple", False), ("chair", True)]
+    (summary,) = cr.summarize(rows, [("lookup.winner", "lookup", ("apple", "banana", "chair"))])
+    assert (summary.answered, summary.share_right, summary.late, summary.late_right) == (1, 0.0, 1, 1)
+    assert dict(summary.counts) == {"apple": 1, "banana": 0, "chair": 0} and dict(summary.late_counts)["chair"] == 1
+    with cr.session() as s:  # outside a class too: the learner opened the page whole before answering
+        from attention.classroom.schema import Answer, Learner
+
+        learner = s.query(Learner).filter(Learner.token_hash == cr.progress.hashed(alone)).one()
+        assert s.get(Answer, (learner.id, "lookup.winner")).late
+
+
 def test_the_teacher_reads_each_students_first_prediction_not_a_second_try(store):
     opened = cr.open_class("c", ("lookup",))
     token = cr.new_token()
@@ -334,6 +381,12 @@ def test_a_class_on_the_pages_teacher_and_students(monkeypatch):
 
     refused = _browser(cr.new_token(), "pages/classroom.py", teach=code, key=secret[:-2])
     assert refused.error and not refused.table
+
+    cr.delete_class(cr.teacher_class(code, secret))  # a student in the class is told once, on their next run
+    opened.run()
+    assert any("was deleted by its teacher" in w.value for w in opened.warning)
+    opened.run()
+    assert not any("was deleted" in w.value for w in opened.warning)
 
 
 def test_each_route_states_measured_minutes_and_the_short_ones_fit_their_hour():
