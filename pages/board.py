@@ -15,7 +15,8 @@ BOARD = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] { display: none; }
 [data-testid="stMainBlockContainer"] { padding-top: 1.5rem; }
 [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p { font-size: 1.6rem; }
-.st-key-board-code [data-testid="stMarkdownContainer"] p { font-size: 2.4rem; line-height: 1.3; overflow-wrap: anywhere; }
+.st-key-board-code [data-testid="stMarkdownContainer"] p { font-size: 2.4rem; line-height: 1.3;
+  overflow-wrap: anywhere; }
 @media (max-width: 640px) { .st-key-board-code [data-testid="stMarkdownContainer"] p { font-size: 1.5rem; } }
 </style>"""
 
