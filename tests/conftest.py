@@ -7,6 +7,13 @@ import os
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Before torch is imported: OpenMP threads that sleep while they wait, and one torch thread per pytest-xdist worker
+# (`make test` runs two on two cores). Two workers each spinning two threads fought for the cores: SmolLM2's exact
+# scan took 6 s alone, 23-36 s beside another worker, 6 s with one passive thread each (docs/develop.md). The app's
+# servers do the same (serving/process.py configure_process).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Progress and classes go to a database of the test session's own (attention.classroom), never the user's.
 if "ATTENTION_EXPLORER_DATABASE_URL" not in os.environ:
     import atexit
