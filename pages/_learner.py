@@ -21,11 +21,10 @@ from pathlib import Path
 import streamlit as st
 
 from attention.classroom import (
-    ClassError,
     ClassInfo,
     StoredAnswer,
-    board_class,
     class_of,
+    farewell,
     forget_answer,
     forget_learner,
     mark_seen,
@@ -96,8 +95,9 @@ def reload() -> None:
     except Exception as error:  # noqa: BLE001 — a database the operator misconfigured must not take the pages down
         st.session_state[UNSTORED] = f"{type(error).__name__}: {error}"[:300]
         return
+    if klass is None and (CLASS not in st.session_state or st.session_state[CLASS] is not None):
+        _class_gone(token)  # a session's first read, or its class gone since the last
     st.session_state.pop(UNSTORED, None)
-    _class_gone(st.session_state.get(CLASS), klass)
     st.session_state[ANSWERS] = {key: _answered(a) for key, a in kept.answers.items()}
     st.session_state[SEEN] = set(kept.seen)
     st.session_state[SKIPPED] = set(kept.skipped)
@@ -105,16 +105,13 @@ def reload() -> None:
     st.session_state[CLASS] = klass
 
 
-def _class_gone(was: ClassInfo | None, now: ClassInfo | None) -> None:
-    """A class this session was in, deleted by its teacher since (not left): said once, at the top of the page, for
-    the student's answers in it went with it."""
-    if was is None or now is not None:
-        return
-    try:
-        board_class(was.code)
-    except ClassError:
-        st.warning(f"Your class {md(was.title)} was deleted by its teacher, with your answers in it. You go on "
-                   "as a visitor: the learner's path, from where you are.")
+def _class_gone(token: str) -> None:
+    """A class this browser was in, deleted by its teacher since: said once (attention.classroom.farewell), in a
+    note that stays until closed (a rerun does not take it away), for the student's answers in it went with it."""
+    title = farewell(token)
+    if title is not None:
+        st.toast(f"Your class {md(title)} was deleted by its teacher, with your answers in it. You go on as a "
+                 "visitor: the learner's path, from the start.", icon=":material/info:", duration="infinite")
 
 
 def _token() -> str:

@@ -17,6 +17,7 @@ from pages._live import COMPONENTS
 TEACHER = "classroom.teacher"  # session key: (code, key) of the class this browser teaches
 WRITTEN = "classroom.teacher_cookie"  # session key: the cookie's value as this session last wrote it
 COOKIE = "attention_explorer_teacher"  # the cookie: "CODE.key"
+BY_LINK = "classroom.by_link"  # session key: the key came from a link's address this run (a wrong one is said)
 
 _cookie = st.components.v2.component("attention_explorer_teacher",
                                      js=(COMPONENTS / "teacher.js").read_text(encoding="utf-8"))
@@ -29,12 +30,19 @@ def keep_link() -> None:
         del st.query_params["key"]
         if code:
             remember(code, key)
+            st.session_state[BY_LINK] = True
 
 
 def remember(code: str, key: str) -> None:
     """This browser teaches the class `code`: in the session now, in the cookie from this run on."""
     st.session_state[TEACHER] = (code, key)
     st.query_params["teach"] = code
+
+
+def refused() -> bool:
+    """Whether a key found wrong should be said: one that came in a link's address. One the browser kept (the class
+    deleted since, or its key made anew elsewhere) is forgotten without a word."""
+    return bool(st.session_state.pop(BY_LINK, False))
 
 
 def forget() -> None:

@@ -7,6 +7,7 @@ import streamlit as st
 from attention.classroom import ClassError, board_class, class_answers, normal_code, summarize
 from pages._class_view import answers_card, join_link, lesson_questions
 from pages._frame import ensure_app_frame
+from pages._text import md
 
 ensure_app_frame()
 REFRESH_S = 2
@@ -29,12 +30,12 @@ def _board(code: str) -> None:
         st.info(str(error))
         return
     with st.container(key="board-code"):
-        st.markdown(f"Join at **{join_link(klass.code)}**  \nor on the **A class** page with the code "
-                    f"**{klass.code}**" + (" (the class is closed)" if klass.closed else ""))
+        st.markdown(f"**{md(klass.title)}** · join at **{join_link(klass.code)}**  \nor on the **A class** page "
+                    f"with the code **{klass.code}**" + (" (the class is closed)" if klass.closed else ""))
     questions = lesson_questions(klass.route)
     shown = [(n, q) for n, q in enumerate(questions, 1) if q.key == klass.shown_question]
     if not shown:
-        st.caption("The teacher has not put a question on the board yet.")
+        st.markdown("The teacher has not put a question on the board yet.")
         return
     n, question = shown[0]
     summary = summarize(class_answers(klass), [(question.key, question.page, question.choices)])[0]

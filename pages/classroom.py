@@ -21,17 +21,19 @@ from attention.classroom import (
     let_browsers_try_again,
     open_class,
     purge,
+    reopen_class,
     rotate_key,
     set_reveal,
     show_question,
     summarize,
     teacher_class,
+    wrong_codes_lately,
 )
 from pages._class_view import answers_card, join_link, lesson_questions, title
 from pages._frame import ensure_app_frame
 from pages._learner import TOKEN, current_class, last_step, next_step, reload
 from pages._site import entry
-from pages._teacher import forget, keep_link, remember, teaching
+from pages._teacher import forget, keep_link, refused, remember, teaching
 from pages._text import md
 
 ensure_app_frame()
@@ -96,13 +98,16 @@ def _open() -> None:
         st.rerun()
 
 
-def _teacher(code: str, secret: str) -> None:
+def _teacher(code: str, secret: str) -> bool:
+    """The control view; False where the key is not (or no longer) a teacher's: a link's is said, a kept one is
+    forgotten without a word (its class deleted, or a new key made elsewhere), and the page is a student's."""
     try:
         klass = teacher_class(code, secret)
     except NotTeacher as error:
-        st.error(str(error))
+        if refused():
+            st.error(str(error))
         forget()
-        return
+        return False
     st.set_page_config(initial_sidebar_state="collapsed")  # the whole width for the class (800 px lost 300)
     st.markdown(f"## {md(klass.title)} · code **{klass.code}**")
     if klass.closed:
@@ -115,7 +120,8 @@ def _teacher(code: str, secret: str) -> None:
                    type="primary")
     st.caption("Your control view: keep it on your screen and project the board (the code, and the question you "
                "choose below; never your key, which this browser keeps). A student's first prediction counts; one "
-               "given after its page was opened (by you, or by their “Show the rest”) is counted apart, hatched. "
+               "given after you opened its page for the class (or after they opened it whole themselves, before "
+               "joining) is counted apart, hatched. "
                f"Answers are deleted {klass.delete_after:%Y-%m-%d} (UTC), or now, below.")
     questions = lesson_questions(klass.route)
     keys = [None, *(q.key for q in questions)]
@@ -124,14 +130,15 @@ def _teacher(code: str, secret: str) -> None:
                  format_func=lambda k: "the code and the link only" if k is None else
                  f"question {keys.index(k)}: {questions[keys.index(k) - 1].ask}",
                  on_change=lambda: show_question(klass, st.session_state["classroom.board"]))
+    with st.expander("Open a page for the class", expanded=True, key="classroom.pages"):
+        st.caption("A page's questions hold the rest of it back until a student answers; opening it shows everyone "
+                   "the whole page (to discuss the answers together). Answers given after it are counted apart.")
+        for page in klass.route:
+            st.toggle(title(page), value=page in klass.revealed, key=f"classroom.reveal.{page}",
+                      on_change=functools.partial(_reveal, klass, page))
     _live(klass.code, secret, shown)
-    st.subheader("Open a page for the class")
-    st.caption("A page's questions hold the rest of it back until a student answers; opening it shows everyone the "
-               "whole page (to discuss the answers together). Answers given after it are counted apart.")
-    for page in klass.route:
-        st.toggle(title(page), value=page in klass.revealed, key=f"classroom.reveal.{page}",
-                  on_change=functools.partial(_reveal, klass, page))
     _data(klass, secret)
+    return True
 
 
 def _data(klass, secret: str) -> None:
@@ -141,7 +148,9 @@ def _data(klass, secret: str) -> None:
     rows = class_answers(klass)
     st.download_button("Download the answers (CSV)", answers_csv(rows), file_name=f"class-{klass.code}.csv",
                        mime="text/csv", icon=":material/download:")
-    if st.button("Let browsers shut out by wrong codes try again", key="classroom.unlock"):
+    wrong = wrong_codes_lately()
+    if st.button(f"Let browsers shut out by wrong codes try again ({wrong} wrong in the last 10 minutes)",
+                 key="classroom.unlock", disabled=not wrong):
         st.toast(f"Wrong codes forgotten: {let_browsers_try_again(klass)}. A student shut out can join now.")
     with st.expander("Your teacher's key: to teach from another browser (not for the projector)"):
         st.caption("This browser keeps the key. To open the control view elsewhere, use this link there; if it "
@@ -149,10 +158,14 @@ def _data(klass, secret: str) -> None:
         st.code(f"{join_link(klass.code).split('?')[0]}?teach={klass.code}&key={secret}", language=None)
         if st.button("Make a new key", key="classroom.rotate"):
             remember(klass.code, rotate_key(klass))
+            st.toast("A new key: this browser keeps it, and the old one opens nothing now.")
             st.rerun()
     row = st.container(horizontal=True)
     if not klass.closed and row.button("Close the class (no one joins any more)", key="classroom.close"):
         close_class(klass)
+        st.rerun()
+    if klass.closed and row.button("Open the class again (students can join)", key="classroom.reopen"):
+        reopen_class(klass)
         st.rerun()
     if row.button("Delete the class and every answer now", type="secondary"):
         st.session_state["classroom.deleting"] = True
@@ -175,7 +188,10 @@ def _reveal(klass, page: str) -> None:
 def _live(code: str, secret: str, shown: str | None) -> None:
     """What the class answered, read again every REFRESH_S seconds: who is where (folded for a large class), then
     each question folded to one line but the one on the board."""
-    klass = teacher_class(code, secret)
+    try:
+        klass = teacher_class(code, secret)
+    except NotTeacher:  # deleted, or a new key made in another browser: the page says so, whole
+        st.rerun(scope="app")
     students = class_students(klass)
     rows = class_answers(klass)
     joined, answers = ("" if len(students) == 1 else "s"), ("" if len(rows) == 1 else "s")
@@ -198,9 +214,9 @@ def _live(code: str, secret: str, shown: str | None) -> None:
 if DELETED in st.session_state:
     st.success(f"The class {md(st.session_state.pop(DELETED))} and every answer in it are deleted.")
 teaching_now = teaching()
-if teaching_now:
-    _teacher(*teaching_now)
-elif current_class() is not None:  # a student in a class is not offered to open one
+if teaching_now and _teacher(*teaching_now):
+    st.stop()
+if current_class() is not None:  # a student in a class is not offered to open one
     _student()
 else:  # a teacher finds "Teach a class" at the top, beside the students' way in
     join_tab, teach_tab = st.tabs(["Join a class", "Teach a class"])

@@ -200,12 +200,18 @@ def test_a_teacher_lets_a_shut_out_browser_in_and_a_new_key_shuts_the_old_one_ou
     with pytest.raises(cr.ClassError, match="Too many"):
         cr.join_class(typist, opened.code, None, client="203.0.113.20")
     teacher = cr.teacher_class(opened.code, opened.secret)
-    assert cr.let_browsers_try_again(teacher) == cr.classes.BROWSER_TRIES
+    assert cr.wrong_codes_lately() == cr.classes.BROWSER_TRIES
+    assert cr.let_browsers_try_again(teacher) == cr.classes.BROWSER_TRIES and cr.wrong_codes_lately() == 0
     assert cr.join_class(typist, opened.code, None, client="203.0.113.20").code == opened.code
     new = cr.rotate_key(teacher)
     assert new != opened.secret and cr.teacher_class(opened.code, new).id == teacher.id
     with pytest.raises(cr.NotTeacher):
         cr.teacher_class(opened.code, opened.secret)
+    cr.close_class(teacher)
+    with pytest.raises(cr.ClassError, match="closed"):
+        cr.join_class(cr.new_token(), opened.code, None, client="203.0.113.21")
+    cr.reopen_class(teacher)
+    assert cr.join_class(cr.new_token(), opened.code, None, client="203.0.113.21").code == opened.code
     cr.show_question(teacher, "lookup.winner")  # the board reads it without a key
     assert cr.board_class(opened.code).shown_question == "lookup.winner"
     with pytest.raises(cr.ClassError):
@@ -384,9 +390,11 @@ def test_a_class_on_the_pages_teacher_and_students(monkeypatch):
 
     cr.delete_class(cr.teacher_class(code, secret))  # a student in the class is told once, on their next run
     opened.run()
-    assert any("was deleted by its teacher" in w.value for w in opened.warning)
+    assert any("was deleted by its teacher" in t.value for t in opened.toast)
     opened.run()
-    assert not any("was deleted" in w.value for w in opened.warning)
+    assert not any("was deleted" in t.value for t in opened.toast)
+    told = [_browser(late) for _ in range(2)]  # the other student, on their next visits (new sessions): once
+    assert [any("was deleted by its teacher" in t.value for t in at.toast) for at in told] == [True, False]
 
 
 def test_each_route_states_measured_minutes_and_the_short_ones_fit_their_hour():

@@ -19,6 +19,7 @@ from attention.classroom.classes import (
     class_students,
     close_class,
     delete_class,
+    farewell,
     join_class,
     leave_class,
     let_browsers_try_again,
@@ -26,11 +27,13 @@ from attention.classroom.classes import (
     normal_code,
     open_class,
     purge,
+    reopen_class,
     retention,
     rotate_key,
     set_reveal,
     show_question,
     teacher_class,
+    wrong_codes_lately,
 )
 from attention.classroom.database import data_dir, database, database_url, migrate, session
 from attention.classroom.progress import (
@@ -52,8 +55,8 @@ __all__ = [
     "NICKNAME_CHARS", "ROUTES", "AnswerRow", "ClassError", "ClassInfo", "NotTeacher", "OpenedClass", "Progress",
     "QuestionSummary", "Route", "StoredAnswer", "Student", "answers_csv", "board_class", "class_answers",
     "class_of", "class_students", "close_class", "data_dir", "database", "database_url", "delete_class",
-    "forget_answer", "forget_learner", "join_class", "leave_class", "let_browsers_try_again", "mark_seen",
+    "farewell", "forget_answer", "forget_learner", "join_class", "leave_class", "let_browsers_try_again", "mark_seen",
     "mark_skipped", "migrate", "new_token", "nickname", "normal_code", "open_class", "progress_of", "purge",
-    "record_answer", "retention", "rotate_key", "session", "set_reveal", "show_question", "summarize",
-    "teacher_class",
+    "record_answer", "reopen_class", "retention", "rotate_key", "session", "set_reveal", "show_question", "summarize",
+    "teacher_class", "wrong_codes_lately",
 ]

@@ -30,7 +30,16 @@ from sqlalchemy.exc import IntegrityError
 
 from attention.classroom.database import session
 from attention.classroom.progress import hashed, learner_id, now
-from attention.classroom.schema import NICKNAME_CHARS, Answer, Classroom, Install, JoinAttempt, Learner, Reveal
+from attention.classroom.schema import (
+    NICKNAME_CHARS,
+    Answer,
+    Classroom,
+    Farewell,
+    Install,
+    JoinAttempt,
+    Learner,
+    Reveal,
+)
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a board without doubt
 CODE_LENGTH = 6
@@ -285,6 +294,28 @@ def let_browsers_try_again(teacher: ClassInfo) -> int:
         return s.execute(delete(JoinAttempt).where(JoinAttempt.at > now() - JOIN_WINDOW)).rowcount
 
 
+def farewell(token: str) -> str | None:
+    """The title of a class its teacher deleted with the learner `token` in it, once (then forgotten), or None."""
+    with session() as s:
+        row = s.get(Farewell, hashed(token))
+        if row is None:
+            return None
+        s.delete(row)
+        return row.title
+
+
+def reopen_class(teacher: ClassInfo) -> None:
+    """A closed class open again: students can join it."""
+    with session() as s:
+        s.get(Classroom, teacher.id).closed_at = None
+
+
+def wrong_codes_lately() -> int:
+    """Wrong join codes tried in the last JOIN_WINDOW (what let_browsers_try_again would forget)."""
+    with session() as s:
+        return s.scalar(select(func.count()).select_from(JoinAttempt).where(JoinAttempt.at > now() - JOIN_WINDOW))
+
+
 def close_class(teacher: ClassInfo) -> None:
     """No one joins any more; the students' view and the data stay until deleted."""
     with session() as s:
@@ -292,8 +323,11 @@ def close_class(teacher: ClassInfo) -> None:
 
 
 def delete_class(teacher: ClassInfo) -> None:
-    """The class and everything its students gave in it (their learner rows, answers, pages seen) deleted."""
+    """The class and everything its students gave in it (their learner rows, answers, pages seen) deleted; each
+    student is told once, on their next visit (farewell)."""
     with session() as s:
+        for token_hash in list(s.scalars(select(Learner.token_hash).where(Learner.class_id == teacher.id))):
+            s.merge(Farewell(token_hash=token_hash, title=teacher.title, at=now()))
         s.execute(delete(Learner).where(Learner.class_id == teacher.id))
         s.execute(delete(Classroom).where(Classroom.id == teacher.id))
 
@@ -309,4 +343,5 @@ def purge(at: datetime | None = None) -> int:
             s.execute(delete(Classroom).where(Classroom.id.in_(expired)))
         s.execute(delete(Learner).where(Learner.class_id.is_(None), Learner.active_at <= at - retention()))
         s.execute(delete(JoinAttempt).where(JoinAttempt.at <= at - JOIN_WINDOW))
+        s.execute(delete(Farewell).where(Farewell.at <= at - retention()))
     return len(expired)

@@ -99,6 +99,16 @@ class Answer(Base):
     late: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
+class Farewell(Base):
+    """A class its teacher deleted, for one of its students (their id's hash): told once, on their next visit, since
+    their progress in it went with it."""
+
+    __tablename__ = "class_farewells"
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    title: Mapped[str] = mapped_column(String(80))
+    at: Mapped[datetime] = mapped_column(DateTime())
+
+
 class Install(Base):
     """This installation's own random salt: an address is kept only as sha256(salt + address), which cannot be
     reversed by trying the 4e9 IPv4 addresses without the salt."""
