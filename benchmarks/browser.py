@@ -124,6 +124,10 @@ def live_drags(browser, url: str, drags: int) -> dict:
         start, end = (0.8, 0.2) if d % 2 == 0 else (0.2, 0.8)
         page.mouse.move(box["x"] + box["width"] * start, y)
         page.evaluate("() => { window.__frames = 0; window.__liveStats.latencies = []; }")
+        # The server's answer before the drag: it must change by the release. Read after the drag, it could already
+        # be the released value's (on a loaded machine a pause mid-drag let the component send it), and the wait
+        # for a change then never ended (the suite's bench smoke hung 300 s twice).
+        before = page.evaluate("() => window.__serverText()")
         page.mouse.down()
         page.evaluate("() => { window.__watching = true; }")
         t0 = time.perf_counter()
@@ -135,11 +139,10 @@ def live_drags(browser, url: str, drags: int) -> dict:
         during.append(sum(1 for t in sent if t0 <= t <= t1))
         frames.append(page.evaluate("() => window.__frames"))
         latencies += page.evaluate("() => window.__liveStats.latencies")
-        before = page.evaluate("() => window.__serverText()")
         t_up = page.evaluate("() => performance.now()")
         page.mouse.up()
         done = page.evaluate(f"() => window.__until(() => window.__serverText() !== {before!r}, {EVENT_WAIT_MS})")
-        release.append(done - t_up)
+        release.append(max(0.0, done - t_up))  # 0: the answer came before the release
         wait_idle(page)
     page.close()
     return {"frames": summary(frames), "latency": summary(latencies), "messages": max(during),
@@ -254,9 +257,12 @@ def views_after_load(page, rounds: int) -> dict:
     for _ in range(rounds):
         for name, (target, shown) in VIEWS.items():
             runs = page.evaluate("() => window.__runs")
+            # A view not on screen before the click needs no run counted: a click that lands in a run still going
+            # (a delayed rerun) joins it without a new start to count, and the wait for one never ended.
+            shown_before = "true" if page.evaluate(f"() => !!({shown})") else "false"
             page.locator(target).first.click()
             try:
-                done = page.evaluate(f"""() => window.__until(() => window.__runs > {runs} &&
+                done = page.evaluate(f"""() => window.__until(() => (!{shown_before} || window.__runs > {runs}) &&
                     document.querySelector("{DONE}") && ({shown}), {EVENT_WAIT_MS})""")
             except Exception as error:  # noqa: BLE001 - say which view and what the page was doing
                 state = page.evaluate(f"""() => ({{runs: window.__runs, idle: !!document.querySelector("{DONE}"),
