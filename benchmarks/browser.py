@@ -116,11 +116,13 @@ def live_drags(browser, url: str, drags: int) -> dict:
     slider.wait_for()
     page.evaluate(PROBE)
     page.evaluate(LIVE_WATCH)
-    slider.scroll_into_view_if_needed()  # below the page's questions: off the first screen
-    box = slider.bounding_box()
-    y = box["y"] + box["height"] / 2
     frames, latencies, during, release = [], [], [], []
     for d in range(drags):
+        # Where the slider is now, before each drag: on a loaded machine a chart above it drew after the first
+        # release and moved it 149 px down; the next drag, at the old place, missed it and the wait never ended.
+        slider.scroll_into_view_if_needed()  # below the page's questions: off the first screen
+        box = slider.bounding_box()
+        y = box["y"] + box["height"] / 2
         start, end = (0.8, 0.2) if d % 2 == 0 else (0.2, 0.8)
         page.mouse.move(box["x"] + box["width"] * start, y)
         page.evaluate("() => { window.__frames = 0; window.__liveStats.latencies = []; }")
