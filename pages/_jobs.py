@@ -48,6 +48,7 @@ from attention.models import (
     load_npz,
     model_label,
     own_attention,
+    why_not,
 )
 from pages._path import stop_here
 from pages._text import md
@@ -218,11 +219,19 @@ def result_of(analysis: Callable, message: str, *args, **kwargs):
     return follow_or_stop(shared(analysis, message, *args, **kwargs))
 
 
-def result_or_none(analysis: Callable, message: str, *args, **kwargs):
-    """As result_of, but where the analysis is not defined for this model or input (a ValueError saying why)
-    a warning and None, and the page goes on: beside a second model's result, or the rest of the page. Any
-    other failure ends the page as follow_or_stop says."""
-    job = shared(analysis, message, *args, **kwargs)
+def result_or_none(analysis: Callable, message: str, loaded: LoadedModel, *args, needs: tuple[str, ...] = (),
+                   **kwargs):
+    """As result_of, but where the analysis is not defined for this model or input, a warning saying why and None,
+    and the page goes on: beside a second model's result, or the rest of the page. What the model lacks is read
+    from its capabilities first (`needs`: the features the analysis asks for, attention.models.FEATURES), so no
+    job starts to find it out; what depends on the input still comes as the analysis's ValueError. Any other
+    failure ends the page as follow_or_stop says."""
+    for feature in needs:
+        reason = why_not(loaded, feature)
+        if reason is not None:
+            st.warning(md(reason))
+            return None
+    job = shared(analysis, message, loaded, *args, **kwargs)
     try:
         return follow(job)
     except ValueError as err:

@@ -157,7 +157,8 @@ st.caption("One point per prompt (hover: the clean prompt); the diamond is the m
 # --- 2. Direct attribution -------------------------------------------------------------------------------------
 st.header("2 · Which heads write it: direct attribution")
 st.latex(r"\text{share}(h) = N_{\text{frozen}}(z_h W_O^h)\cdot\big(W_U[\text{target}] - W_U[\text{foil}]\big)")
-dla = result_or_none(batch_attribution, f"Reading every head's share on {len(pairs)} prompts…", loaded, pairs)
+dla = result_or_none(batch_attribution, f"Reading every head's share on {len(pairs)} prompts…", loaded, pairs,
+                     needs=("direct attribution",))
 if dla is not None:
     prose("Each head's output at the last token, read straight through the final norm (its scale frozen at each "
           "prompt's own final stream) into the target's logit minus the foil's. Per prompt the shares of every "
@@ -208,7 +209,7 @@ if st.button("Run patching", icon=":material/healing:", key="batch.patch", type=
         st.session_state.get(asked):
     st.session_state[asked] = True
     patched = result_or_none(batch_patching, f"Patching the residual stream of {len(pairs)} prompts…", loaded,
-                             pairs)
+                             pairs, needs=("hook points",))
     if patched is not None:
         canvas_heatmap(figures.patching_canvas(patched), key="batch.patching")
         counted = figures.counted_prompts(patched)

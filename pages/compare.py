@@ -161,8 +161,10 @@ else:
         st.caption(HEAD_MEASURES[measure][1])
         loaded_a, loaded_b = model_or_stop(a), model_or_stop(b)
         if measure == "roles":
-            roles_a = result_or_none(head_roles, f"Running the induction probe on {label_a}…", loaded_a)
-            roles_b = result_or_none(head_roles, f"Running the induction probe on {label_b}…", loaded_b)
+            roles_a = result_or_none(head_roles, f"Running the induction probe on {label_a}…", loaded_a,
+                                     needs=("roles",))
+            roles_b = result_or_none(head_roles, f"Running the induction probe on {label_b}…", loaded_b,
+                                     needs=("roles",))
             role = st.segmented_control("Role", list(ROLES), default="induction", format_func=label_of(ROLES),
                                         key="cmp.role") or "induction"
             if roles_a is not None and roles_b is not None:
@@ -199,12 +201,12 @@ else:
                            f"{ca.baseline:.3f} in A, {cb.baseline:.3f} in B.")
                 both = ((label_a, loaded_a, att_a, ca), (label_b, loaded_b, att_b, cb))
                 if measure == "direct":
-                    found = [result_or_none(direct_logit_attribution, f"Reading {lab}'s direct shares…", loaded, att, c)
-                             for lab, loaded, att, c in both]
+                    found = [result_or_none(direct_logit_attribution, f"Reading {lab}'s direct shares…", loaded, att, c,
+                                            needs=("direct attribution",)) for lab, loaded, att, c in both]
                     what = "direct share"
                 else:
-                    found = [result_or_none(head_ablation, f"Removing each head of {lab}…",
-                                            loaded, att, c, ablation="zero") for lab, loaded, att, c in both]
+                    found = [result_or_none(head_ablation, f"Removing each head of {lab}…", loaded, att, c,
+                                            ablation="zero", needs=("head effects",)) for lab, loaded, att, c in both]
                     what = "effect of removing it"
                 if all(f is not None for f in found):
                     values_a, values_b = (f.heads if measure == "direct" else f.effect for f in found)

@@ -158,7 +158,8 @@ elif st.button("Patch every site", icon=":material/healing:", key="circ.patch") 
     st.session_state[f"circ.patched.{name}.{text}.{corrupt_text}.{contrast.typed}.{site}"] = True
     corrupt = attention_or_stop(name, corrupt_text, say_check=False)
     # a corrupted prompt of another length: said, and the rest of the page (composition, the path) goes on
-    patched = result_or_none(activation_patching, "Patching…", loaded, att, corrupt, contrast, site=site)
+    patched = result_or_none(activation_patching, "Patching…", loaded, att, corrupt, contrast, site=site,
+                             needs=("head effects", "hook points"))
     if patched is not None:
         patching_chart(patched, site)
 

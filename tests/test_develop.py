@@ -82,3 +82,23 @@ def test_each_page_keys_its_widgets_by_a_slot_no_other_page_or_shared_helper_use
         assert slots, f"{name}: no widget key found"
         others = {s for n, ss in pages.items() if n != name for s in ss}
         assert not slots & (others | helpers), (name, slots & (others | helpers))
+
+
+def test_a_page_asks_the_capabilities_table_before_it_starts_an_analysis():
+    """Recipe "An analysis": a page runs one that a model may lack through result_or_none(..., needs=(feature, ...)),
+    so a model without it is told the table's reason and no job starts to find it out (pages/_jobs.py)."""
+    import ast
+    from pathlib import Path
+
+    from attention.models import FEATURES
+
+    calls = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "pages").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "result_or_none":
+                needs = next((k.value for k in node.keywords if k.arg == "needs"), None)
+                named = [e.value for e in needs.elts] if isinstance(needs, ast.Tuple) else []
+                calls.append((path.name, node.lineno, named))
+    assert calls, "no page runs an analysis through result_or_none"
+    for name, line, named in calls:
+        assert named and set(named) <= set(FEATURES), f"{name}:{line} names no feature it needs (or an unknown one)"
