@@ -68,6 +68,7 @@ def open_whole(page, url: str) -> None:
     rest = page.get_by_role("button", name="Show the rest of the page")
     if rest.count():
         rest.click()
+        rest.wait_for(state="detached", timeout=180_000)  # its rerun has begun (a loaded machine starts it late)
         wait_idle(page, timeout=180_000)
     page.wait_for_timeout(200)  # the canvas heatmaps draw once their component has mounted
 

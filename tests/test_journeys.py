@@ -554,21 +554,25 @@ def _answer_every_question(page) -> None:
     for (the next question appears once one is answered)."""
     from tests.harness import wait_idle
 
+    verdicts = page.get_by_role("button", name="Ask me again")  # one under each question answered
     for _ in range(8):
         show_here = page.get_by_role("button", name=re.compile("^Show it here, then ask"))
         if show_here.count():  # a question about another model than the page's: a learner shows it, then answers
             show_here.first.click()
-            page.wait_for_timeout(300)
+            show_here.first.wait_for(state="detached", timeout=180_000)
             wait_idle(page, 180_000)
         commit_button = page.get_by_role("button", name=re.compile("^Commit"))
         forms = page.locator("[data-testid='stForm']").filter(has=commit_button)
         if not forms.count():
             return
+        answered = verdicts.count()
         form = forms.first
         form.locator("input[type='radio']").first.focus()
         page.keyboard.press("Space")
         form.get_by_role("button", name=re.compile("Commit")).click()
-        page.wait_for_timeout(300)
+        # The answer's verdict, not a fixed wait: on a loaded machine the commit's run began after 300 ms, the page
+        # read as idle with the next question not yet drawn, and Next was pressed past it.
+        verdicts.nth(answered).wait_for(timeout=180_000)
         wait_idle(page, 180_000)
 
 
