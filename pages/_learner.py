@@ -71,7 +71,7 @@ def begin() -> None:
     runs): another tab's answers, or a process restarted since, read the same."""
     reload()
     token = st.session_state[TOKEN]
-    if _cookies().get(COOKIE) != token:  # a new id, or one another tab replaced: the browser keeps (or tells) it
+    if cookies().get(COOKIE) != token:  # a new id, or one another tab replaced: the browser keeps (or tells) it
         kept_for = int(retention().total_seconds())  # as long as the database keeps an inactive learner
         with st.sidebar:
             _cookie(key="learner.cookie", data={"name": COOKIE, "token": token, "max_age": kept_for},
@@ -118,12 +118,13 @@ def _token() -> str:
     """This browser's id: the session's, else the cookie's, else a new one (which the cookie then keeps)."""
     token = st.session_state.get(TOKEN)
     if token is None:
-        token = _cookies().get(COOKIE) or new_token()
+        token = cookies().get(COOKIE) or new_token()
         st.session_state[TOKEN] = token
     return token
 
 
-def _cookies() -> dict:
+def cookies() -> dict:
+    """The cookies of the browser's request (empty in AppTest, which makes none)."""
     try:
         return dict(st.context.cookies)
     except Exception:  # noqa: BLE001 — no browser request (AppTest): the session's id alone

@@ -12,6 +12,7 @@ address at once.
 import streamlit as st
 
 from attention.classroom import retention
+from pages._learner import cookies
 from pages._live import COMPONENTS
 
 TEACHER = "classroom.teacher"  # session key: (code, key) of the class this browser teaches
@@ -56,7 +57,7 @@ def teaching() -> tuple[str, str] | None:
     """(code, key) of the class this browser teaches: the session's, else the cookie's; None for a student."""
     found = st.session_state.get(TEACHER)
     if found is None and st.session_state.get(WRITTEN) != "":  # not forgotten in this session
-        code, _, key = _cookies().get(COOKIE, "").partition(".")
+        code, _, key = cookies().get(COOKIE, "").partition(".")
         if code and key:
             found = st.session_state[TEACHER] = (code, key)
     if found is not None and st.session_state.get(WRITTEN) != f"{found[0]}.{found[1]}":
@@ -68,11 +69,4 @@ def teaching() -> tuple[str, str] | None:
 def _write(value: str, *, top: bool = False, key: str = "classroom.cookie") -> None:
     with st.sidebar:
         _cookie(key=key, data={"name": COOKIE, "value": value, "top": top,
-                                              "max_age": int(retention().total_seconds())}, height="content")
-
-
-def _cookies() -> dict:
-    try:
-        return dict(st.context.cookies)
-    except Exception:  # noqa: BLE001 — no browser request (AppTest): the session alone
-        return {}
+                               "max_age": int(retention().total_seconds())}, height="content")
