@@ -15,6 +15,7 @@ import serving
 from pages._failure import guard_session, run_guarded
 from pages._kept import carry_linked
 from pages._learner import begin, seen
+from pages._partial import page_starts as no_parts_yet
 from pages._path import page_starts
 from pages._prefetch import prefetch_charts
 from pages._screen import screen
@@ -39,4 +40,5 @@ seen(page.url_path or "home")  # the learner's place: the pages opened, by their
 screen()  # printed pages, phones, heatmap numbers only where cells hold them (pages/_screen.py)
 prefetch_charts()  # Streamlit's chart and table code, loaded while the browser is idle (pages/_prefetch.py)
 page_starts(page_path(page.url_path))  # a page that stops early still ends with Back and Next (pages/_path.py)
+no_parts_yet()  # the parts of a page a widget reruns alone, drawn anew by this run (pages/_partial.py)
 run_guarded(page)  # an error in the page: words and a reference, never a traceback (pages/_failure.py)

@@ -77,6 +77,16 @@ def predict_then_see(questions, results: dict | None = None, *, shown=None, text
     return True
 
 
+def holds_back(questions, *, shown, texts: tuple[str, ...]) -> bool:
+    """Whether predict_then_see, given these texts, would hold the rest of the page back (its first unanswered
+    question's own example now on the page): a part of the page that reran alone with a new text asks for the
+    whole page then (pages/_partial.py)."""
+    for q in questions:
+        if answer(q.key) is None:
+            return _example_shown(q, shown, texts) and not skipped(q.page)
+    return False
+
+
 def _example_shown(q, shown, texts: tuple[str, ...]) -> bool:
     """Whether the page reads a model question's own example now: its model (by name), and its text or both its
     sentences among `texts`. Its answer is then on the page, or a layer and a switch away."""

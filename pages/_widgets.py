@@ -40,6 +40,7 @@ from attention.models import (
 from pages._focus import current, on_change, put, setting, show, shown, update
 from pages._jobs import SavedResult, Source, open_saved
 from pages._labels import token_labels
+from pages._partial import rerun_part
 from pages._text import md
 
 OTHER = "other (Hugging Face id)…"
@@ -113,18 +114,29 @@ def _pick_dtype(default: str, field: str, focus: Focus, dtype: str) -> Focus:
 
 # --- the sentence ------------------------------------------------------------------------------------------
 def sentence_and_model(focus: Focus, *, slot: str, default_text: str = DEFAULT_TEXT,
-                       default_model: str = DEFAULT_ENCODER) -> tuple[Source, str]:
+                       default_model: str = DEFAULT_ENCODER, rerun: str | None = None) -> tuple[Source, str]:
     """The sentence box and, beside it, the model picker, then a result saved as .npz to open instead.
-    Returns (what the page reads: the model, or the opened file; the sentence)."""
+    Returns (what the page reads: the model, or the opened file; the sentence). `rerun`: the part of the page
+    (pages/_partial.py) a new sentence reruns alone; it reads the sentence with `sentence_now`."""
     c1, c2 = st.columns([2, 1])  # at 800 px a quarter of the row cut "SmolLM2-135M" to "SmolLM2-", 3/10 to "…-135"
     limits = ", ".join(f"{spec.max_tokens:,} for {spec.label}" for spec in BUNDLED.values())
-    text = focus.text if focus.text is not None else default_text
+    text = sentence_now(focus, default_text)
     key = show(f"{slot}.text", text[:MAX_TEXT_CHARS])
     c1.text_area("Sentence", key=key, max_chars=MAX_TEXT_CHARS, height=80, help=f"Tokens read at most: {limits}.",
-                 on_change=on_change(key, _type_text))
+                 on_change=functools.partial(_typed, key, rerun))
     picked = model_picker(c2, focus, slot=slot, default=default_model)
     opened = saved_result(focus, slot=slot)
     return (opened or picked), text
+
+
+def sentence_now(focus: Focus, default_text: str = DEFAULT_TEXT) -> str:
+    """The sentence the focus holds (the page's default where it holds none)."""
+    return focus.text if focus.text is not None else default_text
+
+
+def _typed(key: str, rerun: str | None) -> None:
+    on_change(key, _type_text)()
+    rerun_part(rerun)
 
 
 def _type_text(focus: Focus, text: str) -> Focus:

@@ -23,15 +23,25 @@ from pages._canvas import canvas_heatmap
 from pages._clicks import cell_query, head_opener, row_head_opener
 from pages._examples import example_result
 from pages._export import chart_config, export_row
-from pages._focus import on_change, on_page, setting, show, update
+from pages._focus import current, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
 from pages._jobs import attention_or_stop, result_of
 from pages._kept import linked
 from pages._labels import label_of, label_or_every
-from pages._lessons import predict_then_see
+from pages._lessons import holds_back, predict_then_see
+from pages._partial import own_rerun, part, whole_page
 from pages._path import intro, path_links
 from pages._text import md
-from pages._widgets import among, fit, labelled_key, layer_and_head, query_picker, reading_switches, sentence_and_model
+from pages._widgets import (
+    among,
+    fit,
+    labelled_key,
+    layer_and_head,
+    query_picker,
+    reading_switches,
+    sentence_and_model,
+    sentence_now,
+)
 
 ensure_app_frame()
 
@@ -40,35 +50,49 @@ intro("pages/model_heads.py", "Now a real model reads your sentence. MiniLM, a s
       "has 6 layers of 12 heads; every head of every layer gives each token its own weights over the others. "
       "Below, all of them at once as small squares; click one to zoom into it, pick a token to see what it "
       "looks at in every head, and switch to SmolLM2, a decoder that writes text, to compare.")
+RESULT = "heads.result"  # the part of the page a new sentence reruns alone (pages/_partial.py)
+QUESTIONS = model_questions_for("model_heads")
+
 focus = on_page()
-name, text = sentence_and_model(focus, slot="heads")
+name, text = sentence_and_model(focus, slot="heads", rerun=RESULT)
 att = attention_or_stop(name, text)
 focus = fit(att)
-predict_then_see(model_questions_for("model_heads"), {"att": att}, shown=name, texts=(att.text,),
-                 example=example_result)
-L, H, n = att.n_layers, att.n_heads, len(att.tokens)
-on_gpu = f", {att.device_nbytes / 1e6:.1f} MB of it on the GPU" if att.device_nbytes else ""
-st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, k, "
-           f"v and hidden states{on_gpu}; weights are recomputed from q and k for each view)")
-
-if att.windows_note():
-    st.caption(att.windows_note())
+predict_then_see(QUESTIONS, {"att": att}, shown=name, texts=(att.text,), example=example_result)
 reading = reading_switches(focus, att, slot="heads")
 
-st.subheader("All heads at once")
-head_survey = result_of(survey, "Surveying every head…", att)
-canvas_heatmap(grid_canvas(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
-                           layer_kinds=tuple(att.layer_kind(i) for i in range(L)), block=head_survey.block,
-                           tokens=att.tokens,
-                           file_name=file_stem(name, "all-heads"),
-                           export_title=f"Every head: {L} layers × {H} heads of {att.model_name}"),
-               key="heads.grid", on_click=head_opener("heads.grid"))
-st.caption("Each tile is one head: rows are queries, columns keys, in token order"
-           + (f", each cell the largest weight in a block of {head_survey.block}×{head_survey.block} tokens, so thin "
-              "patterns (diagonals, a column on one sink token) stay visible" if head_survey.block > 1 else "")
-           + ". Click a tile to open that head in the zoom; hover for its sink mass.")
-with st.expander("Attention sinks: why most heads stare at one token"):
-    st.markdown(SINKS_NOTE)
+
+@part(RESULT)
+def result(name, att: ModelAttention, reading) -> None:
+    """Everything a new sentence changes: its shape, the grid of every head, then the zoom and the token followed.
+    A new sentence reruns this part alone; it then reads the sentence afresh (the arguments are the last whole
+    run's), and asks for the whole page where the page above would change too."""
+    if own_rerun():
+        att = attention_or_stop(name, sentence_now(current()), say_check=False)
+        if att.truncated or holds_back(QUESTIONS, shown=name, texts=(att.text,)):
+            whole_page()  # the page above says the text was cut short, or holds the rest back for a question
+        fit(att)
+    L, H, n = att.n_layers, att.n_heads, len(att.tokens)
+    on_gpu = f", {att.device_nbytes / 1e6:.1f} MB of it on the GPU" if att.device_nbytes else ""
+    st.caption(f"{n:,} tokens · {L} layers × {H} heads · {att.architecture} · {att.nbytes / 1e6:.1f} MB stored (q, "
+               f"k, v and hidden states{on_gpu}; weights are recomputed from q and k for each view)")
+    if att.windows_note():
+        st.caption(att.windows_note())
+
+    st.subheader("All heads at once")
+    head_survey = result_of(survey, "Surveying every head…", att)
+    canvas_heatmap(grid_canvas(head_survey.tiles, hover_extra=head_survey.sink_mass, hover_label="sink mass",
+                               layer_kinds=tuple(att.layer_kind(i) for i in range(L)), block=head_survey.block,
+                               tokens=att.tokens,
+                               file_name=file_stem(name, "all-heads"),
+                               export_title=f"Every head: {L} layers × {H} heads of {att.model_name}"),
+                   key="heads.grid", on_click=head_opener("heads.grid"))
+    st.caption("Each tile is one head: rows are queries, columns keys, in token order"
+               + (f", each cell the largest weight in a block of {head_survey.block}×{head_survey.block} tokens, so "
+                  "thin patterns (diagonals, a column on one sink token) stay visible" if head_survey.block > 1 else "")
+               + ". Click a tile to open that head in the zoom; hover for its sink mass.")
+    with st.expander("Attention sinks: why most heads stare at one token"):
+        st.markdown(SINKS_NOTE)
+    zoom_and_token(att, name, att.text, reading)
 
 
 @st.fragment
@@ -209,5 +233,5 @@ def cross_section(name, text: str, layer: int, head: int, how: str, reading) -> 
                     width="stretch", key="heads.cross")
 
 
-zoom_and_token(att, name, text, reading)
+result(name, att, reading)
 path_links("pages/model_heads.py")
