@@ -52,8 +52,10 @@ from attention.models.forward.hook_points import (
     HookCache,
     HookPoint,
     HookPointError,
+    add_hook,
     hook_names,
     hooks,
+    reset_hooks,
     run_with_cache,
     run_with_hooks,
 )
@@ -124,8 +126,8 @@ __all__ = [
     "example_images", "image_models", "image_patches", "read_image",
     "CAPTURE", "SurveyKernel", "compute_device", "memory_plan", "minilm_dir", "work_threads",
     # TransformerLens's hook points (hook_points) and one name for a head, both ways
-    "HeadName", "HookCache", "HookPoint", "HookPointError", "hook_names", "hooks", "run_with_cache",
-    "run_with_hooks",
+    "HeadName", "HookCache", "HookPoint", "HookPointError", "add_hook", "hook_names", "hooks", "reset_hooks",
+    "run_with_cache", "run_with_hooks",
     # where a family keeps its parts, from the table or read from its module tree (anatomy_inferred)
     "Anatomy", "MissingAnatomy",
     # what a model supports: each feature -> None or why not (capabilities), the guard every analysis starts with

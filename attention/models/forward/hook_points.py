@@ -55,6 +55,8 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
+import warnings
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -195,29 +197,118 @@ def _qkv(kind: str, family: Family, block, config, n_heads: int, d: int) -> list
     return [Point(module, "out", part=(a, b), d_head=d) for a, b in ((0, q), (q, q + kv), (q + kv, q + 2 * kv))]
 
 
+@dataclass
+class _Installed:
+    """Hooks one `hooks()` block or `add_hook` put on a model: their torch handles, and whether their backward
+    hooks still act (a tensor hook stays on its tensor after its handle is removed: it checks this first)."""
+
+    handles: list
+    permanent: bool = False
+    active: bool = True
+
+    def remove(self) -> None:
+        self.active = False
+        for handle in self.handles:
+            handle.remove()
+
+
+_LASTING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network -> [_Installed] left on by a block
+
+
 @contextlib.contextmanager
-def hooks(loaded: LoadedModel, fwd_hooks, *, lock: bool = True, parts: Anatomy | None = None) -> Iterator[list[str]]:
+def hooks(loaded: LoadedModel, fwd_hooks=(), bwd_hooks=(), *, reset_hooks_end: bool = True, lock: bool = True,
+          parts: Anatomy | None = None) -> Iterator[list[str]]:
     """Run every forward pass inside the block through fwd_hooks, [(name, fn)]: a point's full name, or a
-    predicate on names (every point it accepts); fn(tensor, hook) as the module docstring says. Yields the
-    names hooked. Every name is checked before anything is installed; hooks go in the order given and are
-    removed in `finally`, whatever a fn raised. `lock`: hold the model's lock for the block (pass False when
-    the caller holds it: the lock is not re-entrant), so that no other session's pass runs through these
-    hooks. A family whose attention makes weights only when asked (DeBERTa-v2) needs output_attentions=True
-    in the pass for hook_pattern (run_with_cache and run_with_hooks pass it). `parts`: as points() takes it."""
+    predicate on names (every point it accepts); fn(tensor, hook) as the module docstring says. bwd_hooks, the
+    same, see each point's gradient in a backward pass run inside the block (fn(grad, hook): None, or a
+    replacement gradient of the same shape); the pass then builds a graph from hook_embed on even when no weight
+    asks for gradients. Yields the names hooked (forward, then backward). Every name is checked before anything
+    is installed; hooks go in the order given and are removed when the block ends, whatever a fn raised.
+
+    As TransformerLens's `model.hooks(...)`: `reset_hooks_end=False` leaves them on after the block, until
+    `reset_hooks(model)`. Blocks nest: run_with_cache, run_with_hooks, generate and attend inside a block run
+    through its hooks. `lock`: hold the model's lock for the block, so that no other thread's pass (another
+    session of the app) runs through these hooks; it is re-entrant, so the calls inside take it again at once.
+    A family whose attention makes weights only when asked (DeBERTa-v2) needs output_attentions=True in the pass
+    for hook_pattern (run_with_cache and run_with_hooks pass it). `parts`: as points() takes it."""
+    with _installed(loaded, fwd_hooks, bwd_hooks, reset_hooks_end, lock, parts) as names:
+        yield names
+
+
+@contextlib.contextmanager
+def _installed(loaded: LoadedModel, fwd_hooks, bwd_hooks, reset_hooks_end: bool, lock: bool,
+               parts: Anatomy | None = None, permanent: bool = False,
+               leaves: list | None = None) -> Iterator[list[str]]:
+    """hooks(), and whether hooks left on are permanent (add_hook's is_permanent); `leaves`: the embedding's
+    output is always made a new leaf, and each pass's is appended here (run_with_cache's backward stops there)."""
     found = points(loaded, parts)
-    chosen = []
-    for name, fn in fwd_hooks:
-        names = [n for n, p in found.items() if isinstance(p, Point) and name(n)] if callable(name) else [name]
-        chosen += [(n, _point(found, n, loaded), fn) for n in names]
+    chosen = _chosen(loaded, found, fwd_hooks) + _chosen(loaded, found, bwd_hooks, backward=True)
     with loaded.lock if lock else contextlib.nullcontext():
-        handles = []
+        installed = _Installed([], permanent)
         try:
-            for name, point, fn in chosen:
-                handles.append(_install(point, HookPoint(name), fn, loaded))
-            yield [name for name, _, _ in chosen]
-        finally:
-            for handle in handles:
-                handle.remove()
+            if bwd_hooks:
+                installed.handles.append(_graph_from_embed(loaded, leaves))
+            for name, point, fn, backward in chosen:
+                installed.handles.append(_install(point, HookPoint(name), fn, loaded, installed if backward else None))
+            yield [name for name, _, _, _ in chosen]
+        except BaseException:
+            installed.remove()
+            raise
+        if reset_hooks_end:
+            installed.remove()
+        else:
+            _LASTING.setdefault(loaded.network, []).append(installed)
+
+
+def _chosen(loaded: LoadedModel, found: dict, pairs, backward: bool = False) -> list:
+    """[(name, Point, fn, backward)] for [(name or predicate, fn)], every name checked."""
+    chosen = []
+    for name, fn in pairs:
+        names = [n for n, p in found.items() if isinstance(p, Point) and name(n)] if callable(name) else [name]
+        chosen += [(n, _point(found, n, loaded), fn, backward) for n in names]
+    return chosen
+
+
+def add_hook(loaded: LoadedModel, name, fn: HookFn, dir: str = "fwd", is_permanent: bool = False) -> list[str]:
+    """TransformerLens's `model.add_hook`: a hook left on the model until `reset_hooks(model)` (a permanent one
+    until `reset_hooks(model, including_permanent=True)`). `dir`: "fwd" or "bwd". Returns the names hooked.
+    On a model the app shares, a hook left on runs in every session's pass: use `hooks()` blocks there."""
+    if dir not in ("fwd", "bwd"):
+        raise ValueError(f"dir is 'fwd' or 'bwd', not {dir!r}")
+    with _installed(loaded, [(name, fn)] if dir == "fwd" else (), [(name, fn)] if dir == "bwd" else (),
+                    reset_hooks_end=False, lock=True, permanent=is_permanent) as hooked:
+        return hooked
+
+
+def reset_hooks(loaded: LoadedModel, including_permanent: bool = False) -> int:
+    """TransformerLens's `model.reset_hooks`: remove the hooks left on by `add_hook` and by blocks with
+    `reset_hooks_end=False` (the permanent ones too with `including_permanent`). Returns how many blocks of hooks
+    were removed. Hooks of a block still open stay until it ends."""
+    kept, removed = [], 0
+    for installed in _LASTING.get(loaded.network, []):
+        if installed.permanent and not including_permanent:
+            kept.append(installed)
+        else:
+            installed.remove()
+            removed += 1
+    _LASTING[loaded.network] = kept
+    return removed
+
+
+def _graph_from_embed(loaded: LoadedModel, leaves: list | None = None):
+    """A forward hook on the input embedding that makes its output a leaf asking for gradients when it does not
+    already (the weights of a loaded model ask for none): every point after it is then in the autograd graph, and
+    a backward pass reaches each. The values are not changed. With `leaves`, always a new leaf, kept there."""
+    def leaf(module, args, output):
+        if not torch.is_grad_enabled() or not isinstance(output, torch.Tensor):
+            return None
+        if leaves is None and output.requires_grad:
+            return None
+        new = output.detach().requires_grad_(True)
+        if leaves is not None:
+            leaves.append(new)
+        return new
+    return loaded.network.get_input_embeddings().register_forward_hook(leaf)
 
 
 def _point(found: dict[str, Point | str], name: str, loaded: LoadedModel) -> Point:
@@ -235,9 +326,15 @@ def _point(found: dict[str, Point | str], name: str, loaded: LoadedModel) -> Poi
                          "ln_final.hook_normalized (hook_names(model) lists them)")
 
 
-def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel):
-    """One torch hook on the point's module that shows fn the point's tensor and puts back what fn returns."""
+def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel, backward: _Installed | None = None):
+    """One torch hook on the point's module that shows fn the point's tensor and puts back what fn returns.
+    With `backward` (the block it belongs to): a hook on the tensor's gradient instead, fn shown the gradient
+    of the point (the tensor's, through the point's view and scale) while the block's hooks are active."""
     def run(t: torch.Tensor) -> torch.Tensor | None:
+        if backward is not None:
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                t.register_hook(lambda grad: _on_grad(point, hook, fn, backward, grad))
+            return None
         if not isinstance(t, torch.Tensor):
             raise HookPointError(f"{loaded.spec.name} ({model_type(loaded.network)}): {hook} found no tensor there "
                                  f"(the module gave {type(t).__name__}; its attention returns weights only when it "
@@ -286,6 +383,20 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel):
     return point.module.register_forward_hook(after)
 
 
+def _on_grad(point: Point, hook: HookPoint, fn: HookFn, block: _Installed, grad: torch.Tensor):
+    """A backward hook's fn on the gradient reaching a point's tensor: None keeps it, a tensor replaces it."""
+    if not block.active:
+        return None
+    seen = point.view(grad) / point.scale  # d(loss)/d(point): the point is the tensor times its scale
+    edited = fn(seen, hook)
+    if edited is None:
+        return None
+    if tuple(edited.shape) != tuple(seen.shape):
+        raise HookPointError(f"the backward fn on {hook} returned shape {tuple(edited.shape)}, not the point's "
+                             f"{tuple(seen.shape)}")
+    return point.back(grad, (edited * point.scale).to(grad.dtype))
+
+
 def hook_names(loaded: LoadedModel) -> list[str]:
     """The hook points this model gives, in the order a pass meets them (TransformerLens's hook_dict keys)."""
     return [name for name, point in points(loaded).items() if isinstance(point, Point)]
@@ -329,12 +440,19 @@ class HookCache(Mapping):
         return len(self._tensors)
 
 
-def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None) -> tuple[torch.Tensor, HookCache]:
+def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_bwd: bool = False,
+                   metric: Callable[[torch.Tensor], torch.Tensor] | None = None) -> tuple[torch.Tensor, HookCache]:
     """(logits [batch, pos, vocab], cache) of one pass: the cache keeps the points `names_filter` names (a
     name, a list of names, or a predicate on names; None: every point the model gives). Names listed must
     exist; a predicate only picks among those that do. Memory: each point kept is one tensor of its shape.
     Shapes: logits [batch, pos, vocab] (an encoder without a head: its last hidden state [batch, pos, d_model]);
-    each cached tensor as the module docstring lists it."""
+    each cached tensor as the module docstring lists it.
+
+    `incl_bwd` (TransformerLens's name): a backward pass too, and the cache also keeps each point's gradient
+    as "<name>_grad" (cache["blocks.10.hook_resid_pre_grad"]), of `metric(logits)`, a scalar, or without a
+    metric the next-token loss (mean cross-entropy of each position's logits against the next token, pads
+    left out: TransformerLens's return_type="loss"). The weights get no gradients; the logits come back detached.
+    Without incl_bwd the pass runs without autograd, whatever the caller's grad mode."""
     found = points(loaded)
     if names_filter is None or callable(names_filter):
         keep = [n for n, p in found.items() if isinstance(p, Point) and (names_filter is None or names_filter(n))]
@@ -345,19 +463,66 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None) -> tuple
     def save(t: torch.Tensor, hook: HookPoint) -> None:
         kept[hook.name] = t.detach().clone()
 
+    def save_grad(g: torch.Tensor, hook: HookPoint) -> None:
+        kept[hook.name + "_grad"] = g.detach().clone()
+
     ids, mask = _ids(loaded, text_or_ids)
-    with loaded.lock, torch.no_grad(), hooks(loaded, [(name, save) for name in keep], lock=False) as hooked:
+    grads, leaves = ([(name, save_grad) for name in keep], []) if incl_bwd else ([], None)
+    with (loaded.lock, torch.enable_grad() if incl_bwd else torch.no_grad(),
+          _installed(loaded, [(name, save) for name in keep], grads, True, False, leaves=leaves) as hooked):
         logits = _forward(loaded, ids, hooked, mask)
+        if incl_bwd:  # to the embedding's output only: the weights' .grad stay as they were
+            torch.autograd.backward(_scalar(loaded, logits, ids, mask, metric), inputs=leaves)
+            logits = logits.detach()
     n_layers = sum(1 for n in found if n.endswith(".hook_resid_pre"))
     given = tuple(n for n, p in found.items() if isinstance(p, Point))
-    return logits, HookCache({n: kept[n] for n in found if n in kept}, n_layers, given)
+    order = [key for n in found for key in (n, n + "_grad") if key in kept]
+    return logits, HookCache({key: kept[key] for key in order}, n_layers, given)
 
 
-def run_with_hooks(loaded: LoadedModel, text_or_ids, fwd_hooks) -> torch.Tensor:
+def _scalar(loaded: LoadedModel, logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor | None,
+            metric: Callable[[torch.Tensor], torch.Tensor] | None) -> torch.Tensor:
+    """What a backward pass differentiates: metric(logits), or the next-token loss; ValueError where neither is
+    a scalar or the model has no logits to take a loss of."""
+    if metric is not None:
+        value = metric(logits)
+        if not isinstance(value, torch.Tensor) or value.numel() != 1:
+            raise ValueError("metric(logits) must return one number as a tensor (a scalar to differentiate), not "
+                             f"{type(value).__name__}{tuple(value.shape) if isinstance(value, torch.Tensor) else ''}")
+        return value.reshape(())
+    if loaded.spec.architecture != "decoder-only" or logits.shape[-1] != loaded.network.config.vocab_size:
+        raise ValueError(f"{loaded.spec.name} predicts no next token here (its output is not a decoder's logits): "
+                         "pass metric=fn, fn(logits) -> a scalar tensor")
+    if ids.shape[1] < 2:
+        raise ValueError("the next-token loss needs at least 2 tokens: pass a longer text, or metric=fn")
+    targets = ids[:, 1:].clone()
+    if mask is not None:
+        targets[mask[:, 1:] == 0] = -100  # pads: no loss
+    return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(), targets.flatten(),
+                                             ignore_index=-100)
+
+
+def run_with_hooks(loaded: LoadedModel, text_or_ids, fwd_hooks=(), bwd_hooks=(), *, reset_hooks_end: bool = True,
+                   grad: bool | None = None) -> torch.Tensor:
     """The logits of one pass with fwd_hooks, [(name or predicate, fn)], applied (hooks).
-    Shapes: [batch, pos, vocab] (an encoder without a head: its last hidden state [batch, pos, d_model])."""
+    Shapes: [batch, pos, vocab] (an encoder without a head: its last hidden state [batch, pos, d_model]).
+
+    `grad`: whether the pass keeps an autograd graph. None (the default): only with bwd_hooks; a pass that only
+    reads or edits keeps none (TransformerLens keeps one whenever torch's grad mode is on, the default: here ask
+    with grad=True, e.g. to train a steering vector a fn adds). A fn may return a replacement or None (None keeps
+    the tensor, edited in place or not). With bwd_hooks the logits carry a graph from hook_embed on, and as in
+    TransformerLens the hooks must outlive the call for a backward pass to reach them: pass
+    reset_hooks_end=False, call .backward() on your metric, then reset_hooks(model) (with reset_hooks_end=True
+    and bwd_hooks a warning says they were removed before any backward pass). For gradients of every point at
+    once, run_with_cache(..., incl_bwd=True)."""
+    if bwd_hooks and reset_hooks_end:
+        warnings.warn("run_with_hooks removes its hooks when it returns, before any backward pass can reach the "
+                      "bwd_hooks: pass reset_hooks_end=False, then reset_hooks(model) after .backward()",
+                      stacklevel=2)
     ids, mask = _ids(loaded, text_or_ids)
-    with loaded.lock, torch.no_grad(), hooks(loaded, fwd_hooks, lock=False) as hooked:
+    grad = bool(bwd_hooks) if grad is None else grad
+    with (loaded.lock, torch.enable_grad() if grad else torch.no_grad(),
+          hooks(loaded, fwd_hooks, bwd_hooks, reset_hooks_end=reset_hooks_end, lock=False) as hooked):
         return _forward(loaded, ids, hooked, mask)
 
 

@@ -62,12 +62,19 @@ class ModelLock:
         self._short_ended: dict = {}  # requester (_requester()) -> time.monotonic() its last short request ended
         self._long_since: dict[object, float] = {}  # a waiting batch of long work -> when it began to wait
         self._holder_short = False
+        self._owner: int | None = None  # the thread holding the lock (threading.get_ident()), while it is held
+        self._depth = 0  # how many times the holder took it (re-entrant): released when its outermost block ends
 
     def acquire(self, *, short: bool = True) -> None:
         """Wait for the model: a short request (a page's pass) goes before long work, unless that work has
         waited LONG_WORK_PATIENCE_SECONDS; long work also leaves SHORT_GRACE_SECONDS after another user's short
-        request, so that its page draws first."""
+        request, so that its page draws first. Re-entrant for its holder: a thread that holds the lock (a
+        `hooks()` block) takes it again at once (run_with_cache or generate inside the block, as TransformerLens's
+        `with model.hooks(...): model.generate(...)`); every other thread still waits."""
         with self._turn:
+            if self._held and self._owner == threading.get_ident():
+                self._depth += 1
+                return
             me, since = object(), self._clock()
             self._short_waiting += short
             if not short:
@@ -90,6 +97,7 @@ class ModelLock:
                         break
                     self._turn.wait(min(rest, self._patience - waited))
                 self._held, self._holder_short = True, short
+                self._owner, self._depth = threading.get_ident(), 1
             finally:
                 self._short_waiting -= short
                 self._long_since.pop(me, None)
@@ -108,9 +116,12 @@ class ModelLock:
     def release(self) -> None:
         """Give the model to the next in line (and note when a short request ended: the grace period)."""
         with self._turn:
+            self._depth -= 1
+            if self._depth > 0:  # an inner block of the holder's ended: the outermost one releases
+                return
             if self._holder_short:
                 self._short_ended[_requester()] = self._clock()
-            self._held = False
+            self._held, self._owner = False, None
             self._turn.notify_all()
 
     def __enter__(self) -> ModelLock:

@@ -1,0 +1,180 @@
+"""A researcher's loop with hooks (issue 72): blocks that nest as TransformerLens's do, hooks left on until
+reset, and gradients at every hook point. Every nesting runs under a timeout (it hung before: the model's lock was
+taken twice by one thread); gradients are held to torch.autograd on transformers' own eager twin of the model
+(the same random weights, no hooks of ours), never to an earlier output of this package."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from attention.models import add_hook, generate, hooks, reset_hooks, run_with_cache, run_with_hooks
+from tests.numerics import assert_float32_close
+from tests.tiny_models import TEXT, build
+
+NEST_TIMEOUT_S = 60  # each nesting finishes in well under a second; a hang fails here instead of stalling the suite
+
+
+@pytest.fixture(scope="module")
+def llama(tok):
+    """(ours, reference, ids): a tiny random Llama (grouped-query attention) and its plain eager twin."""
+    ours, reference = build("llama", tok)
+    return ours, reference, torch.tensor(tok(TEXT)["input_ids"])[None]
+
+
+def finishes(fn, timeout: float = NEST_TIMEOUT_S):
+    """fn() run in a thread; its result, or a failure that says it hung (a daemon thread: the suite goes on)."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as err:  # noqa: BLE001 - handed back to the test
+            out["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), f"still running after {timeout} s: a nesting of hooks hung"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def steer(t, hook):
+    return t + 1.0  # every position pushed along one direction: changes what the model says
+
+
+def test_every_call_nests_inside_a_hooks_block_and_runs_through_its_hooks(llama):
+    m, _, ids = llama
+    base = run_with_hooks(m, ids)
+    steered_alone = run_with_hooks(m, ids, [("blocks.1.hook_resid_pre", steer)])
+    assert not torch.equal(base, steered_alone)  # the steering does something
+
+    def nested():
+        with hooks(m, [("blocks.1.hook_resid_pre", steer)]):
+            logits, cache = run_with_cache(m, ids, "blocks.1.hook_resid_pre")
+            inner = run_with_hooks(m, ids)
+            with hooks(m, [("hook_embed", lambda t, hook: None)]):  # a block inside a block
+                deeper = run_with_hooks(m, ids)
+            text = generate(m, TEXT, max_new_tokens=2)
+        return logits, cache, inner, deeper, text
+    logits, cache, inner, deeper, text = finishes(nested)
+    for got in (logits, inner, deeper):
+        assert torch.equal(got, steered_alone)
+    assert text is not None
+    after = run_with_hooks(m, ids)
+    assert torch.equal(after, base)  # every block's hooks gone with it
+
+
+def test_a_hooks_block_still_keeps_other_threads_out(llama):
+    m, _, ids = llama
+    entered, done = threading.Event(), threading.Event()
+
+    def other():
+        entered.set()
+        run_with_hooks(m, ids)
+        done.set()
+    with hooks(m, [("blocks.0.hook_resid_pre", steer)]):
+        thread = threading.Thread(target=other, daemon=True)
+        thread.start()
+        entered.wait(NEST_TIMEOUT_S)
+        assert not done.wait(0.5)  # waits for the block: it would otherwise run through these hooks
+    assert done.wait(NEST_TIMEOUT_S)
+
+
+def test_hooks_left_on_until_reset_as_transformer_lens_does(llama):
+    m, _, ids = llama
+    base = run_with_hooks(m, ids)
+    steered = run_with_hooks(m, ids, [("blocks.1.hook_resid_pre", steer)])
+    with hooks(m, [("blocks.1.hook_resid_pre", steer)], reset_hooks_end=False):
+        pass
+    assert torch.equal(run_with_hooks(m, ids), steered)  # still on after the block
+    add_hook(m, "blocks.0.hook_resid_pre", lambda t, hook: None, is_permanent=True)  # reads only
+    assert reset_hooks(m) == 1  # the block's; the permanent one stays
+    assert torch.equal(run_with_hooks(m, ids), base)
+    add_hook(m, "blocks.1.hook_resid_pre", steer, is_permanent=True)
+    assert torch.equal(run_with_hooks(m, ids), steered)
+    assert reset_hooks(m, including_permanent=True) == 2
+    assert torch.equal(run_with_hooks(m, ids), base)
+    with pytest.raises(ValueError, match="'fwd' or 'bwd'"):
+        add_hook(m, "hook_embed", steer, dir="both")
+
+
+def reference_grads(reference, ids, metric=None):
+    """torch.autograd on transformers' own model: d(scalar)/d(the embedding's output, each block's input, each
+    block's W_O input), the embedding output made a leaf by hand and W_O's inputs kept by plain torch hooks."""
+    embeds = reference.get_input_embeddings()(ids).detach().requires_grad_(True)
+    z_in = []
+    handles = [layer.self_attn.o_proj.register_forward_pre_hook(lambda mod, args: z_in.append(args[0]))
+               for layer in reference.model.layers]
+    try:
+        out = reference(inputs_embeds=embeds, labels=None if metric else ids, output_hidden_states=True)
+    finally:
+        for handle in handles:
+            handle.remove()
+    scalar = metric(out.logits) if metric else out.loss
+    blocks_in = out.hidden_states[1:len(reference.model.layers)]  # block l's input, l >= 1
+    grads = torch.autograd.grad(scalar, [embeds, *blocks_in, *z_in])
+    L = len(reference.model.layers)
+    return grads[0], grads[1:L], grads[L:], out.logits.detach()
+
+
+@pytest.mark.parametrize("metric", [None, lambda logits: logits[0, -1, 7] - logits[0, -1, 11]],
+                         ids=["next-token loss", "logit difference"])
+def test_gradients_at_every_point_equal_torch_autograd_on_transformers_own_model(llama, metric):
+    m, reference, ids = llama
+    logits, cache = run_with_cache(m, ids, incl_bwd=True, metric=metric)
+    embed, blocks_in, z_in, reference_logits = reference_grads(reference, ids, metric)
+    d_model, n_heads = m.network.config.hidden_size, m.network.config.num_attention_heads
+    assert not logits.requires_grad
+    assert_float32_close(logits, reference_logits, terms=d_model, err_msg="logits")
+    assert_float32_close(cache["hook_embed_grad"], embed, terms=d_model, err_msg="hook_embed")
+    for layer, expected in enumerate(blocks_in, start=1):
+        assert_float32_close(cache[f"blocks.{layer}.hook_resid_pre_grad"], expected, terms=d_model,
+                             err_msg=f"layer {layer}")
+    for layer, expected in enumerate(z_in):
+        got = cache[f"blocks.{layer}.attn.hook_z_grad"]
+        assert got.shape[2] == n_heads  # [batch, pos, head_index, d_head]
+        assert_float32_close(got.flatten(-2), expected, terms=d_model)
+    assert all(p.grad is None for p in m.network.parameters())  # the weights got none
+    assert cache["blocks.0.attn.hook_pattern_grad"].shape == cache["blocks.0.attn.hook_pattern"].shape
+
+
+def test_a_backward_hook_sees_the_gradient_and_can_replace_it(llama):
+    """Doubling the gradient at block 1's input doubles it at the embedding exactly (every path from the embedding
+    to the logits passes block 1's input, and backpropagation is linear in the gradient)."""
+    m, _, ids = llama
+    _, cache = run_with_cache(m, ids, ["hook_embed", "blocks.1.hook_resid_pre"], incl_bwd=True)
+    seen = {}
+
+    def read(grad, hook):
+        seen[hook.name] = grad.clone()
+
+    def double(grad, hook):
+        return grad * 2
+
+    with pytest.warns(UserWarning, match="reset_hooks_end=False"):
+        run_with_hooks(m, ids, bwd_hooks=[("hook_embed", read)])  # removed before any backward: said
+    logits = run_with_hooks(m, ids, bwd_hooks=[("blocks.1.hook_resid_pre", double), ("hook_embed", read)],
+                            reset_hooks_end=False)
+    torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:]).backward()
+    reset_hooks(m)
+    assert torch.equal(seen["hook_embed"], 2 * cache["hook_embed_grad"])
+    with hooks(m, bwd_hooks=[("blocks.1.hook_resid_pre", read)]):  # inside a block: forward, then backward
+        logits = run_with_hooks(m, ids, grad=True)  # the block's bwd hooks are not the call's: it asks for a graph
+        torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:]).backward()
+    assert torch.equal(seen["blocks.1.hook_resid_pre"], cache["blocks.1.hook_resid_pre_grad"])
+
+
+def test_a_metric_that_is_not_a_scalar_and_a_model_without_logits_say_so(llama, tok):
+    m, _, ids = llama
+    with pytest.raises(ValueError, match="one number"):
+        run_with_cache(m, ids, "hook_embed", incl_bwd=True, metric=lambda logits: logits[0, -1])
+    bert, _ = build("bert", tok)
+    with pytest.raises(ValueError, match="pass metric=fn"):
+        run_with_cache(bert, ids, "hook_embed", incl_bwd=True)
+    _, cache = run_with_cache(bert, ids, "hook_embed", incl_bwd=True, metric=lambda hidden: hidden[0, 0, 0])
+    assert cache["hook_embed_grad"].shape == cache["hook_embed"].shape
