@@ -10,7 +10,17 @@ import threading
 import pytest
 import torch
 
-from attention.models import add_hook, generate, hooks, reset_hooks, run_with_cache, run_with_hooks
+from attention.models import (
+    add_hook,
+    generate,
+    hooks,
+    reset_hooks,
+    run_with_cache,
+    run_with_hooks,
+    to_single_token,
+    to_str_tokens,
+    to_tokens,
+)
 from tests.numerics import assert_float32_close
 from tests.tiny_models import TEXT, build
 
@@ -178,3 +188,24 @@ def test_a_metric_that_is_not_a_scalar_and_a_model_without_logits_say_so(llama, 
         run_with_cache(bert, ids, "hook_embed", incl_bwd=True)
     _, cache = run_with_cache(bert, ids, "hook_embed", incl_bwd=True, metric=lambda hidden: hidden[0, 0, 0])
     assert cache["hook_embed_grad"].shape == cache["hook_embed"].shape
+
+
+@pytest.mark.slow
+def test_tokens_with_and_without_bos_as_transformer_lens_reads_them(smollm2, minilm):
+    tok = smollm2.tokenizer
+    plain = tok("When Mary and John")["input_ids"]  # SmolLM2's tokenizer adds no BOS
+    assert to_tokens(smollm2, "When Mary and John").tolist() == [plain]
+    assert to_tokens(smollm2, "When Mary and John", prepend_bos=True).tolist() == [[tok.bos_token_id, *plain]]
+    assert to_tokens(smollm2, "When Mary and John", prepend_bos=False).tolist() == [plain]
+    assert to_str_tokens(smollm2, "When Mary") == ["When", " Mary"]
+    assert to_single_token(smollm2, " Mary") == tok(" Mary")["input_ids"][0]
+    with pytest.raises(ValueError, match="not one"):
+        to_single_token(smollm2, " Maryland's")
+    batch = to_tokens(smollm2, ["When Mary", "When Mary and John went"])
+    assert batch.shape == (2, len(tok("When Mary and John went")["input_ids"]))
+    ids = to_tokens(minilm, "the bank")  # MiniLM's own [CLS] ... [SEP], kept by default
+    assert to_str_tokens(minilm, ids) == ["[CLS]", "the", "bank", "[SEP]"]
+    with pytest.raises(ValueError, match="no BOS token"):
+        to_tokens(minilm, "the bank", prepend_bos=True)
+    logits, _ = run_with_cache(smollm2, to_tokens(smollm2, "When Mary", prepend_bos=True), "hook_embed")
+    assert logits.shape[1] == 3  # the ids go in as they are

@@ -15,7 +15,9 @@ Modules, in the order a forward pass meets them:
     inputs          what the network reads: a text tokenized and cut to its limit, ids as given, an image's pixels
     capture         records Q, K, V inside the network while it runs (and its eager attention beside it)
     running         attend(): the one forward pass over a user's text; own_attention(): the model's own weights
-    hook_points     TransformerLens's hook names over the anatomy: run_with_cache, run_with_hooks, hooks()
+    hook_points     TransformerLens's hook names over the anatomy, and hooks() that put fns on them
+    hook_runs       run_with_cache (gradients too, incl_bwd) and run_with_hooks through those points
+    token_ids       TransformerLens's to_tokens, to_str_tokens, to_single_token, with prepend_bos
     kernel          SurveyKernel, our attention kernel inside that pass: the layer's output and the survey's sums
     survey_sums     the sums a survey adds up from each chunk of weights
     fused_survey    the same sums on a GPU in two fused Triton passes (fused_survey_kernels: the kernels)
@@ -48,17 +50,8 @@ from attention.models.forward.capture import CAPTURE, EagerBeside
 from attention.models.forward.check import GUARD_GAP, ModelCheck, ModelRefused, allowed_gap
 from attention.models.forward.device import compute_device, work_threads
 from attention.models.forward.head_survey import BROAD_FRACTION, METRICS, TYPE_THRESHOLD, HeadSurvey
-from attention.models.forward.hook_points import (
-    HookCache,
-    HookPoint,
-    HookPointError,
-    add_hook,
-    hook_names,
-    hooks,
-    reset_hooks,
-    run_with_cache,
-    run_with_hooks,
-)
+from attention.models.forward.hook_points import HookPoint, HookPointError, add_hook, hook_names, hooks, reset_hooks
+from attention.models.forward.hook_runs import HookCache, run_with_cache, run_with_hooks
 from attention.models.forward.images import (
     IMAGE_FORMATS,
     MAX_IMAGE_BYTES,
@@ -105,6 +98,7 @@ from attention.models.forward.registry import (
 from attention.models.forward.running import attend, attend_image, own_attention
 from attention.models.forward.sinks import SINKS_NOTE
 from attention.models.forward.survey_pass import survey
+from attention.models.forward.token_ids import to_single_token, to_str_tokens, to_tokens
 from attention.models.forward.tokens import default_focus, find_word, last_word, spaced_labels, text_pieces
 from attention.naming import HeadName, head_name, head_words
 
@@ -127,7 +121,7 @@ __all__ = [
     "CAPTURE", "SurveyKernel", "compute_device", "memory_plan", "minilm_dir", "work_threads",
     # TransformerLens's hook points (hook_points) and one name for a head, both ways
     "HeadName", "HookCache", "HookPoint", "HookPointError", "add_hook", "hook_names", "hooks", "reset_hooks",
-    "run_with_cache", "run_with_hooks",
+    "run_with_cache", "run_with_hooks", "to_single_token", "to_str_tokens", "to_tokens",
     # where a family keeps its parts, from the table or read from its module tree (anatomy_inferred)
     "Anatomy", "MissingAnatomy",
     # what a model supports: each feature -> None or why not (capabilities), the guard every analysis starts with
