@@ -21,8 +21,10 @@ $(VENV)/.installed: requirements.txt pyproject.toml attention/models/forward/reg
 	$(VENV)/bin/attention-explorer install-models
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-ray.txt requirements-postgres.txt
-	$(PY) -m pip install -q -r requirements-dev.txt -r requirements-ray.txt -r requirements-postgres.txt
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-ray.txt requirements-postgres.txt \
+		requirements-figures.txt
+	$(PY) -m pip install -q -r requirements-dev.txt -r requirements-ray.txt -r requirements-postgres.txt \
+		-r requirements-figures.txt
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.txt

@@ -21,6 +21,8 @@ the picture this package draws from them. (BertViz's `head_view` and `model_view
                 PNG beside it; to_html(path), to_png(path)
     notebook_results.py  notebook_heatmap: a result (every head, one head, one token) or a payload -> NotebookHeatmap
     png.py      a canvas heatmap as a PNG drawn in Python (Pillow): heatmap_png
+    svg.py      the same picture as SVG, written in Python: heatmap_svg
+    paper.py    write_figure(figure, "x.svg" | "x.pdf" | "x.png"): any builder's output as a file for a paper
 
 From a result (`attend(load_model(...), text)`, `from_attentions(...)` on any model's output_attentions, or
 `load_npz(...)`):
@@ -112,6 +114,8 @@ _LATER = {  # name -> the module that holds it, imported on first use (it import
     "NotebookHeatmap": "attention.figures.notebook",
     "notebook_heatmap": "attention.figures.notebook_results",
     "heatmap_png": "attention.figures.png",
+    "heatmap_svg": "attention.figures.svg",
+    **dict.fromkeys(("FigureExportError", "write_figure"), "attention.figures.paper"),
 }
 
 __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED", "WEIGHT_SCALE", "WEIGHTS", "Colours",

@@ -17,6 +17,7 @@ Shown as a cell's output, it is one MIME bundle that each medium reads its own w
 
     view.to_html("heads.html")  a standalone page: opens from file:// with no server and no network
     view.to_png("heads.png")    the labelled picture (labels=False: the cells alone, `scale` px each)
+    view.to_svg("heads.svg")    the same picture in vectors, for a paper (to_pdf: a vector PDF of it)
 
 Not an ipywidget (anywidget): a widget's view needs a live kernel or saved widget state plus its manager script
 from a CDN, so it shows nothing in an offline export nor on a code host, and it would add ipywidgets and its
@@ -147,9 +148,28 @@ class NotebookHeatmap:
         path.write_bytes(self.png(labels=labels))
         return path
 
+    def svg(self) -> str:
+        """The picture as an SVG document (attention.figures.svg): vectors, for a paper."""
+        from attention.figures.svg import heatmap_svg
+
+        return heatmap_svg(self.payload, scale=self.scale)
+
+    def to_svg(self, path: str | Path) -> Path:
+        """Writes svg() to `path` and returns the path."""
+        path = Path(path)
+        path.write_text(self.svg(), encoding="utf-8")
+        return path
+
+    def to_pdf(self, path: str | Path) -> Path:
+        """Writes the SVG as a vector PDF (CairoSVG, the [figures] extra: attention.figures.paper says what it
+        needs) and returns the path."""
+        from attention.figures.paper import write_figure
+
+        return write_figure(self, Path(path).with_suffix(".pdf"))
+
     def __repr__(self) -> str:
         rows, cols = self.payload.shape
-        return f"NotebookHeatmap({self.name!r}, {rows} x {cols} cells; .to_html(path), .to_png(path))"
+        return f"NotebookHeatmap({self.name!r}, {rows} x {cols} cells; .to_html(path), .to_png(path), .to_svg(path))"
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """text/html for notebooks and exported pages, image/png for what runs no script, text/plain."""
