@@ -209,3 +209,82 @@ def test_tokens_with_and_without_bos_as_transformer_lens_reads_them(smollm2, min
         to_tokens(minilm, "the bank", prepend_bos=True)
     logits, _ = run_with_cache(smollm2, to_tokens(smollm2, "When Mary", prepend_bos=True), "hook_embed")
     assert logits.shape[1] == 3  # the ids go in as they are
+
+
+LAYER, HEAD, QUERY, KEY = 1, 2, 5, 0  # a knockout: head L2H3's query 5 may not look at the first token
+
+
+def hand_edited_eager(edit):
+    """Llama's eager attention written out by hand, with `edit(weights_or_scores, stage)` between its steps."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    def eager(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+        k, v = repeat_kv(key, module.num_key_value_groups), repeat_kv(value, module.num_key_value_groups)
+        scores = torch.matmul(query, k.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            scores = scores + attention_mask
+        scores = edit(scores, "scores", module.layer_idx)
+        weights = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+        weights = edit(weights, "pattern", module.layer_idx)
+        return torch.matmul(weights, v).transpose(1, 2).contiguous(), weights
+    return eager
+
+
+def test_a_knockout_in_hook_attn_scores_equals_editing_transformers_eager_attention_by_hand(llama, monkeypatch):
+    from transformers.models.llama import modeling_llama
+
+    m, reference, ids = llama
+
+    def knock(scores, hook):
+        scores[:, HEAD, QUERY, KEY] = float("-inf")
+
+    def by_hand(t, stage, layer):
+        if stage == "scores" and layer == LAYER:
+            t = t.clone()
+            t[:, HEAD, QUERY, KEY] = float("-inf")
+        return t
+    with monkeypatch.context() as patched, torch.no_grad():  # (our copy reads the same module's function)
+        patched.setattr(modeling_llama, "eager_attention_forward", hand_edited_eager(by_hand))
+        expected = reference(input_ids=ids).logits
+    knocked = run_with_hooks(m, ids, [(f"blocks.{LAYER}.attn.hook_attn_scores", knock)])
+    base = run_with_hooks(m, ids)
+    assert not torch.equal(knocked, base)
+    assert_float32_close(knocked, expected, terms=m.network.config.hidden_size)
+    with hooks(m, [(f"blocks.{LAYER}.attn.hook_attn_scores", knock)]):
+        _, cache = run_with_cache(m, ids, f"blocks.{LAYER}.attn.hook_pattern")
+    assert cache["pattern", LAYER][0, HEAD, QUERY, KEY] == 0  # what the layer used is what the cache holds
+
+
+def test_pattern_patching_equals_replacing_the_weights_in_eager_attention_by_hand(llama, monkeypatch):
+    from transformers.models.llama import modeling_llama
+
+    m, reference, ids = llama
+    n = ids.shape[1]
+    uniform = torch.tril(torch.ones(n, n)) / torch.arange(1, n + 1)[:, None]  # each query: every key it sees alike
+
+    def patch(pattern, hook):
+        out = pattern.clone()
+        out[:, HEAD] = uniform
+        return out
+
+    def by_hand(t, stage, layer):
+        if stage == "pattern" and layer == LAYER:
+            t = t.clone()
+            t[:, HEAD] = uniform
+        return t
+    with monkeypatch.context() as patched, torch.no_grad():
+        patched.setattr(modeling_llama, "eager_attention_forward", hand_edited_eager(by_hand))
+        expected = reference(input_ids=ids).logits
+    got = run_with_hooks(m, ids, [(f"blocks.{LAYER}.attn.hook_pattern", patch)])
+    assert not torch.equal(got, run_with_hooks(m, ids))
+    assert_float32_close(got, expected, terms=m.network.config.hidden_size)
+
+
+def test_an_edited_pattern_refuses_a_pass_that_would_show_other_weights(llama):
+    from attention.models import attend
+
+    m, _, ids = llama
+    with hooks(m, [(f"blocks.{LAYER}.attn.hook_pattern", lambda p, hook: p * 1.0)]):
+        with pytest.raises(ValueError, match="weights this layer did not use"):
+            attend(m, TEXT)
+    attend(m, TEXT)  # the block is gone: attend runs again

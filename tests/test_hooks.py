@@ -251,7 +251,7 @@ def test_hooks_are_removed_after_a_fn_raises_and_the_model_is_as_before(tiny):
 def test_names_filter_keeps_only_what_it_names(tiny):
     ours, _, ids = tiny("gpt2")
     names = hook_names(ours)
-    assert names[0] == "hook_embed" and names[-1] == "ln_final.hook_normalized" and len(names) == 2 + 2 * 9
+    assert names[0] == "hook_embed" and names[-1] == "ln_final.hook_normalized" and len(names) == 2 + 2 * 10
     _, cache = run_with_cache(ours, ids, names_filter=["blocks.1.attn.hook_z", "hook_embed"])
     assert isinstance(cache, HookCache) and list(cache) == ["hook_embed", "blocks.1.attn.hook_z"]
     _, cache = run_with_cache(ours, ids, names_filter=lambda n: n.endswith("hook_pattern"))
@@ -286,15 +286,24 @@ def test_a_clear_error_for_a_name_or_point_that_is_not_there(tiny, tok):
     assert hooks_on(ours.network) == before
 
 
-def test_hook_pattern_is_read_only_and_a_replacement_keeps_its_shape(tiny):
+def test_hook_pattern_is_editable_inside_the_kernel_and_read_only_where_a_family_has_its_own(tiny):
+    """Editable where the family runs transformers' attention function (tests/test_hook_loop.py holds an edit to
+    one made by hand); GPT-J computes attention in its own code: its pattern reads, an edit says why."""
     ours, _, ids = tiny("qwen2")
     before = hooks_on(ours.network)
-    for fn in (lambda p, h: p * 0, lambda p, h: p.zero_()):  # a replacement, or an edit in place
-        with pytest.raises(HookPointError, match="read only"):
-            run_with_hooks(ours, ids, [("blocks.0.attn.hook_pattern", fn)])
+    base = run_with_hooks(ours, ids)
+    assert not torch.equal(run_with_hooks(ours, ids, [("blocks.0.attn.hook_pattern", lambda p, h: p.flip(-1))]), base)
     with pytest.raises(HookPointError, match=r"returned shape \(1, 17, 4, 8\), not the point's \(1, 17, 2, 8\)"):
         run_with_hooks(ours, ids, [("blocks.0.attn.hook_k", lambda k, h: k.repeat(1, 1, 2, 1))])
+    with pytest.raises(HookPointError, match=r"returned shape \(1, 4, 17\), not \(1, 4, 17, 17\)"):
+        run_with_hooks(ours, ids, [("blocks.0.attn.hook_pattern", lambda p, h: p[..., 0])])
     assert hooks_on(ours.network) == before
+    gptj, _, _ = tiny("gptj")
+    for fn in (lambda p, h: p * 0, lambda p, h: p.zero_()):  # a replacement, or an edit in place
+        with pytest.raises(HookPointError, match="read only on this family"):
+            run_with_hooks(gptj, ids, [("blocks.0.attn.hook_pattern", fn)])
+    with pytest.raises(HookPointError, match="gptj: its attention is its own code"):
+        run_with_hooks(gptj, ids, [("blocks.0.attn.hook_attn_scores", lambda s, h: None)])
 
 
 def test_head_name_meets_the_pages_name():

@@ -31,6 +31,7 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import eager_mask
 
+from attention.models.forward.attention_edits import AttentionEditError, edited_call, edits_of
 from attention.models.forward.device_arrays import DeviceArray, kept, resident_device
 
 CAPTURE = "explorer_capture"
@@ -124,6 +125,13 @@ def recording(names: dict[int, str], *, kernel: str | OwnKernel = "eager", eager
 
 def _capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     active: _Recording | None = getattr(_local, "active", None)
+    if edits := edits_of(module):  # hook_attn_scores or hook_pattern on this layer: inside its eager kernel
+        if active is not None:
+            raise AttentionEditError("a pass that recomputes attention from the captured q and k (attend(), generate "
+                                     "and the analyses) would show weights this layer did not use: its scores or "
+                                     "pattern are edited by a hook (run_with_cache gives the edited pattern)")
+        return edited_call(_eager(module), edits, module, query, key, value, attention_mask, scaling=scaling,
+                           dropout=dropout, **kwargs)
     if active is None:  # outside a recording (e.g. generate()): the model's own eager attention
         return _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     name = active.names.get(id(module), type(module).__name__)

@@ -11,7 +11,7 @@ removes them when its block ends; run_with_cache and run_with_hooks (hook_runs) 
 The points (TransformerLens's names and shapes; layers and heads count from 0, HeadName.parse("L24H4") says
 (23, 3)). A hook fn(tensor, hook) gets the tensor and the point's name (a str with .name and .layer, as
 TransformerLens's HookPoint has) and returns None, having read it or edited it in place, or a replacement of
-the same shape. Every point is editable except hook_pattern.
+the same shape. Every point is editable.
 
     hook_embed                     [batch, pos, d_model]  the token embeddings W_E[tokens] (the input embedding's
                                    output): what block 0 receives in rotary decoders (Gemma's embedding module
@@ -22,9 +22,9 @@ the same shape. Every point is editable except hook_pattern.
     blocks.{l}.attn.hook_q         [batch, pos, head_index, d_head]  the query projection's output by head:
                                    before rotary positions and any q/k norm, as TransformerLens's hook_q
     blocks.{l}.attn.hook_k, hook_v [batch, pos, kv_head_index, d_head]  (grouped-query models: their KV heads)
-    blocks.{l}.attn.hook_pattern   [batch, head_index, query_pos, key_pos]  the model's own eager weights. Read
-                                   only: transformers' attention function multiplies them by v inside one call,
-                                   so an edit could change nothing; a fn that returns one or edits in place raises
+    blocks.{l}.attn.hook_attn_scores, hook_pattern  [batch, head_index, query_pos, key_pos]  inside the eager
+                                   kernel: softmax's input (after the mask, not before as TL's) and its output,
+                                   editable (a -inf score knocks a key out): attention_edits says how
     blocks.{l}.attn.hook_z         [batch, pos, head_index, d_head]  W_O's input by head (every head's output)
     blocks.{l}.hook_attn_out       [batch, pos, d_model]  what attention adds to the residual stream: W_O's output;
                                    Gemma 2/3 and OLMo-2 normalise it first, and this is the norm's output
@@ -43,17 +43,15 @@ Not here (a HookPointError names the family and the point): q/k/v of a fused pro
 family's anatomy entry does not give (`fused_qkv`: Falcon, BLOOM); what attention and the MLP add where it
 has no `writes` (OPT, Falcon, BLOOM, DeBERTa-v2); ln_final for a family without a final norm; q and k after
 rotary positions (TransformerLens's hook_rot_q/k: attend() records them, read only); any point of a model with
-one block shared by every layer (ALBERT), an encoder-decoder, an image model. hook_pattern raises while the
-pass runs when the attention returned no weights (a model that runs a fused kernel: load it with the package's
-loader or attn_implementation="eager"). A text is a batch of one; a list of texts is padded on the right, as
-TransformerLens pads it (positions past a text's end are padding, the attention mask 0 there: each text's own
-positions are what it gives alone, to float32 rounding); ids may be a (batch, pos) tensor of one length.
+one block shared by every layer (ALBERT), an encoder-decoder, an image model; scores and pattern where a pass
+does not reach the eager kernel's softmax (said while it runs). Texts and ids: hook_runs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import re
 import weakref
 from collections.abc import Callable, Iterator
@@ -62,14 +60,11 @@ from dataclasses import dataclass
 import torch
 
 from attention.models.forward.anatomy import Anatomy, Family, model_type, parameter
+from attention.models.forward.attention_edits import HookPointError, inside
 from attention.models.forward.capabilities import require
 from attention.models.forward.model import LoadedModel
 
 HookFn = Callable[[torch.Tensor, "HookPoint"], "torch.Tensor | None"]
-
-
-class HookPointError(ValueError):
-    """A name that is no hook point, or a point this family cannot give exactly; the message says which."""
 
 
 class HookPoint(str):
@@ -106,7 +101,6 @@ class Point:
     groups: int = 1  # the last axis read as (groups, width) ...
     part: tuple[int, int] | None = None  # ... of which this [start, stop) along width (None: all) ...
     d_head: int | None = None  # ... then split into heads of d_head (None: the tensor as it is)
-    editable: bool = True
     heads: int | None = None  # attention weights: the (batch, heads, query_pos, key_pos) a tensor must have
     scale: float = 1.0  # the point is the module's tensor times this (Granite's blocks scale what they add)
 
@@ -136,6 +130,7 @@ def points(loaded: LoadedModel, parts: Anatomy | None = None) -> dict[str, Point
     n_heads = int(config.num_attention_heads)
     writes = parts.family.writes
     found: dict[str, Point | str] = {"hook_embed": Point(loaded.network.get_input_embeddings(), "out")}
+    interface = bool(getattr(loaded.network, "_supports_attention_backend", False))  # scores edited inside it
     for layer, block in enumerate(parts.blocks):
         w_o = parts.outputs[layer]
         d = (getattr(w_o, "in_features", None) or parameter(w_o).shape[0]) // n_heads  # Conv1D stores (in, out)
@@ -143,8 +138,10 @@ def points(loaded: LoadedModel, parts: Anatomy | None = None) -> dict[str, Point
         found[at + "hook_resid_pre"] = Point(block, "in")
         found.update(zip((at + "attn.hook_q", at + "attn.hook_k", at + "attn.hook_v"),
                          _qkv(kind, parts.family, block, config, n_heads, d), strict=True))
-        found[at + "attn.hook_pattern"] = Point(block.get_submodule(parts.family.attention), "out", item=1,
-                                                editable=False, heads=n_heads)
+        attn = block.get_submodule(parts.family.attention)  # inside its eager kernel (attention_edits)
+        found[at + "attn.hook_attn_scores"] = Point(attn, "scores", heads=n_heads) if interface else (
+            f"{kind}: its attention is its own code, not transformers' attention function (hook_pattern reads)")
+        found[at + "attn.hook_pattern"] = Point(attn, "pattern", heads=n_heads)
         found[at + "attn.hook_z"] = Point(w_o, "in", d_head=d)
         if writes is None:
             why = (f"{kind}: what attention and the MLP add to the residual stream is not known here (its anatomy "
@@ -328,6 +325,9 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel, bac
     """One torch hook on the point's module that shows fn the point's tensor and puts back what fn returns.
     With `backward` (the block it belongs to): a hook on the tensor's gradient instead, fn shown the gradient
     of the point (the tensor's, through the point's view and scale) while the block's hooks are active."""
+    if point.side in ("scores", "pattern"):  # inside the eager kernel: attention.models.forward.attention_edits
+        return inside(point.module, point.side, point.heads, hook, fn, loaded.spec.name,
+                      None if backward is None else functools.partial(_on_grad, point, hook, fn, backward))
     def run(t: torch.Tensor) -> torch.Tensor | None:
         if backward is not None:
             if isinstance(t, torch.Tensor) and t.requires_grad:
@@ -342,16 +342,6 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel, bac
         if point.scale != 1.0:  # what the block adds: a copy, put back divided only when fn changed it
             seen = seen * point.scale
             before = seen.clone()
-        if point.heads is not None and (seen.ndim != 4 or seen.shape[1] != point.heads):
-            raise HookPointError(f"{loaded.spec.name} ({model_type(loaded.network)}): {hook} found a tensor of shape "
-                                 f"{tuple(seen.shape)} where its attention's weights should be: this family's "
-                                 "attention does not return them as transformers' attention interface does")
-        if not point.editable:
-            copy = seen.clone()
-            if fn(copy, hook) is not None or not torch.equal(copy, seen):
-                raise HookPointError(f"{hook} is read only: the layer's output is already computed from these "
-                                     "weights (edit hook_q, hook_k, hook_v or hook_z instead)")
-            return None
         edited = fn(seen, hook)
         if point.scale != 1.0:
             if edited is None and torch.equal(seen, before):

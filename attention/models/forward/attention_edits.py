@@ -1,0 +1,172 @@
+"""Editable attention scores and patterns: TransformerLens's hook_attn_scores and hook_pattern, inside the model's own
+eager attention (issue 72: attention knockout and pattern patching).
+
+transformers' eager attention makes the scores (q k^T times the scaling, plus the additive mask, after a soft cap
+where the family has one), takes one softmax of them and multiplies the result by v, all inside one function
+(each family's `eager_attention_forward`). A fn on these points runs *inside* that function: while a module with
+edits runs its attention (attention.models.forward.capture sends every call here first), a TorchFunctionMode
+catches its one softmax, gives the scores fn the softmax's input and the pattern fn its output, and the function
+goes on with what they return. So an edit is the one a reader would make by hand in eager_attention_forward: a
+knockout that sets a score to -inf changes the logits exactly as that does (tests/test_hook_loop.py).
+
+Conventions (TransformerLens's beside ours, also in hook_points' docstring):
+    hook_attn_scores  [batch, head_index, query_pos, key_pos]: TL's is before its causal mask; ours is the
+                      softmax's input, after the mask (masked keys hold the mask's large negative value)
+    hook_pattern      [batch, head_index, query_pos, key_pos]: the softmax's output in the model's dtype, as
+                      the family casts it next (a 16-bit model's softmax runs in float32): its own weights
+A pass with an edit runs the eager kernel for that layer whatever kernel was asked for. attend() and the other
+analyses that recompute weights from the captured q and k refuse to run through such an edit (the weights they
+would show are not the ones the model used); run_with_cache's hook_pattern is the edited pattern.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+_LOCK = threading.Lock()
+_EDITS: dict[int, list[Edit]] = {}  # id(attention module) -> its edits, in the order installed
+
+
+class HookPointError(ValueError):
+    """A name that is no hook point, or a point this family cannot give exactly; the message says which.
+    (Defined here, the lowest module that raises it; attention.models.forward.hook_points gives it its name.)"""
+
+
+class AttentionEditError(HookPointError):
+    """An edit of scores or pattern that cannot be made exactly here; the message says why."""
+
+
+@dataclass(eq=False)
+class Edit:
+    """One fn on one attention module's scores or pattern. `applied`: how many calls it ran in (a pass that did
+    not reach it is an error, not a silent no-op)."""
+
+    module: torch.nn.Module
+    where: str  # "scores" or "pattern"
+    run: Callable[[torch.Tensor], torch.Tensor | None]  # the tensor -> a replacement, or None (kept, maybe edited)
+    applied: int = 0
+
+    def remove(self) -> None:
+        with _LOCK:
+            edits = _EDITS.get(id(self.module), [])
+            if self in edits:
+                edits.remove(self)
+            if not edits:
+                _EDITS.pop(id(self.module), None)
+
+
+def add_edit(module: torch.nn.Module, where: str, run: Callable) -> Edit:
+    """Put `run` on the module's scores or pattern until the returned Edit's remove()."""
+    edit = Edit(module, where, run)
+    with _LOCK:
+        _EDITS.setdefault(id(module), []).append(edit)
+    return edit
+
+
+def edits_of(module) -> list[Edit]:
+    """The edits on this attention module now ([] for none)."""
+    return list(_EDITS.get(id(module), ()))
+
+
+def edited_call(eager: Callable, edits: list[Edit], module, *args, **kwargs):
+    """eager(module, *args, **kwargs) with the edits applied at its one softmax; AttentionEditError where the
+    kernel takes no softmax or more than one of a 4-D tensor (a family whose attention is not plain softmax)."""
+    mode = _AtSoftmax(edits)
+    with mode:
+        out = eager(module, *args, **kwargs)
+    if mode.seen != 1:
+        raise AttentionEditError(f"{type(module).__name__}'s eager attention took {mode.seen} softmaxes of scores, "
+                                 "not one: its scores and pattern cannot be edited exactly here")
+    for edit in edits:
+        edit.applied += 1
+    return out
+
+
+class _AtSoftmax(TorchFunctionMode):
+    """Inside one eager attention call: the scores fns on softmax's input, the pattern fns on its output."""
+
+    def __init__(self, edits: list[Edit]):
+        super().__init__()
+        self.edits, self.seen = edits, 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func not in (torch.nn.functional.softmax, torch.softmax, torch.Tensor.softmax):
+            return func(*args, **kwargs)
+        scores = args[0]
+        if not isinstance(scores, torch.Tensor) or scores.ndim != 4:
+            return func(*args, **kwargs)
+        self.seen += 1
+        for edit in self.edits:
+            if edit.where == "scores":
+                scores = _applied(edit, scores)
+        pattern = func(scores, *args[1:], **kwargs)
+        if any(edit.where == "pattern" for edit in self.edits):
+            pattern = pattern.to(scores.dtype)  # as the family casts it next: the model's own weights, exactly
+        for edit in self.edits:
+            if edit.where == "pattern":
+                pattern = _applied(edit, pattern)
+        return pattern
+
+
+def _applied(edit: Edit, t: torch.Tensor) -> torch.Tensor:
+    new = edit.run(t)
+    if new is None:
+        return t
+    if tuple(new.shape) != tuple(t.shape):
+        raise AttentionEditError(f"the fn on the attention's {edit.where} returned shape {tuple(new.shape)}, not "
+                                 f"{tuple(t.shape)}")
+    return new.to(t.dtype)
+
+
+@dataclass
+class Inside:
+    """The handle of one fn on a point inside the kernel: its Edit, and the module hooks that check it ran."""
+
+    edit: Edit
+    handles: list
+
+    def remove(self) -> None:
+        self.edit.remove()
+        for handle in self.handles:
+            handle.remove()
+
+
+def inside(module: torch.nn.Module, where: str, heads: int, hook: str, fn, model: str, on_grad=None) -> Inside:
+    """fn(tensor, hook) on the module's scores or pattern (`where`); with `on_grad`, a hook on their gradient
+    instead. A forward pass of the module that did not reach the fn raises (its family's attention does not run
+    through transformers' attention function here), as does a tensor without the model's `heads`."""
+    def run(t: torch.Tensor):
+        if t.shape[1] != heads:
+            raise AttentionEditError(f"{model}: {hook} found a tensor of shape {tuple(t.shape)}, not [batch, {heads} "
+                                     "heads, query_pos, key_pos]: this family's attention is not the plain kind")
+        if on_grad is not None:
+            if t.requires_grad:
+                t.register_hook(on_grad)
+            return None
+        return fn(t, hook)
+    edit, before = add_edit(module, where, run), {}
+
+    def pre(mod, args):
+        before["applied"] = edit.applied
+
+    def post(mod, args, output):
+        if edit.applied != before.get("applied"):
+            return None
+        why = (f"{model}: {hook} was not reached in this pass: the family's attention does not run transformers' "
+               "eager attention function here (hook_q, hook_k, hook_v and hook_z are editable on every family)")
+        weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+        if where != "pattern" or on_grad is not None or not isinstance(weights, torch.Tensor) or weights.ndim != 4:
+            raise AttentionEditError(why if weights is not None or where != "pattern" else
+                                     f"{model}: {hook} found no weights: its attention returned none (a fused "
+                                     "kernel: load it with the package's loader or attn_implementation='eager')")
+        seen = weights.clone()  # the weights the module returned: read only here
+        if fn(seen, hook) is not None or not torch.equal(seen, weights):
+            raise AttentionEditError(why.replace("was not reached in this pass", "is read only on this family"))
+        return None
+    return Inside(edit, [module.register_forward_pre_hook(pre), module.register_forward_hook(post)])
