@@ -288,3 +288,12 @@ def test_an_edited_pattern_refuses_a_pass_that_would_show_other_weights(llama):
         with pytest.raises(ValueError, match="weights this layer did not use"):
             attend(m, TEXT)
     attend(m, TEXT)  # the block is gone: attend runs again
+
+
+def test_a_transformer_lens_name_not_given_here_says_why_and_what_to_read(llama):
+    m, _, ids = llama
+    for name, why in (("blocks.0.hook_resid_mid", "hook_resid_pre \\+ hook_attn_out"),
+                      ("blocks.1.attn.hook_rot_q", "attend\\(model, text\\) records it"),
+                      ("blocks.0.mlp.hook_post", "hook_mlp_out is its output"), ("hook_pos_embed", "hook_embed")):
+        with pytest.raises(ValueError, match=f"{name} is TransformerLens's, not a hook point here: .*{why}"):
+            run_with_hooks(m, ids, [(name, lambda t, hook: None)])

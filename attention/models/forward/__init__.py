@@ -17,6 +17,8 @@ Modules, in the order a forward pass meets them:
     running         attend(): the one forward pass over a user's text; own_attention(): the model's own weights
     hook_points     TransformerLens's hook names over the anatomy, and hooks() that put fns on them
     hook_runs       run_with_cache (gradients too, incl_bwd) and run_with_hooks through those points
+    attention_edits hook_attn_scores and hook_pattern, edited inside the eager kernel's softmax
+    tl_names        TransformerLens's hook names not given here, each with why and what to read instead
     token_ids       TransformerLens's to_tokens, to_str_tokens, to_single_token, with prepend_bos
     kernel          SurveyKernel, our attention kernel inside that pass: the layer's output and the survey's sums
     survey_sums     the sums a survey adds up from each chunk of weights

@@ -63,6 +63,7 @@ from attention.models.forward.anatomy import Anatomy, Family, model_type, parame
 from attention.models.forward.attention_edits import HookPointError, inside
 from attention.models.forward.capabilities import require
 from attention.models.forward.model import LoadedModel
+from attention.models.forward.tl_names import why_not_given
 
 HookFn = Callable[[torch.Tensor, "HookPoint"], "torch.Tensor | None"]
 
@@ -313,6 +314,8 @@ def _point(found: dict[str, Point | str], name: str, loaded: LoadedModel) -> Poi
         return point
     if isinstance(point, str):
         raise HookPointError(f"{loaded.spec.name} has no {name}: {point}")
+    if why := why_not_given(str(name)):  # TransformerLens has it, this package not yet
+        raise HookPointError(f"{name} is TransformerLens's, not a hook point here: {why}")
     close = difflib.get_close_matches(str(name), list(found), n=3)
     n_layers = sum(1 for n in found if n.endswith(".hook_resid_pre"))
     raise HookPointError(f"no hook point is named {name!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
