@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 import torch
 
@@ -297,3 +298,58 @@ def test_a_transformer_lens_name_not_given_here_says_why_and_what_to_read(llama)
                       ("blocks.0.mlp.hook_post", "hook_mlp_out is its output"), ("hook_pos_embed", "hook_embed")):
         with pytest.raises(ValueError, match=f"{name} is TransformerLens's, not a hook point here: .*{why}"):
             run_with_hooks(m, ids, [(name, lambda t, hook: None)])
+
+
+def test_generate_samples_within_top_k_and_top_p_stops_at_a_stop_token_and_goes_past_the_pages_cap(llama, tok):
+    from attention.models import MAX_NEW_TOKENS
+
+    m, reference, _ = llama
+    prompt = "the river bank"
+    ids = torch.tensor(tok(prompt)["input_ids"])[None]
+    with torch.no_grad():  # transformers' own greedy generation on the same weights: the reference
+        theirs = reference.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=0)[0, ids.shape[1]:].tolist()
+    greedy = [s.token_id for s in generate(m, prompt, max_new_tokens=6).steps]
+    assert greedy == theirs
+    for narrow in ({"top_k": 1}, {"top_p": 1e-6}):  # one token left: sampling is greedy
+        assert [s.token_id for s in generate(m, prompt, max_new_tokens=6, greedy=False, seed=3, **narrow).steps] \
+            == theirs
+    with torch.no_grad():
+        first = reference(input_ids=ids).logits[0, -1]
+    top3 = set(torch.topk(first, 3).indices.tolist())
+    drawn = {generate(m, prompt, max_new_tokens=1, greedy=False, top_k=3, seed=s).steps[0].token_id for s in range(12)}
+    assert drawn <= top3 and len(drawn) > 1
+    stopped = generate(m, prompt, max_new_tokens=6, stop=theirs[2])
+    assert stopped.stopped == "stop token"
+    assert [s.token_id for s in stopped.steps] == theirs[:theirs.index(theirs[2]) + 1]
+    assert len(generate(m, prompt, max_new_tokens=MAX_NEW_TOKENS + 6).steps) == MAX_NEW_TOKENS + 6
+    with pytest.raises(ValueError, match="Generate between 1 and"):
+        generate(m, prompt, max_new_tokens=10**7)
+    with pytest.raises(ValueError, match="top_p a share"):
+        generate(m, prompt, greedy=False, top_p=1.5)
+
+
+def test_attribution_patching_on_a_metric_of_ones_own_equals_the_estimate_made_by_hand(llama):
+    """(0 - z) . d metric / d z for each head, z and its gradient taken from transformers' own model by plain hooks
+    on W_O's input (reference_grads), against attribution_patching(..., metric=fn)."""
+    from attention.models import attend, attribution_patching
+
+    m, reference, ids = llama
+
+    def metric(logits):
+        return logits[0, -1, 7] - logits[0, -3, 9]
+    effects = attribution_patching(m, attend(m, TEXT), metric=metric, metric_name="two logits")
+    z_in = []
+    handles = [layer.self_attn.o_proj.register_forward_pre_hook(lambda mod, args: z_in.append(args[0].detach()))
+               for layer in reference.model.layers]
+    with torch.no_grad():
+        reference(input_ids=ids)
+    for handle in handles:
+        handle.remove()
+    _, _, grads, logits = reference_grads(reference, ids, metric)
+    H = m.network.config.num_attention_heads
+    for layer, (z, grad) in enumerate(zip(z_in, grads, strict=True)):
+        by_hand = (-z.double() * grad.double()).view(*z.shape[:2], H, -1).sum((0, 1, 3))
+        np.testing.assert_allclose(effects.effect[layer], by_hand.numpy(), rtol=1e-5, atol=1e-7)
+    assert effects.metric == "two logits" and effects.baseline == pytest.approx(float(metric(logits)), abs=1e-5)
+    with pytest.raises(ValueError, match="a contrast .* or metric=fn"):
+        attribution_patching(m, attend(m, TEXT))

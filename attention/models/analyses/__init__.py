@@ -14,6 +14,7 @@ Modules:
     patching        activation patching of a clean run into a corrupted one
     roles           previous-token, induction, duplicate-token and first-token scores on a probe
     composition_scores Q-, K- and V-composition of heads, from their weights
+    weight_views    TransformerLens's W_Q, W_K, W_V, W_O, W_U and the factored W_QK, W_OV (SVD, eigenvalues)
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
                     to one .safetensors file
@@ -139,6 +140,7 @@ from attention.models.analyses.target_foil import (
     swap_words,
     swapped_prompt,
 )
+from attention.models.analyses.weight_views import FactoredMatrix, Weights, weights
 
 __all__ = [
     "ABLATIONS", "CORPUS_FORMATS", "LENS_MAX_POSITIONS", "KINDS", "MAX_NEW_TOKENS", "PROBE_REPEAT", "QK_FAMILIES",
@@ -161,4 +163,6 @@ __all__ = [
     # the same as a job over a pairs file, saved as it goes, resumed, or on Ray (batch_job, batch_ray)
     "BatchJob", "batch_file", "batch_file_on_ray", "batch_job_bytes", "batch_job_of", "load_batch_job",
     "merge_batch_jobs",
+    # TransformerLens's weight views (weight_views)
+    "FactoredMatrix", "Weights", "weights",
 ]

@@ -21,6 +21,7 @@ Shapes: L layers, H heads, d head size, n tokens; effects (L, H).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ import torch
 from attention.models.analyses.edits import edit_setup, head_slices, hooked_z, linear_metric, run_from, scan, z_of
 from attention.models.analyses.target_foil import Contrast
 from attention.models.forward.device import LONG_WORK_TOKENS, work_threads
-from attention.models.forward.hook_points import HookPoint, hooks
+from attention.models.forward.hook_runs import run_with_cache
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
 from attention.models.forward.tokens import find_word
@@ -197,45 +198,39 @@ def head_ablation_cosine(loaded: LoadedModel, att: ModelAttention, word: str | i
                        metric=f"1 − cos(“{att.tokens[i]}” with the head, without it)")
 
 
-def attribution_patching(loaded: LoadedModel, att: ModelAttention, contrast: Contrast, *,
-                         ablation: str = "zero") -> HeadEffects:
-    """Every head's ablation effect on the contrast's logit(target) - logit(foil), estimated to first order
-    from one forward and one backward pass: (z_ablated - z) . d metric / d z, summed over the head's slice."""
+def attribution_patching(loaded: LoadedModel, att: ModelAttention, contrast: Contrast | None = None, *,
+                         ablation: str = "zero", metric: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                         metric_name: str = "your metric") -> HeadEffects:
+    """Every head's ablation effect on a metric, estimated to first order from one forward and one backward pass:
+    (z_ablated - z) . d metric / d z, summed over the head's slice (run_with_cache's gradients, incl_bwd).
+    `metric`: any fn(logits [1, pos, vocab]) -> a scalar tensor (TransformerLens's habit; `metric_name` says what
+    it is on the page); without it the contrast's logit(target) - logit(foil) at the last position."""
     _check(ablation)
+    built_in = metric is None
+    if built_in:
+        if contrast is None:
+            raise ValueError("attribution_patching needs a contrast (a target and a foil) or metric=fn")
+        metric = functools.partial(_last_difference, contrast)
     setup = edit_setup(loaded, att)
-    network = loaded.network
-    seen = {}
-
-    def grad_from_here(embed: torch.Tensor, hook: HookPoint) -> None:  # hook_embed [1, pos, d_model]
-        embed.requires_grad_(True)
-
-    def keep(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # hook_z [1, pos, head_index, d_head]
-        z.retain_grad()  # z is inside the graph: its .grad is the total derivative, through later layers too
-        seen[hook.layer] = z
-        return z  # returned, z is what W_O reads (copied into its input), so the gradient reaches z (with None
-        # returned, W_O would read its own input, of which z is a view, and z's .grad would stay None)
-
-    with loaded.lock:  # the hooks and flags below change the shared model: only while no other pass runs
-        flags = [p.requires_grad for p in network.parameters()]
-        try:
-            with (hooks(loaded, [("hook_embed", grad_from_here)], lock=False), hooked_z(loaded, keep),
-                  torch.enable_grad()):
-                for p in network.parameters():
-                    p.requires_grad_(False)  # gradients for the activations only, not the 135M parameters
-                logits = network(input_ids=setup.ids, logits_to_keep=1).logits[0, -1]  # as the model caps them
-                metric = contrast.difference(logits)
-                metric.backward()
-        finally:
-            for p, flag in zip(network.parameters(), flags, strict=True):
-                p.requires_grad_(flag)
+    logits, cache = run_with_cache(loaded, setup.ids, lambda name: name.endswith(".attn.hook_z"), incl_bwd=True,
+                                   metric=metric)
     L, H = setup.n_layers, setup.n_heads
     estimate = np.zeros((L, H))
     for layer in range(L):
         # In float64: a model in half precision has z and its gradient in bfloat16 or float16 (numpy has no
         # bfloat16: issue 42's walk found "Got unsupported ScalarType BFloat16" here), and a sum of n * d products
-        # is better added up in float64 anyway.
-        z, grad = seen[layer][0].detach().double(), seen[layer].grad[0].double()  # [pos, head_index, d_head]
+        # is better added up in float64 anyway. [pos, head_index, d_head]
+        z, grad = cache["z", layer][0].double(), cache[f"blocks.{layer}.attn.hook_z_grad"][0].double()
         delta = -z if ablation == "zero" else z.mean(0, keepdim=True) - z
         estimate[layer] = (delta * grad).sum((0, 2)).cpu().numpy()
-    return HeadEffects(baseline=contrast.baseline, effect=estimate, ablation=ablation, estimated=True,
-                       metric=contrast.metric, contrast=contrast)
+    if built_in:
+        baseline, name = contrast.baseline, contrast.metric
+    else:
+        baseline, name = float(metric(logits)), metric_name
+    return HeadEffects(baseline=baseline, effect=estimate, ablation=ablation, estimated=True, metric=name,
+                       contrast=contrast)
+
+
+def _last_difference(contrast: Contrast, logits: torch.Tensor) -> torch.Tensor:
+    """The contrast's m at the last position: logits [1, pos, vocab] -> a scalar."""
+    return contrast.difference(logits[0, -1])

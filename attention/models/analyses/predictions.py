@@ -23,6 +23,7 @@ import torch
 from attention.models.forward.capabilities import require
 from attention.models.forward.capture import recording
 from attention.models.forward.device import work_threads
+from attention.models.forward.memory import NotEnoughMemory, available_bytes
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import layer_weights
 from attention.models.forward.tokens import display_tokens
@@ -79,7 +80,7 @@ class Generation:
     greedy: bool  # argmax at every step; else sampled at `temperature` with `seed`
     temperature: float
     seed: int
-    stopped: str  # "length" (max_new_tokens reached) or "end of text" (the model chose its EOS token)
+    stopped: str  # "length" (max_new_tokens reached), "end of text" (the model chose its EOS token), "stop token"
     truncated: bool  # the prompt was cut to leave room for the new tokens
 
     @property
@@ -94,25 +95,35 @@ class Generation:
 
 
 def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, greedy: bool = True,
-             temperature: float = 1.0, seed: int = 0, k: int = 10,
+             temperature: float = 1.0, seed: int = 0, k: int = 10, top_k: int | None = None,
+             top_p: float | None = None, stop: str | int | list[int] | None = None,
              progress: Callable[[float, str], None] | None = None) -> Generation:
     """Continue `prompt` one token at a time with the KV cache, recording each step's query rows.
 
-    The model's lock is taken for one step at a time, so other sessions' forward passes interleave.
-    """
+    greedy, or sampled at `temperature` from the `top_k` most likely tokens and the smallest set whose probability
+    reaches `top_p` (both optional, as transformers' generate reads them; `seed` makes a sample repeatable). Stops
+    at the model's end-of-text token, or at `stop` (a token id, ids, or a string of one token). `max_new_tokens`:
+    the page offers up to MAX_NEW_TOKENS; here up to what the model reads after the prompt, and what the recorded
+    rows (L x H x keys per step) fit in this machine's memory (NotEnoughMemory says so before it starts).
+    Inside a hooks() block every step runs through its hooks (steering). The model's lock is taken for one step
+    at a time, so other sessions' forward passes interleave."""
     network, tok = loaded.network, loaded.tokenizer
     require(loaded, "generation")
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("Type a prompt first: the text is empty.")
-    if not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
-        raise ValueError(f"Generate between 1 and {MAX_NEW_TOKENS} tokens, not {max_new_tokens}.")
-    room = loaded.spec.token_limit(loaded.device) - max_new_tokens
+    limit = loaded.spec.token_limit(loaded.device)
+    if not 1 <= max_new_tokens < limit:
+        raise ValueError(f"Generate between 1 and {limit - 1:,} tokens with {loaded.spec.name}, not {max_new_tokens}.")
+    if top_k is not None and top_k < 1 or top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_k is a whole number from 1 and top_p a share in (0, 1], not {top_k} and {top_p}")
+    room = limit - max_new_tokens
     ids = tok(prompt, return_tensors="pt", truncation=True, max_length=room)["input_ids"].to(loaded.device)
     truncated = len(tok(prompt, truncation=False)["input_ids"]) > ids.shape[1]
+    _rows_fit(loaded, ids.shape[1], max_new_tokens)
     rng = np.random.default_rng(seed)
     names = {id(m): name for name, m in network.named_modules()}
     eos = getattr(network.config, "eos_token_id", None)
-    eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+    eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos]) | _stop_ids(tok, stop)
     steps, cache, feed, stopped = [], None, ids, "length"
     captured = loaded.check is None or loaded.check.captured  # else its own output_attentions, every step
     with torch.inference_mode(), work_threads(ids.shape[1]):
@@ -133,19 +144,57 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
             logits = out.logits[0, -1].to(torch.float64).cpu().numpy()
             used_t = 1.0 if greedy else temperature
             p = softmax(logits, temperature=used_t)
-            chosen = int(np.argmax(logits)) if greedy else int(rng.choice(len(p), p=p / p.sum()))
+            chosen = int(np.argmax(logits)) if greedy else _sample(p, top_k, top_p, rng)
             steps.append(GenerationStep(position=ids.shape[1] + t - 1, choices=next_tokens(logits, tok, k=k,
                                         temperature=used_t), token_id=chosen, token=token_text(tok, chosen),
                                         probability=float(p[chosen]), rows=rows))
             if progress:
                 progress((t + 1) / max_new_tokens, f"Generated {t + 1} of {max_new_tokens} tokens")
             if chosen in eos:
-                stopped = "end of text"
+                stopped = "end of text" if chosen not in _stop_ids(tok, stop) else "stop token"
                 break
             feed = torch.tensor([[chosen]], device=loaded.device)
     return Generation(prompt_ids=ids[0].cpu().numpy(), prompt_tokens=display_tokens(tok, ids[0])[0],
                       steps=tuple(steps), greedy=greedy, temperature=float(temperature), seed=int(seed),
                       stopped=stopped, truncated=truncated)
+
+
+def _sample(p: np.ndarray, top_k: int | None, top_p: float | None, rng: np.random.Generator) -> int:
+    """A token drawn from p (V,) kept to its top_k most likely, then to the fewest whose sum reaches top_p (the
+    most likely first, as transformers' TopKLogitsWarper then TopPLogitsWarper), renormalised."""
+    order = np.argsort(-p, kind="stable")
+    keep = len(p) if top_k is None else min(top_k, len(p))
+    if top_p is not None:
+        cumulative = np.cumsum(p[order[:keep]]) / p[order[:keep]].sum()
+        keep = min(keep, int(np.searchsorted(cumulative, top_p)) + 1)
+    kept = order[:keep]
+    return int(kept[rng.choice(keep, p=p[kept] / p[kept].sum())])
+
+
+def _stop_ids(tok, stop) -> set[int]:
+    """The token ids `stop` names: an id, a list of ids, or a string the tokenizer makes one token."""
+    if stop is None:
+        return set()
+    if isinstance(stop, str):
+        ids = tok(stop, add_special_tokens=False)["input_ids"]
+        if len(ids) != 1:
+            raise ValueError(f"stop={stop!r} is {len(ids)} tokens, not one: pass its token id instead")
+        return {int(ids[0])}
+    return {int(stop)} if isinstance(stop, int) else {int(i) for i in stop}
+
+
+def _rows_fit(loaded: LoadedModel, prompt: int, new: int) -> None:
+    """NotEnoughMemory before a generation whose recorded rows (float32, L x H x keys, one per step) would not fit
+    in half of the memory available now."""
+    config = loaded.network.config
+    layers = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 0) or 1)
+    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 1)
+    rows = 4 * layers * heads * sum(prompt + t for t in range(new))
+    free = available_bytes()
+    if rows > free // 2:
+        raise NotEnoughMemory(f"{new:,} new tokens after {prompt:,} would record {rows / 1e9:.1f} GB of attention "
+                              f"rows ({layers} layers x {heads} heads x every key, each step), more than half of the "
+                              f"{free / 1e9:.1f} GB free here: ask for fewer")
 
 
 def _right_aligned(row: np.ndarray, keys: int) -> np.ndarray:
