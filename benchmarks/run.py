@@ -21,7 +21,7 @@ from pathlib import Path
 
 from attention.toy import examples as ex
 from benchmarks import browser as bb
-from benchmarks import common, compute, soak
+from benchmarks import common, compute, path_steps, soak
 from benchmarks import comparison as compared
 from benchmarks import hooks as hook_bench
 from benchmarks import images as image_bench
@@ -37,7 +37,7 @@ TARGETS = {  # figure -> (target text, check)
     "live_payload": ("<= 200 KB", lambda r: r["live_payload"] <= 200_000),
     "sentence16": ("<= 1 s", lambda r: r["browser"]["sentence16"]["median"] <= 1000),
     "sentence512": ("<= 1 s", lambda r: r["browser"]["sentence512"]["median"] <= 1000),
-    "sentence16_floor": ("<= 2 x the floor", lambda r: _over_floor(r, 16) <= 2),
+    "sentence16_floor": ("<= 3 x the trivial page (issue 69)", lambda r: _over_floor(r, 16) <= 3),
     "sentence512_floor": ("<= 3 x the floor", lambda r: _over_floor(r, 512) <= 3),
     "smollm2_2048": ("<= 1.3 x its plain forward pass", lambda r: _over_plain(r, 2048) <= 1.3),
     "smollm2_4096": ("<= 1.3 x its plain forward pass", lambda r: _over_plain(r, 4096) <= 1.3),
@@ -340,8 +340,8 @@ def header_lines(smoke: bool) -> list[str]:
         "",
         "## Targets",
         "",
-        "| figure | target | measured | met |",
-        "| --- | --- | --- | --- |",
+        "| figure | target | measured | met | where missed: the floor, measured, and why |",
+        "| --- | --- | --- | --- | --- |",
     ]
 
 
@@ -414,9 +414,59 @@ def target_lines(r: dict, smoke: bool) -> list[str]:
     for key, (target, check) in TARGETS.items():
         value = measured[key]
         met = "–" if value is None else ("yes" if check(r) else "**no**")
-        lines.append(f"| {names[key]} | {target} | {value or 'not measured (smoke)'} | {met} |")
-    lines += gpu_targets(r["gpu"])
+        floor = _floor(key, r) if met == "**no**" else ""
+        lines.append(f"| {names[key]} | {target} | {value or 'not measured (smoke)'} | {met} | {floor} |")
+    if "path" in r:  # each step on the learner's path (benchmarks/path_steps.py)
+        for step, d in r["path"].items():
+            target = path_steps.FIRST_PAGE_S if step == "first_page" else path_steps.WARM_S
+            met = d["median"] <= target
+            lines.append(f"| a step on the learner's path: {step} | <= {target:g} s | {d['median']:.2f} s "
+                         f"({d['min']:.2f}–{d['max']:.2f}) | {'yes' if met else '**no**'} | "
+                         f"{'' if met else PATH_FLOORS.get(step, 'section: Each step on the learner’s path')} |")
+    lines += [line + "  |" for line in gpu_targets(r["gpu"])]  # (the GPU's rows: recorded there, no floor here)
     return lines
+
+
+# Where a row misses its target: what bounds it, with this run's own figures where the run measures the floor, and
+# the measurement in benchmarks/NOTES.md (its section named) where it does not.
+PATH_FLOORS = {
+    "first_page": "a fresh process imports Streamlit, torch and transformers before the first page (~4 s on 2 cores: "
+                  "NOTES, 'What remains')",
+}
+
+
+def _floor(key: str, r: dict) -> str:
+    b, e = r["browser"], r["effects"]
+    trivial = b["floor16"]["median"]
+    elements = b.get("elements16", {}).get("median")
+    kernel = _times(r, "kernel_layer", "sdpa_layer")
+    floors = {
+        "live_release": f"Streamlit's rerun of the slider's fragment: the trivial page's round trip is {ms(trivial)}; "
+                        "the release redraws two tables and two charts (NOTES, 'Live sliders')",
+        "sentence16_floor": (f"a page of Model heads' elements with no model: {ms(elements)} "
+                             f"({elements / trivial:.1f} x the trivial page) in this run; the model's pass ~14 ms; "
+                             "the rest React drawing ~40 elements and three canvases (NOTES, 'A new sentence reruns "
+                             "only what it changes')")
+        if elements else "",
+        "sentence512_floor": "MiniLM's pass over 512 tokens and the 512-token views (section 5); the trivial page "
+                             "types the same text",
+        "sentence512": "MiniLM's pass over 512 tokens with the survey (section 5) and drawing three canvases",
+        "smollm2_2048": f"our kernel's layer is {kernel:.2f} x SDPA's in this run; its two matmuls alone take as "
+                        "long as SDPA's whole layer (NOTES, 'A fused kernel: the candidates measured')",
+        "smollm2_4096": f"as at 2,048 tokens: our kernel's layer {kernel:.2f} x SDPA's (NOTES, 'A fused kernel')",
+        "kernel_layer": "the two matmuls alone, chunked as the kernel chunks them, take as long as SDPA's whole "
+                        "layer (46.4 vs 46.3 ms); softmax and the sums add >= 25 % (NOTES, 'A fused kernel')",
+        "views": "the 4,096-token result's views are block maxima of 256 x 256 cells each; Head atlas recomputes "
+                 "its statistics (NOTES, 'Long inputs and the server's memory')",
+        "scan": f"270 ablated passes from the ablated layer up: ~140 forward passes' worth at 16 tokens "
+                f"(a forward pass on the probe: {s_(e['probe_forward']['median'])})",
+        "patching": "one forward and one backward pass over the prompt with every hook_z kept (run_with_cache's "
+                    "gradients), and the model's lock",
+        "grid_during_scan": "the browser's share of the VM's 2 cores while the scan's batches run (NOTES, 'Fair "
+                            "sharing')",
+        "sentence16": "",
+    }
+    return floors.get(key, "")
 
 
 def section_lines(r: dict) -> list[str]:
@@ -584,6 +634,8 @@ def report(r: dict, smoke: bool) -> str:
         lines += ["", *slow.section(r["slow"])]
     if "hooks" in r:
         lines += ["", *hook_bench.lines(r["hooks"])]
+    if "path" in r:
+        lines += ["", *path_steps.section(r["path"])]
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -647,6 +699,8 @@ def main() -> int:
             print("slow operations done", file=sys.stderr)
             r["hooks"] = hook_bench.measure()  # batch_patching over 100 pairs, minutes: not in the smoke run
             print("hooks done", file=sys.stderr)
+            r["path"] = path_steps.measure(runs=3)  # fresh servers and every path page: not in the smoke run
+            print("path steps done", file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report(r, args.smoke))

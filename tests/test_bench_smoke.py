@@ -45,3 +45,17 @@ def test_every_control_the_slow_operations_press_is_where_they_press_it(app_url,
     found = check_controls(browser, app_url)
     assert set(found) == set(CONTROLS) and all(found.values()), found
 
+
+
+def test_every_control_the_path_steps_press_is_where_they_press_it(app_url, browser):
+    """benchmarks/path_steps.py (issue 69): each page's link in the sidebar, Predictions' prompt box and its Generate
+    button, found on the pages as the benchmark opens them."""
+    from benchmarks.path_steps import PAGES, controls
+    from tests.harness import wait_idle
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(app_url)
+    wait_idle(page, timeout=180_000)
+    found = controls(page)
+    page.close()
+    assert set(found) == {*PAGES, "predictions_new", "generate"} and all(found.values()), found

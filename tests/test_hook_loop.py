@@ -353,3 +353,40 @@ def test_attribution_patching_on_a_metric_of_ones_own_equals_the_estimate_made_b
     assert effects.metric == "two logits" and effects.baseline == pytest.approx(float(metric(logits)), abs=1e-5)
     with pytest.raises(ValueError, match="a contrast .* or metric=fn"):
         attribution_patching(m, attend(m, TEXT))
+
+
+def test_cache_tools_add_up_to_transformers_own_streams_outputs_and_logit_difference(llama):
+    from attention.models import (
+        accumulated_resid,
+        decompose_resid,
+        logit_attrs,
+        logit_constant,
+        stack_head_results,
+    )
+
+    m, reference, ids = llama
+    _, cache = run_with_cache(m, ids)
+    outs = []
+    handles = [layer.self_attn.o_proj.register_forward_hook(lambda mod, args, out: outs.append(out))
+               for layer in reference.model.layers]
+    with torch.no_grad():
+        theirs = reference(input_ids=ids, output_hidden_states=True)
+    for handle in handles:
+        handle.remove()
+    L, H, D = len(reference.model.layers), m.network.config.num_attention_heads, m.network.config.hidden_size
+    stack, labels = accumulated_resid(cache, return_labels=True)
+    assert labels[0] == "0_pre" and labels[-1] == "final_post" and stack.shape[0] == L + 1
+    for layer in range(L):  # transformers' hidden_states[l] is what block l receives (its last: after the norm)
+        assert_float32_close(stack[layer], theirs.hidden_states[layer], terms=D)
+        assert_float32_close(decompose_resid(cache, layer).sum(0), theirs.hidden_states[layer], terms=4 * D)
+    heads, names = stack_head_results(m, cache, return_labels=True)
+    assert names[:2] == ["L1H1", "L1H2"] and heads.shape[0] == L * H
+    for layer in range(L):
+        assert_float32_close(heads[layer * H:(layer + 1) * H].sum(0), outs[layer], terms=D)
+    parts, labels = decompose_resid(cache, return_labels=True)
+    assert labels[:3] == ["embed", "0_attn_out", "0_mlp_out"]
+    shares = logit_attrs(m, cache, parts, 7, 11)  # token ids: the logit of 7 minus the logit of 11
+    assert shares.shape == (2 * L + 1, 1)
+    total = float(shares.sum() + logit_constant(m, cache, 7, 11)[0])
+    expected = float(theirs.logits[0, -1, 7] - theirs.logits[0, -1, 11])
+    assert total == pytest.approx(expected, abs=1e-4)

@@ -15,6 +15,7 @@ Modules:
     roles           previous-token, induction, duplicate-token and first-token scores on a probe
     composition_scores Q-, K- and V-composition of heads, from their weights
     weight_views    TransformerLens's W_Q, W_K, W_V, W_O, W_U and the factored W_QK, W_OV (SVD, eigenvalues)
+    cache_tools     TransformerLens's cache tools: accumulated_resid, decompose_resid, stack_head_results, logit_attrs
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
                     to one .safetensors file
@@ -67,6 +68,14 @@ from attention.models.analyses.batch_pairs import (
 )
 from attention.models.analyses.batch_patching import BatchPatching, batch_patching
 from attention.models.analyses.batch_ray import batch_file_on_ray
+from attention.models.analyses.cache_tools import (
+    accumulated_resid,
+    apply_ln_to_stack,
+    decompose_resid,
+    logit_attrs,
+    logit_constant,
+    stack_head_results,
+)
 from attention.models.analyses.composition_scores import KINDS, Composition, composition
 from attention.models.analyses.corpus import (
     CORPUS_FORMATS,
@@ -165,4 +174,6 @@ __all__ = [
     "merge_batch_jobs",
     # TransformerLens's weight views (weight_views)
     "FactoredMatrix", "Weights", "weights",
+    # TransformerLens's cache tools on a run_with_cache cache (cache_tools)
+    "accumulated_resid", "apply_ln_to_stack", "decompose_resid", "logit_attrs", "logit_constant", "stack_head_results",
 ]
