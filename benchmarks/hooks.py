@@ -73,6 +73,7 @@ def measure(smoke: bool = False) -> dict:
         finally:
             torch.set_num_threads(before)
 
+    r["grads"] = _gradients(loaded, rounds)
     pairs = ioi_pairs(loaded.tokenizer, 2 if smoke else 100)
     corrupt = torch.cat([tl_bench.ids_of(loaded, p.corrupted) for p in pairs])  # IOI's template: one length
     B, T = corrupt.shape
@@ -109,6 +110,44 @@ def measure(smoke: bool = False) -> dict:
         r["tl_skipped"] = tl_bench.available() or "smoke run"
     r["one_name"] = ONE
     return r
+
+
+def _gradients(loaded, rounds: int) -> dict:
+    """(d) A cache with every point's gradient, and attribution patching of all heads on a metric, against the plain
+    forward pass and a forward + backward pass (to the embedding's output) on the IOI prompt."""
+    import torch
+
+    from attention.models import attend, attribution_patching, run_with_cache, to_single_token
+    from benchmarks import transformer_lens as tl_bench
+
+    ids = tl_bench.ids_of(loaded, PROMPT)
+    mary, john = to_single_token(loaded, " Mary"), to_single_token(loaded, " John")
+    att = attend(loaded, PROMPT)
+
+    def metric(logits):
+        return logits[0, -1, mary] - logits[0, -1, john]
+
+    def plain():
+        with torch.no_grad():
+            loaded.network(input_ids=ids, use_cache=False)
+
+    def forward_backward():  # the floor: one pass with a graph from the embedding on, and its backward
+        embeds = loaded.network.get_input_embeddings()(ids).detach().requires_grad_(True)
+        logits = loaded.network(inputs_embeds=embeds, use_cache=False).logits
+        torch.autograd.backward(metric(logits), inputs=[embeds])
+    calls = {"plain": plain, "forward_backward": forward_backward,
+             "cache_grads": lambda: run_with_cache(loaded, ids, incl_bwd=True, metric=metric),
+             "attribution": lambda: attribution_patching(loaded, att, metric=metric)}
+    before = torch.get_num_threads()
+    torch.set_num_threads(tl_bench.THREADS)
+    try:
+        return {"tokens": int(ids.shape[1]), **_interleaved(calls, rounds)}
+    finally:
+        torch.set_num_threads(before)
+
+
+def loaded_heads(r: dict) -> str:
+    return "270"  # SmolLM2: 30 layers x 9 heads
 
 
 def _ms(t: dict) -> str:
@@ -151,6 +190,21 @@ def lines(r: dict) -> list[str]:
             "a full pass per (row, position) | ÷ that |", "| --- | --- | --- | --- | --- | --- |",
             f"| {_s(x['seconds'])} | {needed:.2f} s | {ratio:.2f} x | {'yes' if ratio <= 2 else '**no**'} | "
             f"{naive:.1f} s | {x['seconds']['median'] / naive:.3f} x |"]
+    if "grads" in r:
+        g = r["grads"]
+        grads = g["cache_grads"]["median"] / g["plain"]["median"]
+        attr = g["attribution"]["median"] / g["forward_backward"]["median"]
+        out += ["", f"(d) Gradients (issue 72) on the IOI prompt ({g['tokens']} tokens): run_with_cache(..., "
+                "incl_bwd=True) keeping every point and its gradient, against the plain forward pass (target ≤ 3 x); "
+                f"attribution_patching of all {loaded_heads(r)} heads on a metric of one's own, against one forward "
+                "and backward pass to the embedding (target ≤ 3 x).", "",
+                "| call | time | ÷ its floor | met |", "| --- | --- | --- | --- |",
+                f"| plain forward pass | {_ms(g['plain'])} | | |",
+                f"| forward + backward | {_ms(g['forward_backward'])} | | |",
+                f"| cache with every gradient | {_ms(g['cache_grads'])} | {grads:.2f} x the plain pass | "
+                f"{'yes' if grads <= 3 else '**no**'} |",
+                f"| attribution patching, every head | {_ms(g['attribution'])} | {attr:.2f} x forward + backward | "
+                f"{'yes' if attr <= 3 else '**no**'} |"]
     if "tl" in r:
         t = r["tl"]
         base = t["own forward (transformers)"]["median"]
