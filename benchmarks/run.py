@@ -432,6 +432,8 @@ def target_lines(r: dict, smoke: bool) -> list[str]:
 PATH_FLOORS = {
     "first_page": "a fresh process imports Streamlit, torch and transformers before the first page (~4 s on 2 cores: "
                   "NOTES, 'What remains')",
+    "generate": "16 steps of SmolLM2, one token each with its attention captured (~0.1 s a step): the page's "
+                "progress bar moves from the first token on",
 }
 
 
