@@ -390,3 +390,41 @@ def test_cache_tools_add_up_to_transformers_own_streams_outputs_and_logit_differ
     total = float(shares.sum() + logit_constant(m, cache, 7, 11)[0])
     expected = float(theirs.logits[0, -1, 7] - theirs.logits[0, -1, 11])
     assert total == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "granite"])  # W_O as Linear, as GPT-2's Conv1D, scaled writes
+def test_hook_result_adds_up_to_w_os_output_and_zeroing_a_heads_result_zeroes_its_slice_of_z(tok, name):
+    from tests.tiny_models import EVERY
+
+    ours, reference = build(name, tok)
+    ids = torch.tensor(tok(TEXT)["input_ids"])[None]
+    path = EVERY[name].w_o.format(layer=1)
+    written = []
+    handle = reference.get_submodule(path).register_forward_hook(lambda mod, args, out: written.append(out))
+    with torch.no_grad():
+        reference(input_ids=ids)
+    handle.remove()
+    _, cache = run_with_cache(ours, ids, ["blocks.1.attn.hook_result", "blocks.1.hook_attn_out"])
+    result = cache["blocks.1.attn.hook_result"]  # [batch, pos, head_index, d_model]
+    bias = getattr(reference.get_submodule(path), "bias", None)
+    scale = float(getattr(reference.config, "residual_multiplier", 1.0))
+    D = result.shape[-1]
+    assert_float32_close(result.sum(2) / scale + (0 if bias is None else bias.detach()), written[0], terms=D)
+    H = result.shape[2]
+    d = ours.network.config.hidden_size // H
+
+    def zero_head(r, hook):
+        r[:, :, HEAD] = 0
+
+    def zero_slice(module, args):
+        z = args[0].clone()
+        z[..., HEAD * d:(HEAD + 1) * d] = 0
+        return (z, *args[1:])
+    handle = reference.get_submodule(path).register_forward_pre_hook(zero_slice)
+    with torch.no_grad():
+        expected = reference(input_ids=ids).logits
+    handle.remove()
+    got = run_with_hooks(ours, ids, [("blocks.1.attn.hook_result", zero_head)])
+    assert_float32_close(got, expected, terms=D)
+    with pytest.raises(ValueError, match="put the backward hook on blocks.1.attn.hook_z"):
+        run_with_hooks(ours, ids, bwd_hooks=[("blocks.1.attn.hook_result", zero_head)])

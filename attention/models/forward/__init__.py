@@ -18,6 +18,7 @@ Modules, in the order a forward pass meets them:
     hook_points     TransformerLens's hook names over the anatomy, and hooks() that put fns on them
     hook_runs       run_with_cache (gradients too, incl_bwd) and run_with_hooks through those points
     attention_edits hook_attn_scores and hook_pattern, edited inside the eager kernel's softmax
+    head_results    attn.hook_result: each head's z_h W_O^h before the sum, summed back where a fn edits it
     tl_names        TransformerLens's hook names not given here, each with why and what to read instead
     token_ids       TransformerLens's to_tokens, to_str_tokens, to_single_token, with prepend_bos
     kernel          SurveyKernel, our attention kernel inside that pass: the layer's output and the survey's sums

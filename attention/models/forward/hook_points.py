@@ -26,6 +26,7 @@ the same shape. Every point is editable.
                                    kernel: softmax's input (after the mask, not before as TL's) and its output,
                                    editable (a -inf score knocks a key out): attention_edits says how
     blocks.{l}.attn.hook_z         [batch, pos, head_index, d_head]  W_O's input by head (every head's output)
+    blocks.{l}.attn.hook_result    [batch, pos, head_index, d_model]  z_h W_O^h, each head's write (head_results)
     blocks.{l}.hook_attn_out       [batch, pos, d_model]  what attention adds to the residual stream: W_O's output;
                                    Gemma 2/3 and OLMo-2 normalise it first, and this is the norm's output
     blocks.{l}.hook_mlp_out        [batch, pos, d_model]  what the MLP adds (the same norms after it for those three)
@@ -62,6 +63,7 @@ import torch
 from attention.models.forward.anatomy import Anatomy, Family, model_type, parameter
 from attention.models.forward.attention_edits import HookPointError, inside
 from attention.models.forward.capabilities import require
+from attention.models.forward.head_results import ResultHook
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.tl_names import why_not_given
 
@@ -144,6 +146,7 @@ def points(loaded: LoadedModel, parts: Anatomy | None = None) -> dict[str, Point
             f"{kind}: its attention is its own code, not transformers' attention function (hook_pattern reads)")
         found[at + "attn.hook_pattern"] = Point(attn, "pattern", heads=n_heads)
         found[at + "attn.hook_z"] = Point(w_o, "in", d_head=d)
+        found[at + "attn.hook_result"] = Point(w_o, "result", heads=n_heads, scale=parts.write_scale)
         if writes is None:
             why = (f"{kind}: what attention and the MLP add to the residual stream is not known here (its anatomy "
                    "entry has no writes)")
@@ -328,6 +331,8 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel, bac
     """One torch hook on the point's module that shows fn the point's tensor and puts back what fn returns.
     With `backward` (the block it belongs to): a hook on the tensor's gradient instead, fn shown the gradient
     of the point (the tensor's, through the point's view and scale) while the block's hooks are active."""
+    if point.side == "result":  # each head's z_h W_O^h: attention.models.forward.head_results
+        return ResultHook(point.module, point.heads, point.scale, hook, fn, backward is not None)
     if point.side in ("scores", "pattern"):  # inside the eager kernel: attention.models.forward.attention_edits
         return inside(point.module, point.side, point.heads, hook, fn, loaded.spec.name,
                       None if backward is None else functools.partial(_on_grad, point, hook, fn, backward))

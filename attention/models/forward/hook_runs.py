@@ -15,6 +15,8 @@ from attention.models.forward.hook_points import SHORT, HookPoint, Point, _insta
 from attention.models.forward.inputs import text_inputs
 from attention.models.forward.model import LoadedModel
 
+NO_GRAD = (".attn.hook_result",)  # points made beside the pass: their gradients are not in its graph
+
 
 class HookCache(Mapping):
     """What run_with_cache kept: name -> tensor, detached copies on the model's device, batch first.
@@ -66,6 +68,7 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_
     as "<name>_grad" (cache["blocks.10.hook_resid_pre_grad"]), of `metric(logits)`, a scalar, or without a
     metric the next-token loss (mean cross-entropy of each position's logits against the next token, pads
     left out: TransformerLens's return_type="loss"). The weights get no gradients; the logits come back detached.
+    hook_result has no gradient kept (it is made beside the pass, not in it: hook_z's gradient times W_O^h^T is it).
     Without incl_bwd the pass runs without autograd, whatever the caller's grad mode."""
     found = points(loaded)
     if names_filter is None or callable(names_filter):
@@ -81,7 +84,8 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_
         kept[hook.name + "_grad"] = g.detach().clone()
 
     ids, mask = _ids(loaded, text_or_ids)
-    grads, leaves = ([(name, save_grad) for name in keep], []) if incl_bwd else ([], None)
+    grads, leaves = ([(name, save_grad) for name in keep if not name.endswith(NO_GRAD)], []) if incl_bwd \
+        else ([], None)
     with (loaded.lock, torch.enable_grad() if incl_bwd else torch.no_grad(),
           _installed(loaded, [(name, save) for name in keep], grads, True, False, leaves=leaves) as hooked):
         logits = _forward(loaded, ids, hooked, mask)

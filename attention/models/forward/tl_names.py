@@ -11,9 +11,6 @@ NOT_GIVEN = {
     "attn.hook_rot_q": "q after rotary positions: attend(model, text) records it (ModelAttention's q per layer, "
                        "read only); hook_q is before rotary, as TransformerLens's",
     "attn.hook_rot_k": "k after rotary positions: attend(model, text) records it, read only; hook_k is before rotary",
-    "attn.hook_result": "each head's output times its slice of W_O, before the sum: hook_z [batch, pos, head, d_head] "
-                        "times W_O's rows of that head gives it (TransformerLens computes it only with "
-                        "use_attn_result=True)",
     "hook_resid_mid": "the stream between attention and the MLP: hook_resid_pre + hook_attn_out gives it in a "
                       "pre-norm block; not a point here yet",
     "ln1.hook_scale": "the block norms' scale and normalized input are not points here yet",
