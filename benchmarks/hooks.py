@@ -141,13 +141,11 @@ def _gradients(loaded, rounds: int) -> dict:
     before = torch.get_num_threads()
     torch.set_num_threads(tl_bench.THREADS)
     try:
-        return {"tokens": int(ids.shape[1]), **_interleaved(calls, rounds)}
+        config = loaded.network.config
+        return {"tokens": int(ids.shape[1]), "heads": config.num_hidden_layers * config.num_attention_heads,
+                **_interleaved(calls, rounds)}
     finally:
         torch.set_num_threads(before)
-
-
-def loaded_heads(r: dict) -> str:
-    return "270"  # SmolLM2: 30 layers x 9 heads
 
 
 def _ms(t: dict) -> str:
@@ -196,7 +194,7 @@ def lines(r: dict) -> list[str]:
         attr = g["attribution"]["median"] / g["forward_backward"]["median"]
         out += ["", f"(d) Gradients (issue 72) on the IOI prompt ({g['tokens']} tokens): run_with_cache(..., "
                 "incl_bwd=True) keeping every point and its gradient, against the plain forward pass (target ≤ 3 x); "
-                f"attribution_patching of all {loaded_heads(r)} heads on a metric of one's own, against one forward "
+                f"attribution_patching of all {g['heads']} heads on a metric of one's own, against one forward "
                 "and backward pass to the embedding (target ≤ 3 x).", "",
                 "| call | time | ÷ its floor | met |", "| --- | --- | --- | --- |",
                 f"| plain forward pass | {_ms(g['plain'])} | | |",

@@ -25,6 +25,7 @@ from attention.models.analyses.readout import frozen_norm
 from attention.models.analyses.weight_views import weights
 from attention.models.forward.anatomy import parameter
 from attention.models.forward.model import LoadedModel
+from attention.models.forward.token_ids import to_single_token
 from attention.naming import head_name
 
 
@@ -99,26 +100,24 @@ def _frozen(norm, total: torch.Tensor, stack: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _ids(loaded: LoadedModel, tokens) -> list[int]:
+    """Token ids of a token or a list of them: ids as given, strings of one token each (to_single_token)."""
+    return [t if isinstance(t, int) else to_single_token(loaded, t)
+            for t in (tokens if isinstance(tokens, list | tuple) else [tokens])]
+
+
+def _signed(loaded: LoadedModel, rows: torch.Tensor, tokens, incorrect_tokens) -> torch.Tensor:
+    """rows [V, ...] at the tokens' ids (minus the incorrect tokens'), times the logit scale: [k, ...]."""
+    out = rows[_ids(loaded, tokens)]
+    if incorrect_tokens is not None:
+        out = out - rows[_ids(loaded, incorrect_tokens)]
+    return out * loaded.anatomy.logit_scale
+
+
 def _direction(loaded: LoadedModel, tokens, incorrect_tokens=None) -> torch.Tensor:
     """W_U's column of each token (minus the incorrect one's), times the logit scale: (D,) or (D, k)."""
-    tok = loaded.tokenizer
-    ids = [_token_id(tok, t) for t in (tokens if isinstance(tokens, list | tuple) else [tokens])]
-    w_u = parameter(loaded.anatomy.unembed).detach().double().cpu()  # (V, D)
-    u = w_u[ids].T * loaded.anatomy.logit_scale  # (D, k)
-    if incorrect_tokens is not None:
-        bad = [_token_id(tok, t) for t in (incorrect_tokens if isinstance(incorrect_tokens, list | tuple)
-                                          else [incorrect_tokens])]
-        u = u - w_u[bad].T * loaded.anatomy.logit_scale
+    u = _signed(loaded, parameter(loaded.anatomy.unembed).detach().double().cpu(), tokens, incorrect_tokens).T
     return u[:, 0] if u.shape[1] == 1 else u
-
-
-def _token_id(tok, token) -> int:
-    if isinstance(token, int):
-        return token
-    ids = tok(token, add_special_tokens=False)["input_ids"]
-    if len(ids) != 1:
-        raise ValueError(f"{token!r} is {len(ids)} tokens, not one: pass its token id")
-    return int(ids[0])
 
 
 def logit_attrs(loaded: LoadedModel, cache, stack: torch.Tensor, tokens, incorrect_tokens=None, *,
@@ -145,12 +144,6 @@ def logit_constant(loaded: LoadedModel, cache, tokens, incorrect_tokens=None, *,
     constant = torch.stack(out)
     bias = getattr(parts.unembed, "bias", None)
     if bias is not None:
-        ids = [_token_id(loaded.tokenizer, t) for t in (tokens if isinstance(tokens, list | tuple) else [tokens])]
-        b_u = bias.detach().double().cpu()[ids] * parts.logit_scale
-        if incorrect_tokens is not None:
-            bad = [_token_id(loaded.tokenizer, t) for t in (incorrect_tokens if isinstance(incorrect_tokens,
-                                                                                            list | tuple)
-                                                             else [incorrect_tokens])]
-            b_u = b_u - bias.detach().double().cpu()[bad] * parts.logit_scale
+        b_u = _signed(loaded, bias.detach().double().cpu(), tokens, incorrect_tokens)
         constant = constant + (b_u[0] if b_u.numel() == 1 else b_u)
     return constant

@@ -26,6 +26,7 @@ from attention.models.forward.device import work_threads
 from attention.models.forward.memory import NotEnoughMemory, available_bytes
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.recompute import layer_weights
+from attention.models.forward.token_ids import to_single_token
 from attention.models.forward.tokens import display_tokens
 from attention.toy.core import entropy, softmax
 
@@ -123,7 +124,7 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
     rng = np.random.default_rng(seed)
     names = {id(m): name for name, m in network.named_modules()}
     eos = getattr(network.config, "eos_token_id", None)
-    eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos]) | _stop_ids(tok, stop)
+    eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos]) | _stop_ids(loaded, stop)
     steps, cache, feed, stopped = [], None, ids, "length"
     captured = loaded.check is None or loaded.check.captured  # else its own output_attentions, every step
     with torch.inference_mode(), work_threads(ids.shape[1]):
@@ -151,7 +152,7 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
             if progress:
                 progress((t + 1) / max_new_tokens, f"Generated {t + 1} of {max_new_tokens} tokens")
             if chosen in eos:
-                stopped = "end of text" if chosen not in _stop_ids(tok, stop) else "stop token"
+                stopped = "end of text" if chosen not in _stop_ids(loaded, stop) else "stop token"
                 break
             feed = torch.tensor([[chosen]], device=loaded.device)
     return Generation(prompt_ids=ids[0].cpu().numpy(), prompt_tokens=display_tokens(tok, ids[0])[0],
@@ -171,15 +172,12 @@ def _sample(p: np.ndarray, top_k: int | None, top_p: float | None, rng: np.rando
     return int(kept[rng.choice(keep, p=p[kept] / p[kept].sum())])
 
 
-def _stop_ids(tok, stop) -> set[int]:
-    """The token ids `stop` names: an id, a list of ids, or a string the tokenizer makes one token."""
+def _stop_ids(loaded: LoadedModel, stop) -> set[int]:
+    """The token ids `stop` names: an id, a list of ids, or a string of one token (to_single_token)."""
     if stop is None:
         return set()
     if isinstance(stop, str):
-        ids = tok(stop, add_special_tokens=False)["input_ids"]
-        if len(ids) != 1:
-            raise ValueError(f"stop={stop!r} is {len(ids)} tokens, not one: pass its token id instead")
-        return {int(ids[0])}
+        return {to_single_token(loaded, stop)}
     return {int(stop)} if isinstance(stop, int) else {int(i) for i in stop}
 
 
