@@ -4,23 +4,19 @@ are pictures an exported page or a code host shows without a server: a PNG each,
 import base64
 import re
 import time
-from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.notebook_run import run_notebook
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow
 def test_the_ioi_notebook_runs_and_draws_its_two_figures_as_pictures():
-    notebook = nbformat.read(ROOT / "examples" / "ioi.ipynb", as_version=4)
     began = time.perf_counter()
-    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    outputs = run_notebook("ioi.ipynb")
     took = time.perf_counter() - began
-    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     figures = [o["data"] for o in outputs if "image/png" in o.get("data", {})]
     assert len(figures) == 2  # patching (layer x position), direct attribution (layer x head)

@@ -2,20 +2,15 @@
 the reader's own, a steering vector with generation, a knockout, and a figure written as SVG."""
 
 import re
-from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.notebook_run import run_notebook
 
 
 @pytest.mark.slow
 def test_the_researcher_notebook_runs_and_each_tool_changes_what_it_should():
-    notebook = nbformat.read(ROOT / "examples" / "researcher.ipynb", as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
-    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    outputs = run_notebook("researcher.ipynb")
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert re.search(r"baseline \d+\.\d\d", text) and text.count("(estimated)") == 3
