@@ -313,6 +313,12 @@ def model_or_stop(source: Source) -> LoadedModel:
 
 
 @st.cache_resource(show_spinner=False)
+def _long_slot() -> dict:
+    """{"key": the (source, text, decoder text) whose result holds the long texts' one cache slot}, per process."""
+    return {}
+
+
+@st.cache_resource(show_spinner=False)
 def _refusals() -> dict[ModelChoice, str]:
     """The guard's refusals so far in this process, by model and precision (ModelRefused's messages)."""
     return {}
@@ -326,6 +332,11 @@ def attention_or_stop(source: Source, text: str, decoder_text: str | None = None
         return _saved_or_stop(source)
     loaded = model_or_stop(source)  # also marks this session as the requester
     cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
+    if cache is _long_attention and _long_slot().get("key") != (source, text, decoder_text):
+        # the slot's one result is let go before the next is made, not after it: at 4,096 tokens of SmolLM2 each
+        # holds ~1.3 GB, and both together made the server's peak (3.5 GB against 2.3 with one; benchmarks/NOTES.md)
+        _long_attention.clear()
+        _long_slot()["key"] = (source, text, decoder_text)
     att = follow_or_stop(cache(source, text, decoder_text, loaded))
     if loaded.check is not None and say_check:
         auto = f" (precision auto: {loaded.check.dtype})" if source.dtype == "auto" else ""
@@ -339,6 +350,18 @@ def attention_or_stop(source: Source, text: str, decoder_text: str | None = None
         st.warning(f"The text has {att.n_input_tokens:,} tokens; {md(model_label(source))} reads at most "
                    f"{len(att.tokens):,} here, so only the beginning is shown.")
     return att
+
+
+def attention_again(source: Source, text: str) -> ModelAttention:
+    """The result a run above this part of the page made and spoke about (attention_or_stop): found again in the
+    shared cache, with nothing said twice. A part of a page takes the text, not the result, as its argument (a
+    fragment keeps its arguments until the next whole run: a kept 4,096-token result stayed alive beside the
+    next one); made again, with its progress, if another session's text took its cache slot meanwhile."""
+    if isinstance(source, SavedResult):
+        return _saved_or_stop(source)
+    ask_as_this_session()
+    cache = _long_attention if len(text) > LONG_TEXT_CHARS else _short_attention
+    return follow_or_stop(cache(source, text, None, cached_model(source)))
 
 
 def _saved_or_stop(saved: SavedResult) -> ModelAttention:

@@ -25,7 +25,7 @@ from pages._examples import example_result
 from pages._export import chart_config, export_row
 from pages._focus import current, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, result_of
+from pages._jobs import attention_again, attention_or_stop, result_of
 from pages._kept import linked
 from pages._labels import label_of, label_or_every
 from pages._lessons import holds_back, predict_then_see
@@ -62,12 +62,15 @@ reading = reading_switches(focus, att, slot="heads")
 
 
 @part(RESULT)
-def result(name, att: ModelAttention, reading) -> None:
+def result(name, text: str, reading) -> None:
     """Everything a new sentence changes: its shape, the grid of every head, then the zoom and the token followed.
     A new sentence reruns this part alone; it then reads the sentence afresh (the arguments are the last whole
-    run's), and asks for the whole page where the page above would change too."""
-    if own_rerun():
-        att = attention_or_stop(name, sentence_now(current()), say_check=False)
+    run's), and asks for the whole page where the page above would change too. The parts are given the text, not
+    its result (the shared cache's, found again at once): a part keeps its arguments until the next whole run, and
+    a kept result of 4,096 tokens (~1 GB) stayed alive beside the next one (benchmarks/NOTES.md)."""
+    own = own_rerun()
+    att = attention_or_stop(name, sentence_now(current()), say_check=False) if own else attention_again(name, text)
+    if own:
         if att.truncated or holds_back(QUESTIONS, shown=name, texts=(att.text,)):
             whole_page()  # the page above says the text was cut short, or holds the rest back for a question
         fit(att)
@@ -92,14 +95,15 @@ def result(name, att: ModelAttention, reading) -> None:
                + ". Click a tile to open that head in the zoom; hover for its sink mass.")
     with st.expander("Attention sinks: why most heads stare at one token"):
         st.markdown(SINKS_NOTE)
-    zoom_and_token(att, name, att.text, reading)
+    zoom_and_token(name, att.text, reading)
 
 
 @st.fragment
-def zoom_and_token(att: ModelAttention, name, text: str, reading) -> None:
+def zoom_and_token(name, text: str, reading) -> None:
     """The zoom, the token followed, the lines and cross-attention: a partial rerun (st.fragment). A change of
     view, layer, head or token, or a click in these charts, runs this part again, not the page above it (the
     grid's payload is not sent again). A click on the grid or a new sentence runs the whole page."""
+    att = attention_again(name, text)  # the part above made it
     shown = zoom_section(att, name, reading)
     if shown is None:
         return
@@ -233,5 +237,5 @@ def cross_section(name, text: str, layer: int, head: int, how: str, reading) -> 
                     width="stretch", key="heads.cross")
 
 
-result(name, att, reading)
+result(name, text, reading)
 path_links("pages/model_heads.py")
