@@ -118,9 +118,12 @@ def reference_grads(reference, ids, metric=None):
     """torch.autograd on transformers' own model: d(scalar)/d(the embedding's output, each block's input, each
     block's W_O input), the embedding output made a leaf by hand and W_O's inputs kept by plain torch hooks."""
     embeds = reference.get_input_embeddings()(ids).detach().requires_grad_(True)
-    z_in = []
+    z_in, inner = [], {"mid": [], "post": []}  # and the MLP norm's input, the down projection's input
     handles = [layer.self_attn.o_proj.register_forward_pre_hook(lambda mod, args: z_in.append(args[0]))
                for layer in reference.model.layers]
+    handles += [module.register_forward_pre_hook(lambda mod, args, k=k: inner[k].append(args[0]))
+                for layer in reference.model.layers
+                for k, module in (("mid", layer.post_attention_layernorm), ("post", layer.mlp.down_proj))]
     try:
         out = reference(inputs_embeds=embeds, labels=None if metric else ids, output_hidden_states=True)
     finally:
@@ -128,9 +131,10 @@ def reference_grads(reference, ids, metric=None):
             handle.remove()
     scalar = metric(out.logits) if metric else out.loss
     blocks_in = out.hidden_states[1:len(reference.model.layers)]  # block l's input, l >= 1
-    grads = torch.autograd.grad(scalar, [embeds, *blocks_in, *z_in])
     L = len(reference.model.layers)
-    return grads[0], grads[1:L], grads[L:], out.logits.detach()
+    grads = torch.autograd.grad(scalar, [embeds, *blocks_in, *z_in, *inner["mid"], *inner["post"]])
+    reference.inner_grads = {"hook_resid_mid": grads[2 * L:3 * L], "mlp.hook_post": grads[3 * L:]}
+    return grads[0], grads[1:L], grads[L:2 * L], out.logits.detach()
 
 
 @pytest.mark.parametrize("metric", [None, lambda logits: logits[0, -1, 7] - logits[0, -1, 11]],
@@ -150,6 +154,9 @@ def test_gradients_at_every_point_equal_torch_autograd_on_transformers_own_model
         got = cache[f"blocks.{layer}.attn.hook_z_grad"]
         assert got.shape[2] == n_heads  # [batch, pos, head_index, d_head]
         assert_float32_close(got.flatten(-2), expected, terms=d_model)
+    for point, expected in reference.inner_grads.items():  # inside the block (the MLP's norm, its down projection)
+        for layer, grad in enumerate(expected):
+            assert_float32_close(cache[f"blocks.{layer}.{point}_grad"], grad, terms=d_model, err_msg=point)
     assert all(p.grad is None for p in m.network.parameters())  # the weights got none
     assert cache["blocks.0.attn.hook_pattern_grad"].shape == cache["blocks.0.attn.hook_pattern"].shape
 
@@ -293,9 +300,8 @@ def test_an_edited_pattern_refuses_a_pass_that_would_show_other_weights(llama):
 
 def test_a_transformer_lens_name_not_given_here_says_why_and_what_to_read(llama):
     m, _, ids = llama
-    for name, why in (("blocks.0.hook_resid_mid", "hook_resid_pre \\+ hook_attn_out"),
-                      ("blocks.1.attn.hook_rot_q", "attend\\(model, text\\) records it"),
-                      ("blocks.0.mlp.hook_post", "hook_mlp_out is its output"), ("hook_pos_embed", "hook_embed")):
+    for name, why in (("blocks.0.hook_attn_in", "use_split_qkv_input"), ("blocks.1.hook_mlp_in", "hook_resid_mid"),
+                      ("hook_pos_embed", "hook_embed")):
         with pytest.raises(ValueError, match=f"{name} is TransformerLens's, not a hook point here: .*{why}"):
             run_with_hooks(m, ids, [(name, lambda t, hook: None)])
 

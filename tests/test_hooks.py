@@ -251,7 +251,9 @@ def test_hooks_are_removed_after_a_fn_raises_and_the_model_is_as_before(tiny):
 def test_names_filter_keeps_only_what_it_names(tiny):
     ours, _, ids = tiny("gpt2")
     names = hook_names(ours)
-    assert names[0] == "hook_embed" and names[-1] == "ln_final.hook_normalized" and len(names) == 2 + 2 * 11
+    per_block = 18  # 11 before issue 72's points inside the block (GPT-2: no hook_pre_linear, no rotary)
+    assert names[0] == "hook_embed" and names[-2:] == ["ln_final.hook_scale", "ln_final.hook_normalized"]
+    assert len(names) == 3 + 2 * per_block
     _, cache = run_with_cache(ours, ids, names_filter=["blocks.1.attn.hook_z", "hook_embed"])
     assert isinstance(cache, HookCache) and list(cache) == ["hook_embed", "blocks.1.attn.hook_z"]
     _, cache = run_with_cache(ours, ids, names_filter=lambda n: n.endswith("hook_pattern"))

@@ -64,6 +64,21 @@ class Writes:
 
 
 @dataclass(frozen=True)
+class Inner:
+    """Where a pre-norm block keeps what TransformerLens hooks inside it (paths in a block; None: the block has no
+    such part): the norms before attention and the MLP, the MLP's projections, and the module whose input is the
+    stream between attention and the MLP (hook_resid_mid; None where the two read the same stream in parallel)."""
+
+    ln1: str | None  # the norm attention reads through (its input: hook_resid_pre)
+    ln2: str | None  # the norm the MLP reads through
+    mlp_in: str  # the projection whose output is mlp.hook_pre (the gate, or the MLP's one up projection) ...
+    mlp_linear: str | None  # ... the gated MLP's other up projection (mlp.hook_pre_linear; None: not gated)
+    mlp_out: str  # the projection whose input is mlp.hook_post (the activation, times the up projection if gated)
+    resid_mid: str | None  # the module whose first input is the stream after attention's write
+    fused_gate_up: bool = False  # mlp_in makes [gate | up] side by side (Phi-3): hook_pre and hook_pre_linear halves
+
+
+@dataclass(frozen=True)
 class FusedQKV:
     """One projection in a block that makes q, k and v (families without separate ones: Family.qkv None)."""
 
@@ -117,6 +132,7 @@ class Family:
     # before adding it (Granite's residual_multiplier): W_O and the writes are read scaled
     logit_divisor: str | None = None  # a config field the LM head's output is divided by (Granite's logits_scaling)
     qk: QKFamily | str = NOT_SPLIT  # what q and k read, for "why this key"; or why its scores are not split
+    inner: Inner | None = None  # the norms and the MLP's inside, for hook points (None: not known here)
 
 
 PLAIN_WRITES = Writes(None, "mlp")  # x + W_O(z) + mlp(...): each term added as its module returns it
@@ -127,18 +143,23 @@ LLAMA_QK = QKFamily("input_layernorm", "self_attn.q_proj", "self_attn.k_proj")
 GEMMA2_QK = replace(LLAMA_QK, residual="post_attention_norm", post_norms=("post_attention_layernorm",))
 BERT_QK = QKFamily(None, "attention.self.query", "attention.self.key", residual="post",
                    post_norms=("attention.output.LayerNorm", "output.LayerNorm"))
+GATED = ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+LLAMA_INNER = Inner("input_layernorm", "post_attention_layernorm", *GATED, resid_mid="post_attention_layernorm")
+GEMMA2_INNER = replace(LLAMA_INNER, ln2="pre_feedforward_layernorm", resid_mid="pre_feedforward_layernorm")
 ENCODER_DECODER = "is an encoder-decoder model"
 LLAMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                    restartable=True, linear_heads=True, qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK)
+                    restartable=True, linear_heads=True, qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK,
+                    inner=LLAMA_INNER)
 # OLMo-2 normalises what attention writes before adding it (and reads the stream without a norm)
 POST_NORM = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                   restartable=True, qkv=QKV, writes=NORMED_WRITES, qk=replace(GEMMA2_QK, norm=None))
+                   restartable=True, qkv=QKV, writes=NORMED_WRITES, qk=replace(GEMMA2_QK, norm=None),
+                   inner=Inner(None, None, *GATED, resid_mid="mlp"))
 # embeddings scaled by √D on the way in: no restart
 GEMMA_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                    linear_heads=True, qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK)
+                    linear_heads=True, qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK, inner=LLAMA_INNER)
 # attention's output is normalised before the residual: not linear per head
 GEMMA2_LIKE = Family("layers", "self_attn", "self_attn.o_proj", "norm", "rotary_emb", rotate_half=True,
-                     qkv=QKV, writes=NORMED_WRITES, qk=GEMMA2_QK)
+                     qkv=QKV, writes=NORMED_WRITES, qk=GEMMA2_QK, inner=GEMMA2_INNER)
 BERT_LIKE = Family("encoder.layer", "attention.self", "attention.output.dense", None,
                    qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
                    writes=BERT_WRITES, qk=BERT_QK)
@@ -151,14 +172,18 @@ BART_LIKE = Family("encoder.layers", "self_attn", "self_attn.out_proj", None, qk
 FAMILIES = {  # config.model_type -> Family
     "llama": LLAMA_LIKE, "mistral": LLAMA_LIKE, "mixtral": LLAMA_LIKE, "qwen2": LLAMA_LIKE, "qwen3": LLAMA_LIKE,
     "phi3": replace(LLAMA_LIKE, qkv=None, fused_qkv=FusedQKV("self_attn.qkv_proj", "side by side"),  # q, k, v fused
-                    qk=QKFamily("input_layernorm", "self_attn.qkv_proj", None)),
+                    qk=QKFamily("input_layernorm", "self_attn.qkv_proj", None),
+                    inner=replace(LLAMA_INNER, mlp_in="mlp.gate_up_proj", mlp_linear="mlp.gate_up_proj",
+                                  fused_gate_up=True)),
     "olmo2": POST_NORM, "stablelm": LLAMA_LIKE,
     "gemma": GEMMA_LIKE, "gemma2": GEMMA2_LIKE, "gemma3_text": GEMMA2_LIKE,
     "phi": Family("layers", "self_attn", "self_attn.dense", "final_layernorm", "rotary_emb", linear_heads=True,
-                  qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK),
+                  qkv=QKV, writes=PLAIN_WRITES, qk=LLAMA_QK,
+                  inner=Inner("input_layernorm", None, "mlp.fc1", None, "mlp.fc2", None)),  # parallel: one norm
     "gpt2": Family("h", "attn", "attn.c_proj", "ln_f", linear_heads=True,
                    fused_qkv=FusedQKV("attn.c_attn", "side by side"), writes=PLAIN_WRITES,
-                   qk=QKFamily("ln_1", "attn.c_attn", None)),
+                   qk=QKFamily("ln_1", "attn.c_attn", None),
+                   inner=Inner("ln_1", "ln_2", "mlp.c_fc", None, "mlp.c_proj", "ln_2")),
     "gptj": Family("h", "attn", "attn.out_proj", "ln_f", linear_heads=True,
                    qkv=("attn.q_proj", "attn.k_proj", "attn.v_proj"), writes=PLAIN_WRITES,
                    qk="rotates queries and keys inside its attention with interleaved pairs"),

@@ -14,6 +14,8 @@ Conventions (TransformerLens's beside ours, also in hook_points' docstring):
                       softmax's input, after the mask (masked keys hold the mask's large negative value)
     hook_pattern      [batch, head_index, query_pos, key_pos]: the softmax's output in the model's dtype, as
                       the family casts it next (a 16-bit model's softmax runs in float32): its own weights
+    hook_rot_q, hook_rot_k  [batch, pos, head_index, d_head] (k: its KV heads): the q and k the kernel gets, after
+                      rotary positions (and a q/k norm where the family has one), as TransformerLens's
 A pass with an edit runs the eager kernel for that layer whatever kernel was asked for. attend() and the other
 analyses that recompute weights from the captured q and k refuse to run through such an edit (the weights they
 would show are not the ones the model used); run_with_cache's hook_pattern is the edited pattern.
@@ -21,8 +23,9 @@ would show are not the ones the model used); run_with_cache's hook_pattern is th
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -47,9 +50,11 @@ class Edit:
     not reach it is an error, not a silent no-op)."""
 
     module: torch.nn.Module
-    where: str  # "scores" or "pattern"
+    where: str  # "scores" or "pattern"; "rot_q" or "rot_k": the kernel's q or k (after rotary positions);
+    # "float32": the layer's weights recomputed in float32 beside the pass (read only)
     run: Callable[[torch.Tensor], torch.Tensor | None]  # the tensor -> a replacement, or None (kept, maybe edited)
     applied: int = 0
+    reads: bool = False  # it only reads (run_with_cache's own fns): the layer's weights are still the model's
 
     def remove(self) -> None:
         with _LOCK:
@@ -60,9 +65,9 @@ class Edit:
                 _EDITS.pop(id(self.module), None)
 
 
-def add_edit(module: torch.nn.Module, where: str, run: Callable) -> Edit:
+def add_edit(module: torch.nn.Module, where: str, run: Callable, reads: bool = False) -> Edit:
     """Put `run` on the module's scores or pattern until the returned Edit's remove()."""
-    edit = Edit(module, where, run)
+    edit = Edit(module, where, run, reads=reads)
     with _LOCK:
         _EDITS.setdefault(id(module), []).append(edit)
     return edit
@@ -76,6 +81,14 @@ def edits_of(module) -> list[Edit]:
 def edited_call(eager: Callable, edits: list[Edit], module, *args, **kwargs):
     """eager(module, *args, **kwargs) with the edits applied at its one softmax; AttentionEditError where the
     kernel takes no softmax or more than one of a 4-D tensor (a family whose attention is not plain softmax)."""
+    twins, args = [edit for edit in edits if edit.where == "float32"], list(args)
+    edits = [edit for edit in edits if edit.where != "float32"]
+    for i, where in ((0, "rot_q"), (1, "rot_k")):  # q and k as the kernel gets them: after rotary (and any q/k norm)
+        for edit in edits:
+            if edit.where == where:  # the fn sees [batch, pos, head_index, d_head], TransformerLens's shape
+                args[i] = _applied(edit, args[i].transpose(1, 2)).transpose(1, 2)
+    if twins:  # run_with_cache(pattern="float32")
+        _float32_twin(eager, edits, twins, module, *args, **kwargs)
     mode = _AtSoftmax(edits)
     with mode:
         out = eager(module, *args, **kwargs)
@@ -85,6 +98,22 @@ def edited_call(eager: Callable, edits: list[Edit], module, *args, **kwargs):
     for edit in edits:
         edit.applied += 1
     return out
+
+
+def _float32_twin(eager: Callable, edits: list[Edit], twins: list[Edit], module, query, key, value, mask,
+                  **kwargs) -> None:
+    """The layer's weights in float32: transformers' eager function on the q, k, v and mask the kernel got, each
+    cast to float32 (what attend() recomputes), handed to each twin's run. Refused where the layer's scores or
+    pattern are edited: those weights would not be the ones the model used."""
+    if any(edit.where in ("scores", "pattern") and not edit.reads for edit in edits):
+        raise AttentionEditError("this layer's scores or pattern are edited by a hook, so its float32 weights would "
+                                 "not be the ones the model used: run_with_cache(..., pattern=\"model\") keeps "
+                                 "the edited pattern itself")
+    f32 = [t.float() if isinstance(t, torch.Tensor) else t for t in (query, key, value, mask)]
+    weights = eager(module, *f32, **{**kwargs, "dropout": 0.0})[1]
+    for edit in twins:
+        edit.run(weights)
+        edit.applied += 1
 
 
 class _AtSoftmax(TorchFunctionMode):
@@ -142,7 +171,7 @@ def inside(module: torch.nn.Module, where: str, heads: int, hook: str, fn, model
     instead. A forward pass of the module that did not reach the fn raises (its family's attention does not run
     through transformers' attention function here), as does a tensor without the model's `heads`."""
     def run(t: torch.Tensor):
-        if t.shape[1] != heads:
+        if where in ("scores", "pattern") and t.shape[1] != heads:
             raise AttentionEditError(f"{model}: {hook} found a tensor of shape {tuple(t.shape)}, not [batch, {heads} "
                                      "heads, query_pos, key_pos]: this family's attention is not the plain kind")
         if on_grad is not None:
@@ -150,7 +179,7 @@ def inside(module: torch.nn.Module, where: str, heads: int, hook: str, fn, model
                 t.register_hook(on_grad)
             return None
         return fn(t, hook)
-    edit, before = add_edit(module, where, run), {}
+    edit, before = add_edit(module, where, run, reads=getattr(fn, "reads_only", False)), {}
 
     def pre(mod, args):
         before["applied"] = edit.applied
@@ -170,3 +199,27 @@ def inside(module: torch.nn.Module, where: str, heads: int, hook: str, fn, model
             raise AttentionEditError(why.replace("was not reached in this pass", "is read only on this family"))
         return None
     return Inside(edit, [module.register_forward_pre_hook(pre), module.register_forward_hook(post)])
+
+
+@contextlib.contextmanager
+def float32_twins(loaded, found: dict, keep: list[str]) -> Iterator[dict[str, torch.Tensor]]:
+    """For run_with_cache(pattern="float32"): {name: the layer's weights in float32} for each hook_pattern kept,
+    filled as the pass runs (an empty dict for a float32 model, whose own weights are these). A layer whose pass
+    did not reach transformers' eager function says so when the block ends."""
+    names = [n for n in keep if n.endswith(".attn.hook_pattern")]
+    dtype = next(loaded.network.parameters()).dtype
+    made: dict[str, torch.Tensor] = {}
+    if dtype == torch.float32 or not names:
+        yield made
+        return
+    edits = [add_edit(found[name].module, "float32", lambda w, name=name: made.__setitem__(name, w.detach().clone()),
+                      reads=True) for name in names]
+    try:
+        yield made
+    finally:
+        for edit in edits:
+            edit.remove()
+    if missing := [name for name in names if name not in made]:
+        raise AttentionEditError(f"{', '.join(missing)}: the pass did not reach transformers' eager attention there, "
+                                 "so no float32 weights were made: run_with_cache(..., pattern=\"model\") keeps the "
+                                 "model's own")

@@ -25,12 +25,17 @@ the same shape. Every point is editable.
     blocks.{l}.attn.hook_attn_scores, hook_pattern  [batch, head_index, query_pos, key_pos]  inside the eager
                                    kernel: softmax's input (after the mask, not before as TL's) and its output,
                                    editable (a -inf score knocks a key out): attention_edits says how
+    blocks.{l}.attn.hook_rot_q, hook_rot_k  [batch, pos, head_index, d_head]  q and k as the eager kernel gets
+                                   them, after rotary positions (rotary families), editable (attention_edits)
     blocks.{l}.attn.hook_z         [batch, pos, head_index, d_head]  W_O's input by head (every head's output)
     blocks.{l}.attn.hook_result    [batch, pos, head_index, d_model]  z_h W_O^h, each head's write (head_results)
     blocks.{l}.hook_attn_out       [batch, pos, d_model]  what attention adds to the residual stream: W_O's output;
                                    Gemma 2/3 and OLMo-2 normalise it first, and this is the norm's output
+    blocks.{l}.ln1/ln2.hook_scale, hook_normalized, hook_resid_mid, mlp.hook_pre, hook_pre_linear, hook_post:
+                                   inside a pre-norm block, as block_points says (the norms' read only)
     blocks.{l}.hook_mlp_out        [batch, pos, d_model]  what the MLP adds (the same norms after it for those three)
     blocks.{l}.hook_resid_post     [batch, pos, d_model]  the residual stream after block l
+    ln_final.hook_scale            [batch, pos, 1]  the final norm's scale, read only (block_points)
     ln_final.hook_normalized       [batch, pos, d_model]  the final norm's output, its weight and bias applied
                                    (TransformerLens's is x / scale, before the weight, folded or not: this is
                                    its value times ln_final.w; docs/transformer_lens.md)
@@ -42,8 +47,8 @@ ln_final. For an encoder without a head the "logits" returned are its last hidde
 
 Not here (a HookPointError names the family and the point): q/k/v of a fused projection whose layout the
 family's anatomy entry does not give (`fused_qkv`: Falcon, BLOOM); what attention and the MLP add where it
-has no `writes` (OPT, Falcon, BLOOM, DeBERTa-v2); ln_final for a family without a final norm; q and k after
-rotary positions (TransformerLens's hook_rot_q/k: attend() records them, read only); any point of a model with
+has no `writes` (OPT, Falcon, BLOOM, DeBERTa-v2); ln_final for a family without a final norm; the norms and
+the MLP's inside where the family's entry has no `inner` (encoders among them); any point of a model with
 one block shared by every layer (ALBERT), an encoder-decoder, an image model; scores and pattern where a pass
 does not reach the eager kernel's softmax (said while it runs). Texts and ids: hook_runs.
 """
@@ -60,8 +65,9 @@ from dataclasses import dataclass
 
 import torch
 
-from attention.models.forward.anatomy import Anatomy, Family, model_type, parameter
+from attention.models.forward.anatomy import Anatomy, model_type, parameter
 from attention.models.forward.attention_edits import HookPointError, inside
+from attention.models.forward.block_points import Point, inner_points, norm_hook, part_point, qkv_points
 from attention.models.forward.capabilities import require
 from attention.models.forward.head_results import ResultHook
 from attention.models.forward.model import LoadedModel
@@ -93,35 +99,11 @@ SHORT = {  # TransformerLens's short names (cache["pattern", 3]) -> full names
 }
 
 
-@dataclass(frozen=True)
-class Point:
-    """Where one hook point is: a module's first input ("in") or its output ("out", item `item` of a tuple),
-    seen through `view` as TransformerLens shapes it (a view: edits in place reach the model)."""
-
-    module: torch.nn.Module
-    side: str  # "in" or "out"
-    item: int = 0  # which element of a tuple output
-    groups: int = 1  # the last axis read as (groups, width) ...
-    part: tuple[int, int] | None = None  # ... of which this [start, stop) along width (None: all) ...
-    d_head: int | None = None  # ... then split into heads of d_head (None: the tensor as it is)
-    heads: int | None = None  # attention weights: the (batch, heads, query_pos, key_pos) a tensor must have
-    scale: float = 1.0  # the point is the module's tensor times this (Granite's blocks scale what they add)
-
-    def view(self, t: torch.Tensor) -> torch.Tensor:
-        """The module's tensor as the point shows it: (..., groups * width) -> (..., heads, d_head)."""
-        if self.d_head is None:
-            return t
-        seen = t.unflatten(-1, (self.groups, -1))  # (..., groups, width)
-        seen = seen if self.part is None else seen[..., self.part[0]:self.part[1]]
-        return seen.unflatten(-1, (-1, self.d_head)).flatten(-3, -2)  # (..., heads, d_head)
-
-    def back(self, t: torch.Tensor, edited: torch.Tensor) -> torch.Tensor:
-        """The module's tensor with the point's part replaced by `edited`."""
-        if self.d_head is None:
-            return edited
-        out = t.clone()
-        self.view(out).copy_(edited)
-        return out
+BLOCK_ORDER = ("hook_resid_pre", "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k", "attn.hook_v",
+               "attn.hook_rot_q", "attn.hook_rot_k", "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z",
+               "attn.hook_result", "hook_attn_out", "hook_resid_mid", "ln2.hook_scale", "ln2.hook_normalized",
+               "mlp.hook_pre", "mlp.hook_pre_linear", "mlp.hook_post", "hook_mlp_out", "hook_resid_post",
+               "hook_normalized_resid_post")  # a block's points in the order a pass meets them
 
 
 def points(loaded: LoadedModel, parts: Anatomy | None = None) -> dict[str, Point | str]:
@@ -137,32 +119,39 @@ def points(loaded: LoadedModel, parts: Anatomy | None = None) -> dict[str, Point
     for layer, block in enumerate(parts.blocks):
         w_o = parts.outputs[layer]
         d = (getattr(w_o, "in_features", None) or parameter(w_o).shape[0]) // n_heads  # Conv1D stores (in, out)
-        at = f"blocks.{layer}."
-        found[at + "hook_resid_pre"] = Point(block, "in")
-        found.update(zip((at + "attn.hook_q", at + "attn.hook_k", at + "attn.hook_v"),
-                         _qkv(kind, parts.family, block, config, n_heads, d), strict=True))
+        at, here = f"blocks.{layer}.", {}
+        here[at + "hook_resid_pre"] = Point(block, "in")
+        here.update(zip((at + "attn.hook_q", at + "attn.hook_k", at + "attn.hook_v"),
+                         qkv_points(kind, parts.family, block, config, n_heads, d), strict=True))
         attn = block.get_submodule(parts.family.attention)  # inside its eager kernel (attention_edits)
-        found[at + "attn.hook_attn_scores"] = Point(attn, "scores", heads=n_heads) if interface else (
+        here[at + "attn.hook_attn_scores"] = Point(attn, "scores", heads=n_heads) if interface else (
             f"{kind}: its attention is its own code, not transformers' attention function (hook_pattern reads)")
-        found[at + "attn.hook_pattern"] = Point(attn, "pattern", heads=n_heads)
-        found[at + "attn.hook_z"] = Point(w_o, "in", d_head=d)
-        found[at + "attn.hook_result"] = Point(w_o, "result", heads=n_heads, scale=parts.write_scale)
+        here[at + "attn.hook_pattern"] = Point(attn, "pattern", heads=n_heads)
+        for qk in ("q", "k"):  # the kernel's q and k, after rotary positions
+            here[f"{at}attn.hook_rot_{qk}"] = (Point(attn, f"rot_{qk}", heads=n_heads) if interface else
+                                               f"{kind}: its attention is its own code (hook_{qk} is before rotary)") \
+                if parts.family.rotary else f"{kind} has no rotary positions: hook_{qk} is what its attention reads"
+        here[at + "attn.hook_z"] = Point(w_o, "in", d_head=d)
+        here[at + "attn.hook_result"] = Point(w_o, "result", heads=n_heads, scale=parts.write_scale)
         if writes is None:
             why = (f"{kind}: what attention and the MLP add to the residual stream is not known here (its anatomy "
                    "entry has no writes)")
-            found[at + "hook_attn_out"] = found[at + "hook_mlp_out"] = why
+            here[at + "hook_attn_out"] = here[at + "hook_mlp_out"] = why
         else:
-            found[at + "hook_attn_out"] = Point(w_o, "out", scale=parts.write_scale) if writes.attn_out is None \
-                else _part(block, writes.attn_out, kind, "attention's output norm")
-            found[at + "hook_mlp_out"] = _part(block, writes.mlp_out, kind, "MLP", scale=parts.write_scale)
+            here[at + "hook_attn_out"] = Point(w_o, "out", scale=parts.write_scale) if writes.attn_out is None \
+                else part_point(block, writes.attn_out, kind, "attention's output norm")
+            here[at + "hook_mlp_out"] = part_point(block, writes.mlp_out, kind, "MLP", scale=parts.write_scale)
+        here.update(inner_points(block, at, parts.family.inner, kind))
         post_norm = None if writes is None else writes.post_norm
-        found[at + "hook_resid_post"] = Point(block, "out") if post_norm is None else _part(
+        here[at + "hook_resid_post"] = Point(block, "out") if post_norm is None else part_point(
             block, post_norm, kind, "last LayerNorm", "in")
-        found[at + "hook_normalized_resid_post"] = Point(block, "out") if post_norm else (
+        here[at + "hook_normalized_resid_post"] = Point(block, "out") if post_norm else (
             f"{kind}: blocks.{{l}}.hook_normalized_resid_post is TransformerLens's name for the output of a BERT-style "
             "block that normalises after its sum; this family's block output is blocks.{l}.hook_resid_post")
-    found["ln_final.hook_normalized"] = Point(parts.final_norm, "out") if parts.final_norm is not None else (
-        f"{kind} has no final norm (each block ends with its own: blocks.{{l}}.hook_normalized_resid_post)")
+        found.update((at + tail, here[at + tail]) for tail in BLOCK_ORDER if at + tail in here)
+    why = f"{kind} has no final norm (each block ends with its own: blocks.{{l}}.hook_normalized_resid_post)"
+    found["ln_final.hook_scale"] = why if parts.final_norm is None else Point(parts.final_norm, "scale")
+    found["ln_final.hook_normalized"] = why if parts.final_norm is None else Point(parts.final_norm, "out")
     return found
 
 
@@ -171,29 +160,6 @@ def _anatomy(loaded: LoadedModel):
     require(loaded, "hook points", HookPointError)
     parts = loaded.anatomy
     return parts, parts.model_type
-
-
-def _part(block: torch.nn.Module, path: str, kind: str, what: str, side: str = "out",
-          scale: float = 1.0) -> Point | str:
-    """A Point on a module of the block, or why not: the module is not where the family's writes say."""
-    try:
-        return Point(block.get_submodule(path), side, scale=scale)
-    except AttributeError:
-        return f"{kind}: its block has no {what} at “{path}” as this module's entry for the family says"
-
-
-def _qkv(kind: str, family: Family, block, config, n_heads: int, d: int) -> list[Point | str]:
-    """hook_q, hook_k, hook_v of one block: the outputs of separate projections, or parts of a fused one."""
-    if family.qkv is not None:
-        return [Point(block.get_submodule(path), "out", d_head=d) for path in family.qkv]
-    if family.fused_qkv is None:
-        why = f"{kind}: its q, k and v come from one fused projection whose layout is not known here"
-        return [why, why, why]
-    module = block.get_submodule(family.fused_qkv.path)
-    if family.fused_qkv.layout == "by head":  # (..., H, 3 * d): each head's q, k, v side by side
-        return [Point(module, "out", groups=n_heads, part=(i * d, (i + 1) * d), d_head=d) for i in range(3)]
-    q, kv = n_heads * d, int(getattr(config, "num_key_value_heads", None) or n_heads) * d  # [q | k | v]
-    return [Point(module, "out", part=(a, b), d_head=d) for a, b in ((0, q), (q, q + kv), (q + kv, q + 2 * kv))]
 
 
 @dataclass
@@ -323,8 +289,8 @@ def _point(found: dict[str, Point | str], name: str, loaded: LoadedModel) -> Poi
     n_layers = sum(1 for n in found if n.endswith(".hook_resid_pre"))
     raise HookPointError(f"no hook point is named {name!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
                          + f"; this model's are hook_embed, blocks.{{l}}.hook_resid_pre, attn.hook_q/k/v/pattern/z, "
-                         f"hook_attn_out, hook_mlp_out, hook_resid_post for l from 0 to {n_layers - 1}, and "
-                         "ln_final.hook_normalized (hook_names(model) lists them)")
+                         f"hook_attn_out, hook_mlp_out, hook_resid_post and more for l from 0 to {n_layers - 1}, "
+                         "and ln_final.hook_normalized (hook_names(model) lists them)")
 
 
 def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel, backward: _Installed | None = None):
@@ -333,7 +299,9 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel, bac
     of the point (the tensor's, through the point's view and scale) while the block's hooks are active."""
     if point.side == "result":  # each head's z_h W_O^h: attention.models.forward.head_results
         return ResultHook(point.module, point.heads, point.scale, hook, fn, backward is not None)
-    if point.side in ("scores", "pattern"):  # inside the eager kernel: attention.models.forward.attention_edits
+    if point.side in ("scale", "normalized"):  # a norm's, read only: attention.models.forward.block_points
+        return norm_hook(point, hook, fn, backward is not None)
+    if point.side in ("scores", "pattern", "rot_q", "rot_k"):  # inside the eager kernel: attention_edits
         return inside(point.module, point.side, point.heads, hook, fn, loaded.spec.name,
                       None if backward is None else functools.partial(_on_grad, point, hook, fn, backward))
     def run(t: torch.Tensor) -> torch.Tensor | None:
@@ -362,10 +330,14 @@ def _install(point: Point, hook: HookPoint, fn: HookFn, loaded: LoadedModel, bac
                                  f"{tuple(seen.shape)}")
         return point.back(t, edited.to(seen.dtype))
 
-    if point.side == "in":
+    if point.side in ("in", "mid"):
         def before(module, args, kwargs):
-            new = run(args[0] if args else kwargs["hidden_states"])
+            t = args[0] if args else kwargs["hidden_states"]
+            new = run(t)
             if new is None:
+                return None
+            if point.side == "mid":  # the stream the block's sum reads too: edited where it is
+                t.copy_(new)
                 return None
             return ((new, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": new})
         return point.module.register_forward_pre_hook(before, with_kwargs=True)

@@ -11,11 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 
 import torch
 
+from attention.models.forward.attention_edits import float32_twins
 from attention.models.forward.hook_points import SHORT, HookPoint, Point, _installed, hooks, points
 from attention.models.forward.inputs import text_inputs
 from attention.models.forward.model import LoadedModel
 
-NO_GRAD = (".attn.hook_result",)  # points made beside the pass: their gradients are not in its graph
+NO_GRAD = (".attn.hook_result", "ln1.hook_scale", "ln1.hook_normalized", "ln2.hook_scale", "ln2.hook_normalized",
+           "ln_final.hook_scale")  # points made beside the pass: their gradients are not in its graph
 
 
 class HookCache(Mapping):
@@ -57,7 +59,8 @@ class HookCache(Mapping):
 
 
 def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_bwd: bool = False,
-                   metric: Callable[[torch.Tensor], torch.Tensor] | None = None) -> tuple[torch.Tensor, HookCache]:
+                   metric: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                   pattern: str = "float32") -> tuple[torch.Tensor, HookCache]:
     """(logits [batch, pos, vocab], cache) of one pass: the cache keeps the points `names_filter` names (a
     name, a list of names, or a predicate on names; None: every point the model gives). Names listed must
     exist; a predicate only picks among those that do. Memory: each point kept is one tensor of its shape.
@@ -69,7 +72,17 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_
     metric the next-token loss (mean cross-entropy of each position's logits against the next token, pads
     left out: TransformerLens's return_type="loss"). The weights get no gradients; the logits come back detached.
     hook_result has no gradient kept (it is made beside the pass, not in it: hook_z's gradient times W_O^h^T is it).
-    Without incl_bwd the pass runs without autograd, whatever the caller's grad mode."""
+    Without incl_bwd the pass runs without autograd, whatever the caller's grad mode.
+
+    `pattern`: which arithmetic hook_pattern is kept in, as attend() says of its weights. "float32" (the default,
+    as attend()'s): transformers' eager attention on the q, k and mask the layer's kernel got, cast to float32,
+    beside the pass: what attend().weights recompute and every page shows. "model": the pattern the model itself
+    multiplied v by, in its dtype (TransformerLens's hook_pattern). For a float32 model the two are one tensor;
+    a 16-bit model's differ by its rounding of the scores (up to 0.07 on SmolLM2 in bfloat16). A hook that edits a
+    layer's scores or pattern needs "model" (the float32 weights would not be the ones the model used)."""
+    if pattern not in ("float32", "model"):
+        raise ValueError(f'pattern is "float32" (attend()\'s arithmetic) or "model" (the model\'s dtype), '
+                         f"not {pattern!r}")
     found = points(loaded)
     if names_filter is None or callable(names_filter):
         keep = [n for n, p in found.items() if isinstance(p, Point) and (names_filter is None or names_filter(n))]
@@ -79,6 +92,7 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_
 
     def save(t: torch.Tensor, hook: HookPoint) -> None:
         kept[hook.name] = t.detach().clone()
+    save.reads_only = True  # the layer's weights stay the model's (a float32 twin may be made beside them)
 
     def save_grad(g: torch.Tensor, hook: HookPoint) -> None:
         kept[hook.name + "_grad"] = g.detach().clone()
@@ -87,8 +101,10 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_
     grads, leaves = ([(name, save_grad) for name in keep if not name.endswith(NO_GRAD)], []) if incl_bwd \
         else ([], None)
     with (loaded.lock, torch.enable_grad() if incl_bwd else torch.no_grad(),
-          _installed(loaded, [(name, save) for name in keep], grads, True, False, leaves=leaves) as hooked):
+          _installed(loaded, [(name, save) for name in keep], grads, True, False, leaves=leaves) as hooked,
+          float32_twins(loaded, found, keep if pattern == "float32" else []) as twins):
         logits = _forward(loaded, ids, hooked, mask)
+        kept.update(twins)
         if incl_bwd:  # to the embedding's output only: the weights' .grad stay as they were
             torch.autograd.backward(_scalar(loaded, logits, ids, mask, metric), inputs=leaves)
             logits = logits.detach()

@@ -91,7 +91,8 @@ class ModelAttention:
 
     @property
     def weights(self) -> np.ndarray:
-        """(L, H, n, n): the self-attention weights of every layer and head (materialised on first use)."""
+        """(L, H, n, n): the self-attention weights of every layer and head (materialised on first use), float32
+        recomputed from q and k (attend() says how to get a 16-bit model's own)."""
         return self.self_attn.weights
 
     @property

@@ -48,6 +48,10 @@ def attend(loaded: LoadedModel, text: str, *, decoder_text: str | None = None, p
     tokens, which would not survive decoding and encoding again); `text` is then only their label.
     `beside(call, eager)` is told, for every attention call, the model's own eager attention computed beside
     the pass from that call's q, k, v and mask (attention.models.forward.capture; the guard's check).
+
+    Arithmetic: the result's weights are recomputed in float32 from the q and k the pass made (in the model's
+    dtype), as run_with_cache's hook_pattern is by default. The model's own 16-bit weights (what it multiplied v
+    by): run_with_cache(loaded, text, pattern="model"), or own_attention(loaded, result, layer) for one layer.
     """
     if loaded.spec.inputs == "image":
         raise ValueError(f"{loaded.spec.label} reads images, not text: give it an image (attend_image), or open it "

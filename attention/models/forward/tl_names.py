@@ -7,23 +7,12 @@ from __future__ import annotations
 import re
 
 # a name's tail (after "blocks.{l}.") -> why it is not here, and what to read instead
-NOT_GIVEN = {
-    "attn.hook_rot_q": "q after rotary positions: attend(model, text) records it (ModelAttention's q per layer, "
-                       "read only); hook_q is before rotary, as TransformerLens's",
-    "attn.hook_rot_k": "k after rotary positions: attend(model, text) records it, read only; hook_k is before rotary",
-    "hook_resid_mid": "the stream between attention and the MLP: hook_resid_pre + hook_attn_out gives it in a "
-                      "pre-norm block; not a point here yet",
-    "ln1.hook_scale": "the block norms' scale and normalized input are not points here yet",
-    "ln1.hook_normalized": "the block norms' scale and normalized input are not points here yet",
-    "ln2.hook_scale": "the block norms' scale and normalized input are not points here yet",
-    "ln2.hook_normalized": "the block norms' scale and normalized input are not points here yet",
-    "mlp.hook_pre": "the MLP's inside (pre- and post-activation) is not a point here yet: hook_mlp_out is its output",
-    "mlp.hook_pre_linear": "the MLP's inside is not a point here yet: hook_mlp_out is its output",
-    "mlp.hook_post": "the MLP's inside is not a point here yet: hook_mlp_out is its output",
-}
-FINAL = {"ln_final.hook_scale": "the final norm's scale is not a point here; ln_final.hook_normalized is its output "
-                                "with the weight applied (TransformerLens's divided by ln_final.w)",
-         "hook_pos_embed": "learned position embeddings are added inside the model's embedding module here "
+_SPLIT = ("TransformerLens makes it only with use_split_qkv_input or use_attn_in: the stream attention reads is "
+          "hook_resid_pre here (ln1.hook_normalized its normalised form)")
+NOT_GIVEN = {"hook_attn_in": _SPLIT, "hook_q_input": _SPLIT, "hook_k_input": _SPLIT, "hook_v_input": _SPLIT,
+             "hook_mlp_in": "TransformerLens makes it only with use_hook_mlp_in: the stream the MLP reads is "
+                            "hook_resid_mid here (ln2.hook_normalized its normalised form)"}
+FINAL = {"hook_pos_embed": "learned position embeddings are added inside the model's embedding module here "
                            "(GPT-2: its wpe; rotary families have none): hook_embed and blocks.0.hook_resid_pre "
                            "are what there is",
          "hook_tokens": "token ids are the call's input: to_tokens(model, text)"}
