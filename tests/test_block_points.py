@@ -174,3 +174,36 @@ def test_norm_points_are_read_only_and_a_parallel_block_or_an_encoder_says_why(t
     gpt2, _ = build("gpt2", tok)
     with pytest.raises(HookPointError, match="no rotary positions"):
         run_with_hooks(gpt2, ids, [("blocks.0.attn.hook_rot_q", print)])
+
+
+def test_transformer_lens_short_names_hook_layer_and_ctx_and_what_keeps_no_gradient(tok):
+    from attention.models import generate, get_act_name
+
+    ours, _ = build("llama", tok)
+    ids = torch.tensor(tok(TEXT)["input_ids"])[None]
+    _, cache = run_with_cache(ours, ids)
+    for short, full in ((("resid_mid", 1), "blocks.1.hook_resid_mid"),
+                        (("scale", 1, "ln1"), "blocks.1.ln1.hook_scale"), ("pre1", "blocks.1.mlp.hook_pre"),
+                        (("rot_q", 1), "blocks.1.attn.hook_rot_q"), (("result", 1), "blocks.1.attn.hook_result"),
+                        (("attn_scores", 0), "blocks.0.attn.hook_attn_scores"),
+                        ("normalized", "ln_final.hook_normalized"), (("attn", 1), "blocks.1.attn.hook_pattern")):
+        assert cache[short] is cache[full], short
+        assert get_act_name(*(short if isinstance(short, tuple) else (short,))) == full
+    assert cache["z", -1] is cache["blocks.1.attn.hook_z"]  # the cache counts a negative layer from the end
+    seen = []
+
+    def read(t, hook):
+        hook.ctx["seen"] = hook.ctx.get("seen", 0) + 1
+        seen.append((hook.layer(), hook.layer == 1, hook.ctx["seen"]))
+    run_with_hooks(ours, ids, [("blocks.1.hook_resid_mid", read)])
+    assert seen == [(1, True, 1)]
+    with pytest.raises(ValueError, match="none of the points kept.*has one"):
+        run_with_cache(ours, ids, lambda n: n.endswith("hook_result"), incl_bwd=True)
+    _, grads = run_with_cache(ours, ids, lambda n: n.endswith(("hook_result", "hook_z")), incl_bwd=True)
+    with pytest.raises(KeyError, match="keeps no gradient"):
+        grads["blocks.1.attn.hook_result_grad"]
+    with hooks(ours, [("blocks.1.attn.hook_pattern", lambda p, hook: None)]):  # reading lets generate record
+        generate(ours, "the river bank", max_new_tokens=2)
+    with hooks(ours, [("blocks.1.attn.hook_pattern", lambda p, hook: p * 0.5)]):
+        with pytest.raises(ValueError, match="a hook changed its scores, pattern"):
+            generate(ours, "the river bank", max_new_tokens=2)

@@ -106,8 +106,11 @@ def generate(loaded: LoadedModel, prompt: str, *, max_new_tokens: int = 32, gree
     at the model's end-of-text token, or at `stop` (a token id, ids, or a string of one token). `max_new_tokens`:
     the page offers up to MAX_NEW_TOKENS; here up to what the model reads after the prompt, and what the recorded
     rows (L x H x keys per step) fit in this machine's memory (NotEnoughMemory says so before it starts).
-    Inside a hooks() block every step runs through its hooks (steering). The model's lock is taken for one step
-    at a time, so other sessions' forward passes interleave."""
+    Inside a hooks() block every step runs through its hooks (steering): the first step sees the prompt's
+    positions, each later one only its new position (the KV cache holds the rest, as in TransformerLens), so a fn
+    that indexes a position (resid[:, 5]) must check the tensor's length. A hook that changes a layer's scores or
+    pattern is refused here (the recorded rows would not be the weights used); one that only reads them runs. The
+    model's lock is taken for one step at a time, so other sessions' forward passes interleave."""
     network, tok = loaded.network, loaded.tokenizer
     require(loaded, "generation")
     if not isinstance(prompt, str) or not prompt.strip():

@@ -101,6 +101,7 @@ from attention.models.forward.registry import (
 from attention.models.forward.running import attend, attend_image, own_attention
 from attention.models.forward.sinks import SINKS_NOTE
 from attention.models.forward.survey_pass import survey
+from attention.models.forward.tl_names import get_act_name
 from attention.models.forward.token_ids import to_single_token, to_str_tokens, to_tokens
 from attention.models.forward.tokens import default_focus, find_word, last_word, spaced_labels, text_pieces
 from attention.naming import HeadName, head_name, head_words
@@ -123,7 +124,8 @@ __all__ = [
     "example_images", "image_models", "image_patches", "read_image",
     "CAPTURE", "SurveyKernel", "compute_device", "memory_plan", "minilm_dir", "work_threads",
     # TransformerLens's hook points (hook_points) and one name for a head, both ways
-    "HeadName", "HookCache", "HookPoint", "HookPointError", "add_hook", "hook_names", "hooks", "reset_hooks",
+    "HeadName", "HookCache", "HookPoint", "HookPointError", "add_hook", "get_act_name", "hook_names", "hooks",
+    "reset_hooks",
     "run_with_cache", "run_with_hooks", "to_single_token", "to_str_tokens", "to_tokens",
     # where a family keeps its parts, from the table or read from its module tree (anatomy_inferred)
     "Anatomy", "MissingAnatomy",

@@ -10,8 +10,9 @@ goes on with what they return. So an edit is the one a reader would make by hand
 knockout that sets a score to -inf changes the logits exactly as that does (tests/test_hook_loop.py).
 
 Conventions (TransformerLens's beside ours, also in hook_points' docstring):
-    hook_attn_scores  [batch, head_index, query_pos, key_pos]: TL's is before its causal mask; ours is the
-                      softmax's input, after the mask (masked keys hold the mask's large negative value)
+    hook_attn_scores  [batch, head_index, query_pos, key_pos]: softmax's input, after the mask, as TL 3.9's (after
+                      its apply_causal_mask); TL's masked keys hold -inf, ours the mask's value (the dtype's lowest
+                      number, -3.4e38 in float32): find them with `< -1e30`, not isinf()
     hook_pattern      [batch, head_index, query_pos, key_pos]: the softmax's output in the model's dtype, as
                       the family casts it next (a 16-bit model's softmax runs in float32): its own weights
     hook_rot_q, hook_rot_k  [batch, pos, head_index, d_head] (k: its KV heads): the q and k the kernel gets, after
@@ -55,6 +56,7 @@ class Edit:
     run: Callable[[torch.Tensor], torch.Tensor | None]  # the tensor -> a replacement, or None (kept, maybe edited)
     applied: int = 0
     reads: bool = False  # it only reads (run_with_cache's own fns): the layer's weights are still the model's
+    changed: bool = False  # its fn has changed the tensor it was given (returned another, or edited it in place)
 
     def remove(self) -> None:
         with _LOCK:
@@ -144,7 +146,9 @@ class _AtSoftmax(TorchFunctionMode):
 
 
 def _applied(edit: Edit, t: torch.Tensor) -> torch.Tensor:
+    before = None if edit.reads else t.clone()
     new = edit.run(t)
+    edit.changed = edit.changed or (before is not None and (new is not None or not torch.equal(t, before)))
     if new is None:
         return t
     if tuple(new.shape) != tuple(t.shape):

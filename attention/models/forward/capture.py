@@ -125,13 +125,16 @@ def recording(names: dict[int, str], *, kernel: str | OwnKernel = "eager", eager
 
 def _capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     active: _Recording | None = getattr(_local, "active", None)
-    if edits := edits_of(module):  # hook_attn_scores or hook_pattern on this layer: inside its eager kernel
-        if active is not None:
+    if edits := edits_of(module):  # a hook inside this layer's eager kernel (scores, pattern, rotated q or k)
+        out = edited_call(_eager(module), edits, module, query, key, value, attention_mask, scaling=scaling,
+                          dropout=dropout, **kwargs)
+        if active is None:
+            return out
+        if any(edit.changed for edit in edits):  # a hook that only reads lets the recording go on
             raise AttentionEditError("a pass that recomputes attention from the captured q and k (attend(), generate "
-                                     "and the analyses) would show weights this layer did not use: its scores or "
-                                     "pattern are edited by a hook (run_with_cache gives the edited pattern)")
-        return edited_call(_eager(module), edits, module, query, key, value, attention_mask, scaling=scaling,
-                           dropout=dropout, **kwargs)
+                                     "and the analyses) would show weights this layer did not use: a hook changed "
+                                     "its scores, pattern or rotated q/k (run_with_cache and run_with_hooks run "
+                                     "through such edits and give the edited pattern)")
     if active is None:  # outside a recording (e.g. generate()): the model's own eager attention
         return _eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     name = active.names.get(id(module), type(module).__name__)

@@ -23,7 +23,8 @@ the same shape. Every point is editable.
                                    before rotary positions and any q/k norm, as TransformerLens's hook_q
     blocks.{l}.attn.hook_k, hook_v [batch, pos, kv_head_index, d_head]  (grouped-query models: their KV heads)
     blocks.{l}.attn.hook_attn_scores, hook_pattern  [batch, head_index, query_pos, key_pos]  inside the eager
-                                   kernel: softmax's input (after the mask, not before as TL's) and its output,
+                                   kernel: softmax's input (after the mask, as TL's, whose masked keys hold -inf
+                                   where ours hold the dtype's lowest value) and its output,
                                    editable (a -inf score knocks a key out): attention_edits says how
     blocks.{l}.attn.hook_rot_q, hook_rot_k  [batch, pos, head_index, d_head]  q and k as the eager kernel gets
                                    them, after rotary positions (rotary families), editable (attention_edits)
@@ -78,25 +79,29 @@ HookFn = Callable[[torch.Tensor, "HookPoint"], "torch.Tensor | None"]
 
 class HookPoint(str):
     """A point's name, handed to every hook fn: a str ("blocks.3.attn.hook_z") with TransformerLens's `.name`,
-    and `.layer` (from 0; None for hook_embed and ln_final)."""
+    `.layer()` (from 0; None for hook_embed and ln_final; also read as `.layer`, an int), and `.ctx`, a dict a fn
+    may keep things in for as long as its hook is installed (TL's)."""
+
+    def __new__(cls, name: str):
+        point = super().__new__(cls, name)
+        point.ctx = {}
+        return point
 
     @property
     def name(self) -> str:
         return str(self)
 
     @property
-    def layer(self) -> int | None:
+    def layer(self) -> _Layer | None:
         match = re.match(r"blocks\.(\d+)\.", self)
-        return None if match is None else int(match[1])
+        return None if match is None else _Layer(match[1])
 
 
-SHORT = {  # TransformerLens's short names (cache["pattern", 3]) -> full names
-    "embed": "hook_embed", "resid_pre": "blocks.{}.hook_resid_pre", "q": "blocks.{}.attn.hook_q",
-    "k": "blocks.{}.attn.hook_k", "v": "blocks.{}.attn.hook_v", "pattern": "blocks.{}.attn.hook_pattern",
-    "attn": "blocks.{}.attn.hook_pattern", "z": "blocks.{}.attn.hook_z", "attn_out": "blocks.{}.hook_attn_out",
-    "mlp_out": "blocks.{}.hook_mlp_out", "resid_post": "blocks.{}.hook_resid_post",
-    "normalized_resid_post": "blocks.{}.hook_normalized_resid_post", "normalized": "ln_final.hook_normalized",
-}
+class _Layer(int):
+    """A layer number that is also TransformerLens's method: hook.layer == 3 and hook.layer() == 3."""
+
+    def __call__(self) -> int:
+        return int(self)
 
 
 BLOCK_ORDER = ("hook_resid_pre", "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k", "attn.hook_v",

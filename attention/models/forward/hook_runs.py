@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterator, Mapping
 import torch
 
 from attention.models.forward.attention_edits import float32_twins
-from attention.models.forward.hook_points import SHORT, HookPoint, Point, _installed, hooks, points
+from attention.models.forward.hook_points import HookPoint, Point, _installed, hooks, points
 from attention.models.forward.inputs import text_inputs
 from attention.models.forward.model import LoadedModel
+from attention.models.forward.tl_names import get_act_name
 
 NO_GRAD = (".attn.hook_result", "ln1.hook_scale", "ln1.hook_normalized", "ln2.hook_scale", "ln2.hook_normalized",
            "ln_final.hook_scale")  # points made beside the pass: their gradients are not in its graph
@@ -31,12 +32,14 @@ class HookCache(Mapping):
 
     def __getitem__(self, key) -> torch.Tensor:
         name = self._name(key)
-        if name not in self._tensors and self._points and name not in self._points:
-            short = isinstance(key, tuple) and key[0] not in SHORT
-            close = difflib.get_close_matches(name, [*self._points, *SHORT], n=3)
-            raise KeyError(f"{key!r} names no hook point of this model" + (
-                f" ({key[0]!r} is not one of the short names {', '.join(SHORT)})" if short else "")
-                + (f"; did you mean {', '.join(close)}?" if close else "; hook_names(model) lists them"))
+        if name not in self._tensors and name.endswith("_grad") and name[:-5].endswith(NO_GRAD):
+            raise KeyError(f"{name!r}: {name[:-5]} keeps no gradient (it is made beside the pass, not in it): "
+                           "hook_z's gradient gives hook_result's, hook_resid_pre's or hook_resid_mid's a norm's")
+        if name not in self._tensors and self._points and name.removesuffix("_grad") not in self._points:
+            close = difflib.get_close_matches(name, list(self._points), n=3)
+            raise KeyError(f"{key!r} names no hook point of this model (read as {name!r}, TransformerLens's "
+                           "get_act_name rules)" + (f"; did you mean {', '.join(close)}?" if close else
+                                                    "; hook_names(model) lists them"))
         if name not in self._tensors:
             raise KeyError(f"{name!r} was not kept: run_with_cache kept {len(self)} points"
                            + (f" ({', '.join(list(self)[:4])}, ...)" if self._tensors else "")
@@ -44,12 +47,13 @@ class HookCache(Mapping):
         return self._tensors[name]
 
     def _name(self, key) -> str:
-        short, layer = (key, None) if isinstance(key, str) else (key[0], key[1])
-        if short not in SHORT:
-            return short
-        if layer is None:
-            return SHORT[short] if "{}" not in SHORT[short] else short
-        return SHORT[short].format(layer + self.n_layers if layer < 0 else layer)
+        """TransformerLens's short forms: cache["pattern", 3], cache["scale", 4, "ln1"], cache["k6"]; a negative
+        layer counts from the end."""
+        if isinstance(key, str):
+            return get_act_name(key)
+        name, layer, *rest = key
+        layer = layer + self.n_layers if isinstance(layer, int) and layer < 0 else layer
+        return get_act_name(name, layer, *rest)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._tensors)
@@ -100,6 +104,10 @@ def run_with_cache(loaded: LoadedModel, text_or_ids, names_filter=None, *, incl_
     ids, mask = _ids(loaded, text_or_ids)
     grads, leaves = ([(name, save_grad) for name in keep if not name.endswith(NO_GRAD)], []) if incl_bwd \
         else ([], None)
+    if incl_bwd and not grads:
+        raise ValueError(f"incl_bwd=True keeps gradients, and none of the points kept ({', '.join(keep[:3])}"
+                         f"{', ...' if len(keep) > 3 else ''}) has one: hook_result and the norms' hook_scale and "
+                         "hook_normalized are made beside the pass (keep hook_z, hook_resid_pre or hook_resid_mid)")
     with (loaded.lock, torch.enable_grad() if incl_bwd else torch.no_grad(),
           _installed(loaded, [(name, save) for name in keep], grads, True, False, leaves=leaves) as hooked,
           float32_twins(loaded, found, keep if pattern == "float32" else []) as twins):

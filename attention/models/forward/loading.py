@@ -190,7 +190,7 @@ def _from_source(source, dtype: str = "auto", device_map=None):
     Its memory is checked from the config before the weights are read (attention.models.forward.memory):
     NotEnoughMemory when it does not fit; the token limit is lowered to what fits. An image model gives its
     image processor in the tokenizer's place (_image_source)."""
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     if _inputs_of(config) == "image":
@@ -203,7 +203,26 @@ def _from_source(source, dtype: str = "auto", device_map=None):
                        device=device, placed=device_map is not None)
     split = {} if device_map is None else {"device_map": device_map, "offload_folder": str(_offload_folder(source))}
     model = _from_pretrained(auto, source, dtype=chosen, **split)
-    return config, architecture, model, AutoTokenizer.from_pretrained(source, trust_remote_code=False), plan.max_tokens
+    return config, architecture, model, _tokenizer(source), plan.max_tokens
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model", "sentencepiece.bpe.model")
+
+
+def _tokenizer(source):
+    """The folder's (or hub id's) tokenizer; a folder without one says so in words (transformers' own error blames a
+    missing sentencepiece)."""
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    folder = Path(str(source))
+    if folder.is_dir() and not any((folder / name).exists() for name in TOKENIZER_FILES):
+        raise ValueError(f"the folder {folder} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}): save the "
+                         "model's tokenizer beside its weights (tokenizer.save_pretrained(folder)); every page and "
+                         "function here reads text through it")
+    return AutoTokenizer.from_pretrained(source, trust_remote_code=False)
 
 
 def _auto_class(architecture: str):
