@@ -19,6 +19,7 @@ this one process, torch's threads as set (2 cores here: noisy; read the ratios).
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import re
 import statistics
 import sys
@@ -103,6 +104,11 @@ def compare(loaded, tl, tl_folded, ids_list) -> dict:
             if name not in tl_names:
                 continue
             a, b = ours[name], theirs[name]
+            if name.endswith("hook_attn_scores"):  # TL's masked keys hold -inf, ours the dtype's lowest number
+                masked = torch.isinf(b)
+                extra["scores_mask_agrees"] = extra.get("scores_mask_agrees", True) and bool(
+                    torch.equal(masked, a < -1e30))
+                a, b = a.masked_fill(masked, 0), b.masked_fill(masked, 0)
             if a.shape != b.shape:
                 shapes[name] = (tuple(a.shape), tuple(b.shape))
                 continue
@@ -170,6 +176,28 @@ def timings(loaded, tl, ids, rounds: int = ROUNDS) -> dict:
     return {k: {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)} for k, v in runs.items()}
 
 
+DETECT_TEXT = "The cat sat on the mat. The dog sat on the rug. The cat sat on the mat again, and the dog slept."
+
+
+def detect_heads(loaded, tl) -> dict[str, float]:
+    """Our detect_head against TransformerLens's on the same text and weights, every detection pattern and option:
+    {"pattern, options": max |ours - TL| over every head}."""
+    from transformer_lens.head_detector import detect_head as tl_detect
+
+    from attention.models import detect_head
+
+    if tl.tokenizer is None:  # TL's detect_head reads a text through the model's tokenizer
+        tl.set_tokenizer(loaded.tokenizer, default_padding_side="right")
+    gaps = {}
+    for name in ("previous_token_head", "duplicate_token_head", "induction_head"):
+        for bos, current, measure in itertools.product((False, True), (False, True), ("mul", "abs")):
+            options = {"exclude_bos": bos, "exclude_current_token": current, "error_measure": measure}
+            theirs = tl_detect(tl, DETECT_TEXT, name, **options).numpy()
+            ours = detect_head(loaded, DETECT_TEXT, name, prepend_bos=False, **options)  # TL's model: no BOS
+            gaps[f"{name}, {bos}, {current}, {measure}"] = float(abs(ours - theirs).max())
+    return gaps
+
+
 def lines(c: dict, times: dict[int, dict]) -> list[str]:
     out = [f"Prompts of {', '.join(map(str, c['tokens']))} tokens; {c['our_count']} of our names, "
            f"{c['tl_count']} of TL's.", "",
@@ -182,6 +210,8 @@ def lines(c: dict, times: dict[int, dict]) -> list[str]:
     out += [f"| logits | {e['logits']:.1e} | {e['logits_mag']:.3g} | {e['logits'] / e['logits_mag']:.1e} | |", "",
             f"ln_final.hook_normalized: ours − TL's × ln_final.w {e['final_times_w']:.1e}; ours − TL folded "
             f"(fold_ln=True) {e['final_folded']:.1e}; ours − TL folded × w {e['final_folded_times_w']:.1e}.",
+            "hook_attn_scores compared where TL's are finite; the masked keys agree (TL's -inf, ours below -1e30): "
+            f"{e.get('scores_mask_agrees')}.",
             "Shapes that differ: " + ("; ".join(f"{n} ours {a} TL {b}" for n, (a, b) in c["shapes"].items())
                                       or "none") + ".",
             "Only ours: " + (", ".join(c["only_ours"]) or "none") + ".",
@@ -219,6 +249,10 @@ def main() -> int:
           f"transformers {version('transformers')}, {torch.get_num_threads()} torch threads; both TL models built "
           f"from the loaded weights in {built:.1f} s")
     print("\n".join(lines(c, times)))
+    gaps = detect_heads(loaded, tl)
+    print(f"\ndetect_head, ours against TL's on {DETECT_TEXT!r} (no BOS, as TL's model here), max |ours − TL| over "
+          "every head:\n\n| pattern, exclude_bos, exclude_current_token, error_measure | max gap |\n| --- | --- |")
+    print("\n".join(f"| {k} | {v:.1e} |" for k, v in gaps.items()))
     return 0
 
 

@@ -15,6 +15,7 @@ Modules:
     roles           previous-token, induction, duplicate-token and first-token scores on a probe
     composition_scores Q-, K- and V-composition of heads, from their weights
     weight_views    TransformerLens's W_Q, W_K, W_V, W_O, W_U and the factored W_QK, W_OV (SVD, eigenvalues)
+    census          every head scored by the papers' metrics (detect_head, prefix matching, sinks, name movers...)
     cache_tools     TransformerLens's cache tools: accumulated_resid, decompose_resid, stack_head_results, logit_attrs
     corpus          a corpus of texts: the default one shipped with the package, or a user's .txt/.jsonl/.csv
     corpus_survey   every head over a corpus: top examples, per-text statistics, a sample of q and k; saved
@@ -75,6 +76,15 @@ from attention.models.analyses.cache_tools import (
     logit_attrs,
     logit_constant,
     stack_head_results,
+)
+from attention.models.analyses.census import CENSUS_METRICS, Census, Metric, head_census
+from attention.models.analyses.census_scores import (
+    copying,
+    detect_head,
+    first_token_share,
+    name_copy,
+    prefix_matching,
+    succession,
 )
 from attention.models.analyses.composition_scores import KINDS, Composition, composition
 from attention.models.analyses.corpus import (
@@ -174,6 +184,9 @@ __all__ = [
     "merge_batch_jobs",
     # TransformerLens's weight views (weight_views)
     "FactoredMatrix", "Weights", "weights",
+    # the literature's heads, each scored as its paper scores it (census, census_scores, census_probes)
+    "CENSUS_METRICS", "Census", "Metric", "head_census", "copying", "detect_head", "first_token_share", "name_copy",
+    "prefix_matching", "succession",
     # TransformerLens's cache tools on a run_with_cache cache (cache_tools)
     "accumulated_resid", "apply_ln_to_stack", "decompose_resid", "logit_attrs", "logit_constant", "stack_head_results",
 ]

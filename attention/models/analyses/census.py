@@ -1,0 +1,166 @@
+"""The literature's heads, every head scored as its paper scores it (issue 73): one call, `head_census(model)`,
+gives each (layer, head) every metric of CENSUS_METRICS on that metric's own probe, with the threshold above which
+the paper (or, where it names none, this package, said so) calls a head that kind.
+
+    >>> c = head_census(load_model("smollm2"))
+    >>> c.scores["prefix_matching"].shape        # (L, H), layers and heads from 0
+    >>> c.kinds(19, 6)                           # ("induction", ...) the kinds whose threshold the head passes
+    >>> c.sink_rate                              # Gu et al.'s: the share of heads with α > 0.3
+    >>> c.top("name_copy", 5)                    # [(layer, head, score)] best first
+
+One place for each definition: the CENSUS_METRICS table below (docs/heads.md prints it), the functions in census_scores,
+the probes in census_probes. The pages' role words read `kinds`. Retrieval heads (Wu et al. 2024) are not scored
+yet: their needle-in-a-haystack probe needs generation with every head's attention at each step (the table says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attention.models.analyses import census_scores as scores
+from attention.models.analyses.census_probes import NAMES, ORDINALS, single_tokens, sink_texts
+from attention.models.analyses.weight_views import weights
+from attention.models.forward.model import LoadedModel, Progress
+
+REPEAT, BATCH, SEED = 50, 10, 0  # the repeated-token probe: R tokens twice, B rows (ARENA's and TL's demos' sizes)
+SINK_TEXTS, SINK_TOKENS = 20, 64  # Gu et al.'s α: texts of the bundled corpus, each cut to this many tokens
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One published score: what it is called, where it comes from, how it is computed and on what."""
+
+    key: str  # Census.scores[key]
+    kind: str  # the kind of head it finds ("induction", "sink", ...)
+    paper: str  # authors, year, title, arXiv id
+    definition: str
+    probe: str
+    threshold: float
+    threshold_from: str  # where the threshold comes from (the paper, or our choice and why)
+    choices: str = ""  # what the paper left open and which way we took it
+
+
+CENSUS_METRICS = (
+    Metric("previous_token", "previous-token", "TransformerLens 3.9 detect_head (Nanda et al.)",
+           "detect_head(model, probe, \"previous_token_head\", error_measure=\"mul\"): the share of each head's "
+           "weight on the token before", "the repeated-token probe's first row, BOS first (TL's to_tokens)", 0.4,
+           "ARENA's exercises (TL gives none)", "exclude_bos and exclude_current_token False (TL's defaults)"),
+    Metric("duplicate_token", "duplicate-token", "TransformerLens 3.9 detect_head",
+           "detect_head(..., \"duplicate_token_head\"): the share on earlier copies of the same token",
+           "as previous_token", 0.4, "ARENA's exercises (TL gives none)"),
+    Metric("induction", "induction", "TransformerLens 3.9 detect_head",
+           "detect_head(..., \"induction_head\"): the share on the token after an earlier copy", "as previous_token",
+           0.4, "ARENA's exercises (TL gives none)"),
+    Metric("prefix_matching", "induction", "Olsson et al. 2022, In-context learning and induction heads, "
+           "arXiv 2209.11895", "mean weight of a second-repeat token i on i − R + 1", f"{BATCH} rows of BOS + "
+           f"{REPEAT} random tokens twice (seed {SEED})", 0.4, "our choice: the paper ranks heads, names no cut",
+           "random tokens uniform over the vocabulary less special tokens; queries: the second repeat only"),
+    Metric("copying", "copying", "Elhage et al. 2021, A Mathematical Framework for Transformer Circuits; Olsson "
+           "et al. 2022", "Σ Re λ / Σ |λ| over the eigenvalues of the full OV circuit E W_V W_O U",
+           "the weights alone", 0.5, "our choice: most of the circuit's eigenvalue mass positive",
+           "layer norms left out, as Elhage et al. do; E as the embedding module makes it (Gemma's scale)"),
+    Metric("sink", "sink", "Gu et al. 2024, When Attention Sink Emerges in Language Models, arXiv 2410.10781",
+           "α: the mean weight on the first token over every query position and text", f"the bundled corpus's "
+           f"first {SINK_TEXTS} texts, {SINK_TOKENS} tokens each", 0.3, "the paper (ε = 0.3)",
+           "a model without BOS (SmolLM2) has its first word first; Gu et al. find the sink there too"),
+    Metric("name_copy", "name mover", "Wang et al. 2022, Interpretability in the Wild (IOI), arXiv 2211.00593",
+           "the share of names whose token is in the top 5 logits of ln_final and W_U on the head's OV output",
+           "single-token names, each alone through block 0 without attention (its effective embedding)", 0.5,
+           "our choice: the paper reports name movers' scores near 1, names no cut",
+           "the effective embedding (Gould, McDougall) stands in for Wang's residual at the name in IOI prompts"),
+    Metric("negative_name_copy", "copy suppression", "McDougall et al. 2023, Copy Suppression, arXiv 2310.04625; "
+           "Wang et al. 2022's negative copy score", "the same on −OV: the name among its 5 most suppressed",
+           "as name_copy", 0.5, "our choice, as name_copy", "negative name movers and copy suppression heads "
+           "share this score (McDougall et al. show they are one kind)"),
+    Metric("succession", "successor", "Gould et al. 2023, Successor Heads, arXiv 2312.09230",
+           "the share of ordinal tokens whose successor has the top logit among its sequence's tokens, through "
+           "the head's OV, ln_final and W_U", "numbers, number and ordinal words, days, months, letters: each "
+           "token alone through block 0 without attention", 0.5, "our choice: the paper ranks heads",
+           "each sequence's last token left out (no successor); only tokens that are one token after a space"),
+    Metric("entropy", "diffuse", "the pages' own reading (Head atlas)", "each head's mean entropy of its weights "
+           "over queries, in nats", "as sink", 1.0, "our choice: e ≈ 2.7 keys' worth of spread or more"),
+)
+BY_KEY = {m.key: m for m in CENSUS_METRICS}
+NOT_SCORED = {"retrieval": "Wu et al. 2024 (arXiv 2404.15574) score retrieval heads on a needle-in-a-haystack probe "
+                           "during generation (score ≥ 0.1): not scored here yet"}
+
+
+@dataclass(frozen=True)
+class Census:
+    """Every head's scores (CENSUS_METRICS keys -> (L, H)), and which heads pass each metric's threshold. Scores a
+    family cannot give (no unembedding: an encoder; a fused q/k/v projection) are absent, the reason in `missing`."""
+
+    model: str
+    scores: dict[str, np.ndarray]
+    missing: dict[str, str] = field(default_factory=dict)
+    probes: dict[str, str] = field(default_factory=dict)  # a probe's name -> its text or ids, to open and read
+    counted: dict[str, int] = field(default_factory=dict)  # how many names / ordinal tokens a score averaged
+
+    @property
+    def sink_rate(self) -> float:
+        """Gu et al.'s sink rate: the share of heads whose α exceeds ε = 0.3."""
+        return float((self.scores["sink"] > BY_KEY["sink"].threshold).mean())
+
+    def passed(self, key: str) -> np.ndarray:
+        """(L, H) bool: the heads above the metric's threshold."""
+        return self.scores[key] > BY_KEY[key].threshold
+
+    def kinds(self, layer: int, head: int) -> tuple[str, ...]:
+        """The kinds (Metric.kind) whose threshold this head passes, each once, in CENSUS_METRICS order."""
+        found = [m.kind for m in CENSUS_METRICS if m.key in self.scores and self.passed(m.key)[layer, head]]
+        return tuple(dict.fromkeys(found))
+
+    def top(self, key: str, count: int = 5) -> list[tuple[int, int, float]]:
+        """The `count` highest-scoring heads on `key`: [(layer, head, score)], from 0, best first."""
+        s = self.scores[key]
+        order = np.argsort(-s, axis=None, kind="stable")[:count]
+        return [(int(i) // s.shape[1], int(i) % s.shape[1], float(s.flat[i])) for i in order]
+
+    def counts(self) -> dict[str, int]:
+        """How many heads pass each scored metric."""
+        return {key: int(self.passed(key).sum()) for key in self.scores}
+
+
+def head_census(loaded: LoadedModel, *, progress: Progress | None = None) -> Census:
+    """Every metric of CENSUS_METRICS on every head of `loaded` (module docstring)."""
+    say = progress or (lambda fraction, message: None)
+    out: dict[str, np.ndarray] = {}
+    missing: dict[str, str] = dict(NOT_SCORED)
+    say(0.0, "Repeated random tokens (TransformerLens's detect_head, Olsson's prefix matching)…")
+    ids, first = scores.repeated_tokens(loaded, REPEAT, BATCH, SEED)
+    row = ids[:1]
+    seen = scores.patterns_of(loaded, row)[:, 0]  # one pass for the three (TL's cache=)
+    for key, name in (("previous_token", "previous_token_head"), ("duplicate_token", "duplicate_token_head"),
+                      ("induction", "induction_head")):
+        out[key] = scores.detect_head(loaded, row, name, cache=seen)  # the row has its BOS already
+    out["prefix_matching"] = scores.prefix_matching(loaded, repeat=REPEAT, batch=BATCH, seed=SEED)
+    say(0.3, "The first token's share on the corpus's texts (Gu et al.)…")
+    out["sink"], out["entropy"] = scores.first_token_share(loaded, sink_texts(SINK_TEXTS), SINK_TOKENS)
+    counted = {}
+    try:
+        w = weights(loaded)
+        if w.W_U is None:
+            raise ValueError(f"{loaded.spec.name} has no unembedding (an encoder): OV circuits read into logits "
+                             "need one")
+    except ValueError as err:
+        for key in ("copying", "name_copy", "negative_name_copy", "succession"):
+            missing[key] = str(err)
+    else:
+        say(0.4, "OV circuits: copying (eigenvalues)…")
+        embedding = loaded.network.get_input_embeddings()
+        scale = float(getattr(embedding, "embed_scale", 1.0))
+        out["copying"] = scores.copying(w, embedding.weight.detach().float().cpu() * scale)
+        names = single_tokens(loaded, NAMES)
+        say(0.5, f"OV circuits: {len(names)} names (Wang et al.'s copy score)…")
+        out["name_copy"], out["negative_name_copy"] = scores.name_copy(
+            loaded, w, names, progress=lambda f: say(0.5 + 0.35 * f, "OV circuits: names…"))
+        counted["names"] = len(names)
+        say(0.85, "OV circuits: ordinal sequences (Gould et al.'s succession score)…")
+        out["succession"], counted["ordinal tokens"] = scores.succession(loaded, w)
+    say(1.0, "Done.")
+    probes = {"repeated tokens": " ".join(map(str, ids[0].tolist())) + f" (row 1 of {BATCH}; random from "
+              f"position {first})", "names": ", ".join(NAMES), "ordinal sequences": "; ".join(
+              f"{k}: {' '.join(v)}" for k, v in ORDINALS.items())}
+    return Census(loaded.spec.name, out, missing, probes, counted)

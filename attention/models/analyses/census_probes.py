@@ -1,0 +1,104 @@
+"""The probes the head census reads (issue 73), each as its paper builds it where the paper says how, and our choice
+stated where it does not (attention.models.analyses.census's METRICS table names each probe's choices):
+
+    repeated_tokens    Olsson et al. 2022: BOS (where the tokenizer has one) + R random tokens + the same R again,
+                       a batch of B such rows; tokens uniform over the vocabulary less its special tokens, seeded
+    detection patterns TransformerLens 3.9's get_previous_token / duplicate_token / induction_head_detection_pattern,
+                       re-written here line for line (transformer_lens/head_detector.py)
+    sink_texts         Gu et al. 2024 average over sequences of the training data; here the bundled corpus's first
+                       texts, each cut to T tokens
+    names, ordinals    single-token names (Wang et al. 2022's IOI names and more) and ordinal sequences (Gould et
+                       al. 2023: numbers, number words, days, months, letters), kept where the tokenizer has each as
+                       one token after a space
+
+Shapes: B rows, R repeated tokens, n positions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attention.models.forward.model import LoadedModel
+
+NAMES = ("Mary", "John", "Tom", "James", "Dan", "Sid", "Martin", "Amy", "Anna", "Jane", "Mark", "Paul", "Kate",
+         "Lisa", "Sarah", "David", "Michael", "Robert", "William", "Richard", "Joseph", "Thomas", "Charles",
+         "George", "Peter", "Emma", "Alice", "Laura", "Rachel", "Daniel", "Andrew", "Steven", "Brian", "Kevin",
+         "Jason", "Ryan", "Jacob", "Adam", "Eric", "Chris", "Sam", "Ben", "Alex", "Max", "Jack", "Henry", "Mike",
+         "Lucy", "Grace", "Rose", "Helen", "Susan", "Karen", "Linda", "Nancy", "Betty", "Emily", "Julia", "Claire",
+         "Victoria", "Oliver", "Harry", "Edward", "Frank", "Joe", "Bob", "Jim", "Bill", "Fred", "Carl")
+ORDINALS = {  # Gould et al. 2023's tasks: each token's successor is the next in its sequence
+    "numbers": tuple(str(i) for i in range(1, 21)),
+    "number words": ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"),
+    "ordinal words": ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"),
+    "days": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
+    "months": ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+               "November", "December"),
+    "letters": tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+}
+
+
+def bos_id(loaded: LoadedModel) -> int | None:
+    """The beginning-of-text token a probe starts with (BOS, else an encoder's [CLS]), None where there is none."""
+    tok = loaded.tokenizer
+    return next((int(i) for i in (getattr(tok, "bos_token_id", None), getattr(tok, "cls_token_id", None))
+                 if i is not None), None)
+
+
+def repeated_tokens(loaded: LoadedModel, repeat: int, batch: int, seed: int) -> tuple[torch.Tensor, int]:
+    """((B, first + 2R) ids, first): each row BOS (where there is one) then R random tokens twice; `first` is where
+    the random tokens start (1 after a BOS, else 0)."""
+    tok = loaded.tokenizer
+    special = set(getattr(tok, "all_special_ids", []) or [])
+    pool = np.array([i for i in range(len(tok)) if i not in special])
+    rng = np.random.default_rng(seed)
+    rows = np.stack([rng.choice(pool, size=repeat, replace=False) for _ in range(batch)])
+    bos = bos_id(loaded)
+    head = np.full((batch, 0 if bos is None else 1), bos if bos is not None else 0)
+    ids = np.concatenate([head, rows, rows], axis=1)
+    return torch.as_tensor(ids, dtype=torch.long, device=loaded.device), head.shape[1]
+
+
+def previous_token_pattern(tokens: torch.Tensor) -> torch.Tensor:
+    """TransformerLens's get_previous_token_head_detection_pattern: ones on the diagonal below the main one."""
+    n = tokens.shape[-1]
+    pattern = torch.zeros(n, n)
+    pattern[1:, :-1] = torch.eye(n - 1)
+    return torch.tril(pattern)
+
+
+def duplicate_token_pattern(tokens: torch.Tensor) -> torch.Tensor:
+    """TransformerLens's get_duplicate_token_head_detection_pattern: 1 where key j holds query i's token, j < i."""
+    row = tokens.reshape(-1).cpu().numpy()
+    same = np.equal.outer(row, row).astype(int)
+    np.fill_diagonal(same, 0)
+    return torch.tril(torch.as_tensor(same).float())
+
+
+def induction_pattern(tokens: torch.Tensor) -> torch.Tensor:
+    """TransformerLens's get_induction_head_detection_pattern: the duplicate pattern moved one key to the right
+    (the token after the earlier occurrence), its first column zero."""
+    duplicate = duplicate_token_pattern(tokens)
+    shifted = torch.roll(duplicate, shifts=1, dims=1)
+    return torch.tril(torch.cat((torch.zeros(duplicate.shape[0], 1), shifted[:, 1:]), dim=1))
+
+
+DETECTION_PATTERNS = {"previous_token_head": previous_token_pattern, "duplicate_token_head": duplicate_token_pattern,
+                      "induction_head": induction_pattern}
+
+
+def sink_texts(count: int) -> list[str]:
+    """The bundled corpus's first `count` texts (Gu et al.'s sequences of training data stand-in)."""
+    from attention.models.analyses.corpus import default_corpus
+
+    return list(default_corpus().texts[:count])
+
+
+def single_tokens(loaded: LoadedModel, words) -> dict[str, int]:
+    """{word: its id} for the words the tokenizer has as one token after a space (" Mary")."""
+    found = {}
+    for word in words:
+        ids = loaded.tokenizer(" " + word, add_special_tokens=False)["input_ids"]
+        if len(ids) == 1:
+            found[word] = int(ids[0])
+    return found

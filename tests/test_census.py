@@ -1,0 +1,185 @@
+"""The head census (issue 73): each paper's score held to an implementation written here from the paper or from
+TransformerLens's documented formula, on transformers' own eager attentions and weights (a tiny random Llama and its
+plain twin), and each score on heads made a known kind by hand (a pattern replaced in a hooks block). TransformerLens
+itself is compared on SmolLM2's weights by benchmarks/transformer_lens.py (docs/heads.md), where it is installed."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from attention.models import detect_head, head_census, hooks
+from attention.models.analyses import census_scores as scores
+from attention.models.analyses.census_probes import repeated_tokens
+from attention.models.analyses.weight_views import weights
+from tests.numerics import assert_float32_close
+from tests.tiny_models import build
+
+
+@pytest.fixture(scope="module")
+def llama(tok):
+    ours, reference = build("llama", tok)
+    return ours, reference
+
+
+def own_attentions(reference, ids: torch.Tensor) -> torch.Tensor:
+    """(L, batch, H, n, n): transformers' own eager weights."""
+    with torch.no_grad():
+        return torch.stack(reference(input_ids=ids, output_attentions=True).attentions)
+
+
+def by_hand_detection(ids: list[int], kind: str) -> torch.Tensor:
+    """The three detection patterns from their definitions (TL's docs), not from its code."""
+    n = len(ids)
+    det = torch.zeros(n, n)
+    for i, j in itertools.product(range(n), range(n)):
+        if kind == "previous_token_head":
+            det[i, j] = float(j == i - 1)
+        elif kind == "duplicate_token_head":
+            det[i, j] = float(j < i and ids[j] == ids[i])
+        else:  # induction: key j follows an earlier copy of the query's token
+            det[i, j] = float(1 <= j <= i and j - 1 < i and ids[j - 1] == ids[i] and j - 1 != i)
+    return det
+
+
+def by_hand_score(p: torch.Tensor, det: torch.Tensor, exclude_bos: bool, exclude_current: bool, measure: str):
+    p = p.double().clone()
+    if measure == "mul":
+        if exclude_bos:
+            p[:, 0] = 0
+        if exclude_current:
+            p.fill_diagonal_(0)
+        return float((p * det).sum() / p.sum())
+    diff = (p - det).abs()
+    if exclude_bos:
+        diff[:, 0] = 0
+    if exclude_current:
+        diff.fill_diagonal_(0)
+    return 1 - round(float(diff.sum() / len(diff)), 3)
+
+
+def test_detect_head_is_transformer_lens_formula_on_transformers_own_attentions(llama):
+    ours, reference = llama
+    ids, _ = repeated_tokens(ours, 6, 1, seed=3)  # [CLS] + 6 random tokens twice
+    own = own_attentions(reference, ids)[:, 0]  # (L, H, n, n)
+    for kind, bos, current, measure in itertools.product(
+            ("previous_token_head", "duplicate_token_head", "induction_head"), (False, True), (False, True),
+            ("mul", "abs")):
+        got = detect_head(ours, ids, kind, exclude_bos=bos, exclude_current_token=current, error_measure=measure)
+        det = by_hand_detection(ids[0].tolist(), kind)
+        expected = np.array([[by_hand_score(own[layer, head], det, bos, current, measure)
+                              for head in range(own.shape[1])] for layer in range(own.shape[0])])
+        atol = 2e-3 if measure == "abs" else 1e-6  # "abs" is rounded to 3 decimals: a float32 gap may move it one
+        np.testing.assert_allclose(got, expected, atol=atol, err_msg=f"{kind} {bos} {current} {measure}")
+    one = detect_head(ours, ids, "induction_head", heads=[(1, 2)])
+    assert (one == -1).sum() == one.size - 1 and one[1, 2] != -1
+    with pytest.raises(ValueError, match="lower triangular"):
+        detect_head(ours, ids, torch.ones(ids.shape[1], ids.shape[1]))
+
+
+def test_prefix_matching_and_the_first_tokens_share_on_transformers_own_attentions(llama):
+    ours, reference = llama
+    repeat, batch = 8, 3
+    ids, first = repeated_tokens(ours, repeat, batch, seed=0)
+    own = own_attentions(reference, ids)  # (L, B, H, n, n)
+    q = np.arange(first + repeat, first + 2 * repeat)
+    expected = own[..., q, q - repeat + 1].mean(-1).mean(1).numpy()  # per query, then per row
+    assert_float32_close(scores.prefix_matching(ours, repeat=repeat, batch=batch, seed=0), expected, terms=repeat)
+    texts = ["the river bank was steep and the bank was closed", "a cat sat on the mat"]
+    alpha, entropy = scores.first_token_share(ours, texts, tokens=6)
+    from attention.models import to_tokens
+    rows = [own_attentions(reference, to_tokens(ours, t)[:, :6])[:, 0] for t in texts]  # (L, H, n, n) each
+    assert_float32_close(alpha, np.mean([r[..., 0].mean(-1).numpy() for r in rows], axis=0), terms=6)
+    h = [-(r * r.clamp_min(1e-30).log()).sum(-1).mean(-1).numpy() for r in rows]
+    assert_float32_close(entropy, np.mean(h, axis=0), terms=6, magnitude=np.log(6))
+
+
+def test_heads_made_a_kind_by_hand_score_1_and_a_uniform_head_what_the_formula_says(llama):
+    ours, _ = llama
+    repeat = 8
+    ids, first = repeated_tokens(ours, repeat, 1, seed=0)
+    n = ids.shape[1]
+
+    def made(p, hook):  # layer 1: head 0 previous-token, head 1 uniform, head 2 induction, head 3 on the first token
+        m = p.shape[-1]  # the probe's length, or a text's
+        prev = torch.zeros(m, m)
+        prev[0, 0], prev[torch.arange(1, m), torch.arange(m - 1)] = 1, 1
+        induction = torch.zeros(m, m)
+        induction[:, 0] = 1
+        if m == n:  # the repeated-token probe: the second repeat on the token after the earlier occurrence
+            q = torch.arange(first + repeat, n)
+            induction[q, 0], induction[q, q - repeat + 1] = 0, 1
+        first_token = torch.zeros(m, m)
+        first_token[:, 0] = 1
+        uniform_m = torch.tril(torch.ones(m, m)) / torch.arange(1, m + 1)[:, None]
+        for head, pattern in enumerate((prev, uniform_m, induction, first_token)):
+            p[:, head] = pattern
+    with hooks(ours, [("blocks.1.attn.hook_pattern", made)]):
+        previous = detect_head(ours, ids, "previous_token_head", exclude_bos=True)
+        induction = scores.prefix_matching(ours, repeat=repeat, batch=1, seed=0)
+        alpha, _ = scores.first_token_share(ours, ["the river bank was steep and the bank was closed"], tokens=n)
+    assert previous[1, 0] == 1.0 and induction[1, 2] == 1.0 and alpha[1, 3] == 1.0
+    i = torch.arange(n, dtype=torch.float64)
+    kept = (i / (i + 1)).sum()  # the uniform head's weight off the first column
+    assert previous[1, 1] == pytest.approx(float((1 / (i[2:] + 1)).sum() / kept), abs=1e-6)
+    assert induction[1, 1] == pytest.approx(float((1 / (i[first + repeat:] + 1)).mean()), abs=1e-6)
+
+
+def test_ov_scores_equal_the_ov_circuit_multiplied_out_by_hand_on_transformers_weights(llama, tok):
+    ours, reference = llama
+    names = {w: tok(" " + w, add_special_tokens=False)["input_ids"][0] for w in ("Mary", "John", "Tom", "Anna")}
+    ids = torch.tensor(list(names.values()))
+    config, model = reference.config, reference.model
+    H, KV, D = config.num_attention_heads, config.num_key_value_heads, config.hidden_size
+    d = D // H
+    with torch.no_grad():
+        e = model.embed_tokens(ids)  # each name alone, block 0's attention left out: e + MLP0(ln2(e))
+        ee = e + model.layers[0].mlp(model.layers[0].post_attention_layernorm(e))
+        expected_copy, expected_negative = np.zeros((len(model.layers), H)), np.zeros((len(model.layers), H))
+        for layer, block in enumerate(model.layers):
+            w_v = block.self_attn.v_proj.weight.T.reshape(D, KV, d)  # (D, KV, d)
+            w_o = block.self_attn.o_proj.weight.T.reshape(H, d, D)
+            for head in range(H):
+                out = ee @ w_v[:, head // (H // KV)] @ w_o[head]
+                for sign, table in ((1, expected_copy), (-1, expected_negative)):
+                    logits = model.norm(sign * out) @ reference.lm_head.weight.T
+                    table[layer, head] = (logits.topk(5).indices == ids[:, None]).any(-1).float().mean()
+    copy, negative = scores.name_copy(ours, weights(ours), names)
+    np.testing.assert_array_equal(copy, expected_copy)
+    np.testing.assert_array_equal(negative, expected_negative)
+
+
+def test_copying_is_the_full_ov_circuits_eigenvalue_share_multiplied_out_by_hand(llama):
+    import dataclasses
+
+    ours, reference = llama
+    model, config = reference.model, reference.config
+    D, H, KV = config.hidden_size, config.num_attention_heads, config.num_key_value_heads
+    d, V = D // H, 300  # the circuit on the vocabulary's first 300 tokens: small enough to multiply out (V x V)
+    w = weights(ours)
+    got = scores.copying(dataclasses.replace(w, W_U=w.W_U[:, :V]), model.embed_tokens.weight.detach()[:V])
+    w_e, w_u = model.embed_tokens.weight.detach()[:V].double(), reference.lm_head.weight.detach()[:V].T.double()
+    for layer, head in ((0, 0), (1, 3)):
+        attn = model.layers[layer].self_attn
+        w_v = attn.v_proj.weight.detach().T.reshape(D, KV, d)[:, head // (H // KV)].double()
+        w_o = attn.o_proj.weight.detach().T.reshape(H, d, D)[head].double()
+        values = torch.linalg.eigvals(w_e @ w_v @ w_o @ w_u)  # (V, V) multiplied out: V - d of them zero
+        assert got[layer, head] == pytest.approx(float(values.real.sum() / values.abs().sum()), abs=1e-6)
+
+
+def test_the_census_names_every_kind_with_its_paper_and_says_what_it_cannot_score(llama, tok):
+    from attention.models import CENSUS_METRICS
+
+    ours, _ = llama
+    census = head_census(ours)
+    assert set(census.scores) == {m.key for m in CENSUS_METRICS}
+    assert all(s.shape == (2, 4) for s in census.scores.values())
+    assert "retrieval" in census.missing and "needle" in census.missing["retrieval"]
+    assert 0 <= census.sink_rate <= 1 and census.top("sink", 1)[0][2] == census.scores["sink"].max()
+    layer, head, _ = census.top("sink", 1)[0]
+    assert ("sink" in census.kinds(layer, head)) == (census.scores["sink"][layer, head] > 0.3)
+    bert, _ = build("bert", tok)
+    assert "no unembedding" in head_census(bert).missing["name_copy"]
