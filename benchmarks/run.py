@@ -21,6 +21,7 @@ from pathlib import Path
 
 from attention.toy import examples as ex
 from benchmarks import browser as bb
+from benchmarks import census as census_bench
 from benchmarks import common, compute, path_steps, soak
 from benchmarks import comparison as compared
 from benchmarks import hooks as hook_bench
@@ -638,6 +639,8 @@ def report(r: dict, smoke: bool) -> str:
         lines += ["", *hook_bench.lines(r["hooks"])]
     if "path" in r:
         lines += ["", *path_steps.section(r["path"])]
+    if "census" in r:
+        lines += ["", *census_bench.lines(r["census"])]
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists() and not smoke:
         lines += ["", notes.read_text().strip()]
@@ -703,6 +706,9 @@ def main() -> int:
             print("hooks done", file=sys.stderr)
             r["path"] = path_steps.measure(runs=3)  # fresh servers and every path page: not in the smoke run
             print("path steps done", file=sys.stderr)
+            r["census"] = census_bench.measure()  # SmolLM2 and Gemma 3: also writes docs/heads.md
+            (ROOT / "docs" / "heads.md").write_text(census_bench.heads_md(r["census"]))
+            print("census done", file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report(r, args.smoke))

@@ -57,6 +57,9 @@ SECTIONS: dict[str, tuple[PageEntry, ...]] = {
                   "“bank”, “it”, “plant” in two sentences, head by head."),
         PageEntry("pages/head_atlas.py", "Head atlas", ":material/map:",
                   "Entropy, [SEP] sinks, previous-token heads (Clark et al. 2019)."),
+        PageEntry("pages/head_census.py", "What each head is", ":material/category:",
+                  "Every head scored by the papers' own metrics on their probes: induction, previous-token, "
+                  "duplicate-token, sink, copying, name-mover, copy-suppression and successor heads."),
         PageEntry("pages/predictions.py", "Predictions and head effects", ":material/target:",
                   "“The capital of France is” → ?: generate step by step, then remove each head to see which "
                   "matter."),

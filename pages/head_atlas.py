@@ -83,7 +83,9 @@ else:
                                              key="atlas.role_threshold")
     st.caption(f"{ROLES[role][1]} The probe: a beginning-of-text token, then {roles.repeat} random tokens, then the "
                f"same {roles.repeat} again (seed {roles.seed}; Olsson et al. 2022). Scores are mean attention weights, "
-               "0 to 1; click a cell to see that head's pattern on the probe below.")
+               "0 to 1; click a cell to see that head's pattern on the probe below. These are this page's quick "
+               "roles on one short probe, not TransformerLens's detect_head nor the papers' own scores: the page "
+               "*What each head is* scores every head by those, on their own probes.")
     canvas_heatmap(layer_head_canvas(getattr(roles, role), title=f"{ROLES[role][0]} score", value_name="score",
                                      colours=Colours(0.0, 1.0), click_text="click to open this head below",
                                      file_name=file_stem(name, role)),

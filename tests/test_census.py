@@ -183,3 +183,32 @@ def test_the_census_names_every_kind_with_its_paper_and_says_what_it_cannot_scor
     assert ("sink" in census.kinds(layer, head)) == (census.scores["sink"][layer, head] > 0.3)
     bert, _ = build("bert", tok)
     assert "no unembedding" in head_census(bert).missing["name_copy"]
+
+
+def test_the_page_maps_every_head_boxes_those_above_the_threshold_and_says_what_it_cannot_score():
+    from tests.test_pages import canvas, open_page
+
+    at = open_page("pages/head_census.py")  # MiniLM, the pages' default: an encoder, no unembedding
+    shown = canvas(at, "census.map")
+    L, H = shown.values.shape
+    passed = int((shown.values > 0.4).sum())  # prefix matching, threshold 0.4
+    assert shown.title.startswith(f"prefix matching: {passed} of {L * H} heads above 0.4") and \
+        len(shown.lines) == 4 * passed
+    assert len(at.dataframe[0].value) == L * H  # every head in the sortable table
+    assert any("no unembedding" in c.value for c in at.caption)  # the OV scores: said why not
+    at.segmented_control(key="census.metric").set_value("sink").run()
+    shown = canvas(at, "census.map")
+    assert shown.title.startswith("sink:") and "Gu et al" in " ".join(c.value for c in at.caption)
+    assert not at.exception
+
+
+def test_the_census_benchmark_writes_its_lines_and_report():
+    """benchmarks/census.py, as make bench runs it, on MiniLM: the timing row and docs/heads.md's text."""
+    from benchmarks import census as census_bench
+
+    result = census_bench.measure(("minilm",), rounds=1)
+    row = next(line for line in census_bench.lines(result) if line.startswith("| minilm |"))
+    assert row.count("|") == 6 and " x | " in row
+    report = census_bench.heads_md(result)
+    assert "### minilm: 6 layers × 12 heads" in report and "| prefix_matching |" in report
+    assert "not scored: name_copy" in report  # an encoder: said why

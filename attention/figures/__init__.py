@@ -8,6 +8,7 @@ the picture this package draws from them. (BertViz's `head_view` and `model_view
                 heatmap_panels
     canvas.py   heatmaps as canvas payloads from binary arrays: grid_canvas, view_canvas, matrix_canvas,
                 layer_head_canvas
+    census.py   the head census's map: census_canvas (each head's published score, its threshold boxed)
     models.py   a real model's builders, from arrays and views: view_heatmap, head_grid, attention_lines,
                 layer_head_heatmap, lens_heatmap, and the figures of analyses (effects, comparison, pair)
     results.py  one call per view from a result (below): grid, head, token, lines, statistic, distance
@@ -76,6 +77,7 @@ from attention.figures.batch import (
 )
 from attention.figures.canvas import CanvasHeatmap, grid_canvas, layer_head_canvas, matrix_canvas, view_canvas
 from attention.figures.canvas import source as canvas_source
+from attention.figures.census import census_canvas
 from attention.figures.classroom import class_answers
 from attention.figures.models import (
     HEAD_COLOURS,
@@ -121,7 +123,7 @@ _LATER = {  # name -> the module that holds it, imported on first use (it import
 __all__ = ["AUTO_TICKS", "CLICKABLE_CELLS", "GRID_SCALE", "LOG_FLOOR", "SIGNED", "WEIGHT_SCALE", "WEIGHTS", "Colours",
            "Ticks", "class_answers",
            "esc", "heatmap", "image_config", "CanvasHeatmap", "canvas_source", "grid_canvas", "layer_head_canvas",
-           "matrix_canvas", "view_canvas",
+           "matrix_canvas", "view_canvas", "census_canvas",
            "head_name", "head_words",
            "HEAD_COLOURS", "attention_lines", "comparison", "effects", "focus_meta", "head_grid", "layer_head_heatmap",
            "LENS_SHOWN", "lens_heatmap", "named", "pair", "qk_attribution_heatmap", "row_distance", "view_heatmap",

@@ -164,3 +164,32 @@ def head_census(loaded: LoadedModel, *, progress: Progress | None = None) -> Cen
               f"position {first})", "names": ", ".join(NAMES), "ordinal sequences": "; ".join(
               f"{k}: {' '.join(v)}" for k, v in ORDINALS.items())}
     return Census(loaded.spec.name, out, missing, probes, counted)
+
+
+def metrics_table() -> list[str]:
+    """CENSUS_METRICS as a markdown table: each metric's paper, definition, probe, threshold and choices."""
+    rows = ["| metric | kind | paper | definition | probe | threshold | choices |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows += [f"| {m.key} | {m.kind} | {m.paper} | {m.definition} | {m.probe} | {m.threshold:g} ({m.threshold_from}) | "
+             f"{m.choices} |" for m in CENSUS_METRICS]
+    return rows + [f"| {key} | | | {why} | | | |" for key, why in NOT_SCORED.items()]
+
+
+def census_report(census: Census, top: int = 5) -> list[str]:
+    """A short markdown report of one model's census (what docs/heads.md and the page's download hold): the sink
+    rate, how many heads pass each metric, and its top heads, named from 1 (L19H7)."""
+    from attention.naming import head_name
+
+    L, H = next(iter(census.scores.values())).shape
+    counts = census.counts()
+    lines = [f"### {census.model}: {L} layers × {H} heads", "",
+             f"Sink rate (Gu et al. 2024, ε = 0.3): {census.sink_rate:.1%} of {L * H} heads.", "",
+             "| metric | kind | heads above the threshold | top heads (score) |", "| --- | --- | --- | --- |"]
+    for m in CENSUS_METRICS:
+        if m.key in census.scores:
+            best = ", ".join(f"{head_name(layer, head)} {score:.3f}" for layer, head, score in census.top(m.key, top))
+            lines.append(f"| {m.key} | {m.kind} | {counts[m.key]} (> {m.threshold:g}) | {best} |")
+    lines += [""] + [f"- not scored: {key}: {why}" for key, why in census.missing.items()]
+    if census.counted:
+        lines.append("- averaged over: " + ", ".join(f"{n} {what}" for what, n in census.counted.items()))
+    return lines

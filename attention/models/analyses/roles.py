@@ -10,7 +10,10 @@ positions back, and the token that followed it then is R - 1 positions back:
     induction        mean weight on i - R + 1: what followed it then   (second-repeat queries)
 
 Every score is a mean of attention weights, in [0, 1]. Random tokens are drawn (seeded) from the middle
-of the vocabulary, where ordinary word pieces live, never special tokens.
+of the vocabulary, where ordinary word pieces live, never special tokens. These are the pages' quick roles on one
+short probe: not TransformerLens's detect_head (its own ratio, its own sequences) nor the papers' scores on their
+probes, which the head census gives under their own names (attention.models.analyses.census: detect_head,
+prefix_matching over 10 rows of 50 tokens, Gu et al.'s α).
 
 Shapes: L layers, H heads, R repeated tokens.
 """
@@ -38,7 +41,8 @@ ROLES = {  # field -> (label, what it measures)
 
 @dataclass(frozen=True)
 class HeadRoles:
-    """Each head's role scores on the probe. Every score is (L, H) in [0, 1]."""
+    """Each head's role scores on the probe. Every score is (L, H) in [0, 1]. Not TransformerLens's detect_head: the
+    census (head_census) gives that and the papers' own scores."""
 
     previous_token: np.ndarray
     induction: np.ndarray
