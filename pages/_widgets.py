@@ -17,6 +17,7 @@ import streamlit as st
 from attention.focus import VISIBLE_SPACE
 from attention.glossary import definition
 from attention.models import (
+    AGGREGATIONS,
     BUNDLED,
     DEFAULT_ENCODER,
     DTYPES,
@@ -300,10 +301,13 @@ MEAN_OF_HEADS = "mean of heads"  # the Head picker's first choice: the layer's h
 def head_or_mean(col, focus: Focus, n_heads: int, *, slot: str) -> int | None:
     """The Head picker of a page that shows one head or the mean of a layer's heads (a fitted focus). Returns
     the head, from 0, or None for the mean; says so when another page showed the heads another way."""
+    one = focus.aggregation in AGGREGATIONS and AGGREGATIONS[focus.aggregation].per_head
     if focus.aggregation not in ("head", "mean"):
-        st.caption(f"This page shows one head or the mean of a layer's heads: the mean is shown (another page "
-                   f"showed “{md(focus.aggregation)}”).")
-    key = show(f"{slot}.head", MEAN_OF_HEADS if focus.aggregation != "head" else str(focus.head + 1))
+        shown = "its weights" if one else "the mean"
+        other = AGGREGATIONS[focus.aggregation].label if focus.aggregation in AGGREGATIONS else focus.aggregation
+        st.caption(f"This page shows one head or the mean of a layer's heads: {shown} is shown (another page "
+                   f"showed “{md(other)}”).")
+    key = show(f"{slot}.head", str(focus.head + 1) if one else MEAN_OF_HEADS)
     choice = col.selectbox("Head", [MEAN_OF_HEADS] + [str(h + 1) for h in range(n_heads)], key=key,
                            on_change=on_change(key, _pick_head_or_mean))
     return None if choice == MEAN_OF_HEADS else int(choice) - 1

@@ -1,5 +1,6 @@
 """Model heads: every layer x head of a real model on your sentence, one head zoomed, one token followed."""
 
+import numpy as np
 import streamlit as st
 
 from attention import figures
@@ -12,6 +13,7 @@ from attention.models import (
     ModelAttention,
     file_stem,
     head_name,
+    head_shares,
     line_view,
     model_questions_for,
     shown_tokens,
@@ -128,7 +130,8 @@ def zoom_section(att: ModelAttention, name, reading):
     key = show("heads.agg", how)
     c1.selectbox("Show", list(AGGREGATIONS), format_func=label_of(AGGREGATIONS, "label"), key=key,
                  on_change=on_change(key, setting("aggregation")))
-    layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=how != "head", kinds=att.layer_kind)
+    one = AGGREGATIONS[how].per_head
+    layer, head = layer_and_head(c2, c3, focus, L, H, slot="heads", head_disabled=not one, kinds=att.layer_kind)
     hide = st.toggle("Hide special tokens", value=False, key=linked("heads.hide_special"), bind="query-params",
                      help="[CLS], [SEP], BOS: their rows and columns are dropped and each row rescaled to add up to 1. "
                           "(On a row of its own: in a fourth column its label was cut at 800 px.)")
@@ -141,21 +144,42 @@ def zoom_section(att: ModelAttention, name, reading):
         return None
     small = view.block == 1 and view.matrix.size <= CLICKABLE_CELLS  # a click on a cell names its query
     grouping = reading.groups(att)
-    name_parts = (name, f"layer-{layer + 1}", f"head-{head + 1}" if how == "head" else how)
+    name_parts = (name, f"layer-{layer + 1}", *((f"head-{head + 1}",) if one else ()), *(() if how == "head" else
+                                                                                        (how,)))
     canvas_heatmap(view_canvas(view, clickable=small, click_text="click to follow this query below",
                                file_name=file_stem(*name_parts),
-                               meta=figures.focus_meta(layer=layer, head=head if how == "head" else None)),
+                               meta=figures.focus_meta(layer=layer, head=head if one else None)),
                    key="heads.zoom",
                    on_click=cell_query("heads.zoom", att, view.row_ids, grouping if view.reading.words else None)
                    if small else None)
     if notes := zoom_notes(view, small):
         st.caption(notes)
     export_row(att, view, *name_parts)
-    if how == "head":  # the layer, head and token are the visit's focus: the next page shows them
+    if one and (said := weight_not_norm(att, layer, head)):
+        st.caption(said)
+    if one:  # the layer, head and token are the visit's focus: the next page shows them
         st.page_link("pages/inside_head.py", label=f"Why does {head_name(layer, head)} look there? Inside one head",
                      icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
                      "the model that wrote its query and its key (section 6).")
     return focus, layer, head, how, grouping
+
+
+def weight_not_norm(att: ModelAttention, layer: int, head: int) -> str:
+    """Where this head's weight and what it takes part most (its sinks: large weight, small norm), a sentence; ""
+    when they agree or the norms cannot be measured here."""
+    sinks = att.head_sinks(layer, head)
+    keys = sinks if sinks.any() else np.arange(len(att.tokens)) == 0  # else the first token
+    try:
+        weight, norm = head_shares(att, layer, head, keys)
+    except ValueError:
+        return ""
+    if weight < 0.3 or norm > weight / 2:
+        return ""
+    named = ", ".join(f"“{md(att.tokens[j])}”" for j in np.nonzero(keys)[0][:3])
+    they = "they make" if keys.sum() > 1 else "it makes"
+    return (f"This head puts {weight:.0%} of its weight on {named}, yet {they} only {norm:.0%} of what the head "
+            "hands over (its weighted norms, Kobayashi et al. 2020): weight it parks there, not what it reads. Show "
+            "“one head, weighted norms” to see the rest.")
 
 
 def zoom_notes(view, clickable: bool) -> str:

@@ -17,6 +17,8 @@ Modules:
                     heads in A beside its counterpart in B (head_change)
     questions       the model pages' predict-then-see questions, answered from the result
     image_reads     an image model's result over its picture: where a patch looks, every head, rollout, high norms
+    contributions   what a weight does not say: weighted value norms, the sink by weight and by norm, ALTI (which
+                    reads the loaded model's norms, not its pass)
 
 Everything here takes a result and returns numbers; nothing runs the network (attention.models.analyses
 does), so every read works on a result opened from a file.
@@ -40,6 +42,14 @@ from attention.models.recorded.comparison import (
     load_comparison,
     own_strongest,
     same_layout,
+)
+from attention.models.recorded.contributions import (
+    Alti,
+    alti,
+    first_token_shares,
+    head_shares,
+    value_norms,
+    weighted_value_norms,
 )
 from attention.models.recorded.export import file_stem, matrix_csv, sentence_npz
 from attention.models.recorded.image_reads import (
@@ -78,4 +88,6 @@ __all__ = [
     "rotary_view", "sentence_npz", "token_focus", "word_groups", "word_level", "zoom",
     "HIGH_NORM_FACTOR", "ROLLOUT_RESIDUAL", "PatchLooks", "attention_rollout", "heads_looking", "high_norm_tokens",
     "patch_looks", "rollout", "token_norms",
+    # what a weight does not say (contributions): Kobayashi's weighted norms, the sink by weight and by norm, ALTI
+    "Alti", "alti", "first_token_shares", "head_shares", "value_norms", "weighted_value_norms",
 ]

@@ -112,6 +112,7 @@ class Aggregation:
     # -> (n, m), or with block > 1 the maxima of block x block cells
     max_tokens: int | None = None  # longer inputs are refused with a message (cost grows as n^3 or n^2 D)
     plain: str = ""  # what it shows, in a sentence a first-year reads (the page says it under the formula)
+    per_head: bool = False  # one head's matrix (the Head input applies), not the layer's
 
 
 def _rollout_formula(residual: float) -> str:
@@ -137,6 +138,10 @@ def _rollout(att: ModelAttention, layer: int, head: int, stack: str, block: int)
     return pooled(rollout(np.stack([mean_over_heads(att.self_attn, i) for i in range(layer + 1)]))[layer], block)
 
 
+def _head_norm(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
+    return pooled(norm_weights(att, layer, head), block)
+
+
 def _norm(att: ModelAttention, layer: int, head: int, stack: str, block: int) -> np.ndarray:
     return pooled(norm_weights(att, layer), block)
 
@@ -151,8 +156,14 @@ def pooled(matrix: np.ndarray, block: int) -> np.ndarray:
 AGGREGATIONS = {a.key: a for a in (
     Aggregation("head", "one head",
                 r"A^{(\ell,h)} = \operatorname{softmax}\!\left(Q^{(\ell,h)} K^{(\ell,h)\top} / \sqrt{d_k}\right)",
-                STACKS, "weight", True, _one_head,
+                STACKS, "weight", True, _one_head, per_head=True,
                 plain="One head's weights: each row is a query token, each column a key token it may look at."),
+    Aggregation("head_norm", "one head, weighted norms ‖α f(x)‖",
+                r"N^{(\ell,h)}_{ij} = \alpha^{(\ell,h)}_{ij}\, \big\lVert v^{(h)}_j W_O^{(h)} \big\rVert",
+                ("self",), "norm", False, _head_norm, max_tokens=1024, per_head=True,
+                plain="The same head, each weight times the size of what the key token hands over (Kobayashi et al. "
+                      "2020): a token that gets weight but gives little, as a sink often does, comes out small. A "
+                      "weight alone says where a head looks, not how much it takes."),
     Aggregation("mean", "mean over heads", r"\bar A^{(\ell)} = \tfrac{1}{H}\sum_h A^{(\ell,h)}", STACKS, "weight",
                 True, _mean, plain="The average of the layer's heads: where the layer as a whole looks."),
     Aggregation("max", "max over heads", r"A^{(\ell)}_{\max} = \max_h A^{(\ell,h)}", STACKS, "weight", False, _max,

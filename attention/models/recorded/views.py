@@ -151,8 +151,9 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
     rows, cols = _labels(att, "query", stack), _labels(att, "key", stack)
     mask = att.attention_stack(stack).mask_of(layer)
     kind = att.layer_kind(layer) if stack == "self" else ""
-    title = f"Layer {layer + 1}" + (f" ({kind})" if kind else "") + ", " + (f"head {head + 1}" if how == "head"
-                                                                          else agg.label)
+    one = agg is not None and agg.per_head
+    title = f"Layer {layer + 1}" + (f" ({kind})" if kind else "") + ", " + (
+        (f"head {head + 1}" + ("" if how == "head" else ", weighted norms")) if one else agg.label)
     grouping = reading.groups(att) if stack == "self" else None
     gone = None
     if stack == "self" and (hide_special or reading.without_sinks or grouping is not None):
@@ -160,10 +161,10 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
         n = len(rows)
         keep = ~att.special if hide_special and (~att.special).any() else np.ones(n, bool)
         if reading.without_sinks:
-            gone = att.head_sinks(layer, head if how == "head" else None) & keep
+            gone = att.head_sinks(layer, head if one else None) & keep
             matrix = without_keys(matrix, gone) if agg.rows_sum_to_one else np.where(gone[None, :], 0.0, matrix)
             mask = (np.ones((n, n), bool) if mask is None else mask) & ~gone[None, :]
-            title += ", without its sinks" if how == "head" else ", without the layer's sinks"
+            title += ", without its sinks" if one else ", without the layer's sinks"
         matrix = drop_tokens(matrix, keep, renormalise=agg.rows_sum_to_one and hide_special)
         mask = None if mask is None else mask[np.ix_(keep, keep)]
         rows = cols = tuple(t for t, k in zip(rows, keep, strict=True) if k)

@@ -1,0 +1,168 @@
+"""What a weight does not say (issue 74): how much each key token contributes to a query's output, by published
+measures beside the attention weight α, from what attend() recorded (q, k, v, W_O, the residual stream).
+
+    value_norms(att, layer)               (H, m)        ||f_h(x_j)||, f_h(x_j) = v_j^h W_O^h (v has its bias)
+    weighted_value_norms(att, layer)      (H, n, m)     ||α_ij^h f_h(x_j)|| = α_ij^h ||f_h(x_j)||
+                                                        (Kobayashi et al. 2020, "Attention is Not Only a Weight",
+                                                        arXiv 2004.10102); attention.models.aggregate's "norm" is
+                                                        the norm of the sum over heads
+    first_token_shares(att)               (L, H) twice  each head's share of weight and of weighted norm on the first
+                                                        token (the sink), averaged over queries
+    alti(loaded, att)                     Alti          ALTI (Ferrando et al. 2022, arXiv 2203.04212): each layer's
+                                                        token-to-token contributions through the residual (and a
+                                                        post-norm block's LayerNorm), and their product over layers
+
+ALTI, as the paper defines it: the attention block's output for token i is a sum over input tokens j of
+T_i(x_j) = Σ_h α_ij^h f_h(x_j) + [i = j] x_i (the residual), a post-norm block's LayerNorm decomposed over that
+sum (each term centred and scaled by the sum's σ, times γ); c_ij ∝ max(0, ||y_i||₁ − ||y_i − T_i(x_j)||₁) with
+y_i = Σ_j T_i(x_j), each row normalised to 1; across layers the rows are composed as attention rollout composes
+weights (C^(l) ... C^(1)). Choices: biases (b_O, the LayerNorm's β) are left out of y_i and of every T_i, as
+constants no token owns (the LayerNorm's σ, one number per row, cancels when the row is normalised); a pre-norm
+block's value path reads its own norm of x_j, so T_i(x_j) stays a function of x_j alone and no norm is decomposed.
+Families whose attention output is normalised before the residual (Gemma 2 and 3, OLMo-2) and those without a
+known W_O are refused with the reason. Value zeroing (Mohebbi et al. 2023) needs a forward pass per token and
+layer: not computed here.
+
+Shapes: L layers, H heads, n queries, m keys (n = m), D model size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attention.models.forward.attention_stack import NOT_CAPTURED
+from attention.models.forward.model import LoadedModel
+from attention.models.forward.model_attention import ModelAttention
+
+MAX_TOKENS = 1024  # ALTI holds n x n x D per layer; the weighted norms n x n per head
+
+
+def _transformed(att: ModelAttention, layer: int) -> torch.Tensor:
+    """(H, m, D): f_h(x_j) = v_j^h W_O^h for every head and key, float32 (KV heads repeated for their queries)."""
+    s = att.self_attn
+    _transformed_check(att)
+    n_heads, n_kv, d = s.n_heads, s.v.shape[1], s.v.shape[-1]
+    w_o = torch.from_numpy(np.ascontiguousarray(s.w_o[layer], dtype=np.float32)).reshape(n_heads, d, -1)  # (H, d, D)
+    v = torch.from_numpy(np.repeat(s.v[layer], n_heads // n_kv, axis=0).astype(np.float32))  # (H, m, d)
+    return torch.einsum("hjd,hdD->hjD", v, w_o)
+
+
+def value_norms(att: ModelAttention, layer: int) -> np.ndarray:
+    """(H, m): ||v_j^h W_O^h||, what head h would hand over from key j with all of its weight: through the d x d
+    Gram matrix W_O^h W_O^h^T (||v W||² = v (W W^T) v^T), without making the (H, m, D) vectors."""
+    s = att.self_attn
+    _transformed_check(att)
+    n_heads, n_kv, d = s.n_heads, s.v.shape[1], s.v.shape[-1]
+    gram = _gram(s.w_o[layer], n_heads, d)  # (H, d, d)
+    v = torch.from_numpy(np.asarray(s.v[layer], dtype=np.float32)).repeat_interleave(n_heads // n_kv, dim=0)
+    squared = ((v @ gram) * v).sum(-1)  # (H, m)
+    return squared.clamp_min(0).sqrt().numpy()
+
+
+_GRAMS: dict[int, tuple[np.ndarray, torch.Tensor]] = {}  # id(a layer's W_O array) -> (the array, its heads' Grams)
+
+
+def _gram(w_o: np.ndarray, n_heads: int, d: int) -> torch.Tensor:
+    """(H, d, d): W_O^h W_O^h^T of one layer, made once per W_O array (a model's weights do not change)."""
+    kept = _GRAMS.get(id(w_o))
+    if kept is not None and kept[0] is w_o:
+        return kept[1]
+    w = torch.from_numpy(np.ascontiguousarray(w_o, dtype=np.float32)).reshape(n_heads, d, -1)  # (H, d, D)
+    gram = w @ w.transpose(1, 2)
+    if len(_GRAMS) > 512:  # a few models' layers
+        _GRAMS.clear()
+    _GRAMS[id(w_o)] = (w_o, gram)
+    return gram
+
+
+def _transformed_check(att: ModelAttention) -> None:
+    s = att.self_attn
+    if not s.captured:
+        raise ValueError(f"value norms need each head's values: {NOT_CAPTURED}")
+    if s.w_o is None:
+        raise ValueError("this model's output projection W_O is not known (this app has no entry for its family's "
+                         "parts), so what each head hands over cannot be measured")
+
+
+def weighted_value_norms(att: ModelAttention, layer: int) -> np.ndarray:
+    """(H, n, m): ||α_ij^h v_j^h W_O^h|| = α_ij^h ||v_j^h W_O^h|| (Kobayashi et al. 2020), every head of one layer."""
+    s = att.self_attn
+    if s.n_queries > MAX_TOKENS:
+        raise ValueError(f"weighted norms are computed for up to {MAX_TOKENS:,} tokens here; this text has "
+                         f"{s.n_queries:,}")
+    alpha = s.layer_weights(layer).cpu().float().numpy()  # (H, n, m)
+    return alpha * value_norms(att, layer)[:, None, :]
+
+
+def first_token_shares(att: ModelAttention) -> tuple[np.ndarray, np.ndarray]:
+    """((L, H) weight share, (L, H) norm share): for each head, the first token's share of each query's weights
+    and of its weighted norms (α_i0 ||f(x_0)|| / Σ_j α_ij ||f(x_j)||), averaged over the queries. Where the two
+    part most (a large weight, a small norm) the head parks weight it does not use."""
+    s = att.self_attn
+    weight, norm = np.zeros((s.n_layers, s.n_heads)), np.zeros((s.n_layers, s.n_heads))
+    for layer in range(s.n_layers):
+        w = weighted_value_norms(att, layer)  # (H, n, m)
+        alpha = s.layer_weights(layer).cpu().float().numpy()
+        weight[layer] = alpha[..., 0].mean(-1)
+        norm[layer] = (w[..., 0] / np.maximum(w.sum(-1), 1e-30)).mean(-1)
+    return weight, norm
+
+
+def head_shares(att: ModelAttention, layer: int, head: int, keys: np.ndarray) -> tuple[float, float]:
+    """(weight share, norm share) of the keys `keys` ((m,) bool: a head's sinks, the first token) in one head,
+    averaged over queries: Σ_{j in keys} α_ij and Σ_{j in keys} α_ij ||f(x_j)|| / Σ_j α_ij ||f(x_j)||."""
+    s = att.self_attn
+    if s.n_queries > MAX_TOKENS:
+        raise ValueError(f"weighted norms are computed for up to {MAX_TOKENS:,} tokens here")
+    alpha = s.head_weights(layer, head)  # (n, m)
+    w = alpha * value_norms(att, layer)[head][None, :]
+    return float(alpha[:, keys].sum(-1).mean()), float((w[:, keys].sum(-1) / np.maximum(w.sum(-1), 1e-30)).mean())
+
+
+@dataclass(frozen=True)
+class Alti:
+    """ALTI's contributions (module docstring): `layers` (L, n, n), row i of layer l how much each input token of
+    that layer makes token i's output there (rows sum to 1); `rolled` (L, n, n), the same composed from the
+    embeddings up to layer l."""
+
+    layers: np.ndarray
+    rolled: np.ndarray
+
+
+def alti(loaded: LoadedModel, att: ModelAttention) -> Alti:
+    """ALTI on one result of `loaded` (attend(loaded, text)): each layer's contributions and their composition."""
+    parts = loaded.anatomy
+    family, kind = parts.family, parts.model_type
+    post = not family.linear_heads and not isinstance(family.qk, str) and family.qk.residual == "post"
+    if not (family.linear_heads or post):
+        raise ValueError(f"ALTI is computed here for blocks that add each head's write to the residual stream as it "
+                         f"is (pre-norm) or normalise the sum with a LayerNorm (BERT-like); {kind} normalises "
+                         "attention's output before the residual, which is not decomposed here yet")
+    n = att.self_attn.n_queries
+    if n > MAX_TOKENS:
+        raise ValueError(f"ALTI is computed for up to {MAX_TOKENS:,} tokens here; this text has {n:,}")
+    layers = []
+    for layer in range(att.n_layers):
+        alpha = torch.from_numpy(att.self_attn.layer_weights(layer).cpu().float().numpy())  # (H, n, n)
+        terms = torch.einsum("hij,hjD->ijD", alpha, _transformed(att, layer))  # (n, n, D): Σ_h α f_h(x_j)
+        x = torch.from_numpy(np.asarray(att.hidden[layer], dtype=np.float32))  # (n, D): the block's input
+        terms[torch.arange(n), torch.arange(n)] += x  # the residual: token i keeps its own x_i
+        if post:  # LN(Σ_j T_i(x_j) + b_O): each term centred and scaled by the LayerNorm's own σ, times γ
+            norm = parts.blocks[layer].get_submodule(family.qk.post_norms[0])
+            bias = getattr(parts.outputs[layer], "bias", None)
+            total = terms.sum(1) + (0 if bias is None else bias.detach().float().cpu())  # (n, D): what it normalises
+            sigma = torch.sqrt(total.var(-1, unbiased=False) + norm.eps)  # (n,)
+            gamma = norm.weight.detach().float().cpu()
+            terms = gamma * (terms - terms.mean(-1, keepdim=True)) / sigma[:, None, None]
+        y = terms.sum(1, keepdim=True)  # (n, 1, D)
+        c = torch.clamp(y.abs().sum(-1) - (y - terms).abs().sum(-1), min=0)  # (n, n)
+        layers.append((c / c.sum(-1, keepdim=True).clamp_min(1e-30)).numpy())
+    layers = np.stack(layers)
+    rolled, acc = np.empty_like(layers), np.eye(n)
+    for layer in range(len(layers)):
+        acc = layers[layer] @ acc
+        rolled[layer] = acc
+    return Alti(layers, rolled)
