@@ -27,21 +27,9 @@ def _plain_passes(loaded) -> float:
     """Seconds for the network's own forward passes over the census's inputs (module docstring)."""
     import torch
 
-    from attention.models import to_tokens
-    from attention.models.analyses.census import BATCH, REPEAT, SEED, SINK_TEXTS, SINK_TOKENS
-    from attention.models.analyses.census_probes import (
-        NAMES,
-        ORDINALS,
-        repeated_tokens,
-        single_tokens,
-        sink_texts,
-    )
+    from attention.models import probe_inputs
 
-    ids, _ = repeated_tokens(loaded, REPEAT, BATCH, SEED)
-    singles = [*single_tokens(loaded, NAMES).values(),
-               *(i for words in ORDINALS.values() for i in single_tokens(loaded, words).values())]
-    inputs = [ids, ids[:1], *(to_tokens(loaded, t)[:, :SINK_TOKENS] for t in sink_texts(SINK_TEXTS)),
-              torch.tensor(singles)[:, None]]
+    inputs = probe_inputs(loaded)
     start = time.perf_counter()
     with torch.no_grad():
         for x in inputs:

@@ -1,6 +1,5 @@
 """Model heads: every layer x head of a real model on your sentence, one head zoomed, one token followed."""
 
-import numpy as np
 import streamlit as st
 
 from attention import figures
@@ -13,9 +12,9 @@ from attention.models import (
     ModelAttention,
     file_stem,
     head_name,
-    head_shares,
     line_view,
     model_questions_for,
+    parked_weight,
     shown_tokens,
     survey,
     token_focus,
@@ -165,18 +164,13 @@ def zoom_section(att: ModelAttention, name, reading):
 
 
 def weight_not_norm(att: ModelAttention, layer: int, head: int) -> str:
-    """Where this head's weight and what it takes part most (its sinks: large weight, small norm), a sentence; ""
-    when they agree or the norms cannot be measured here."""
-    sinks = att.head_sinks(layer, head)
-    keys = sinks if sinks.any() else np.arange(len(att.tokens)) == 0  # else the first token
-    try:
-        weight, norm = head_shares(att, layer, head, keys)
-    except ValueError:
+    """Where this head parks weight it does not use (attention.models.parked_weight), a sentence; "" otherwise."""
+    parked = parked_weight(att, layer, head)
+    if parked is None:
         return ""
-    if weight < 0.3 or norm > weight / 2:
-        return ""
-    named = ", ".join(f"“{md(att.tokens[j])}”" for j in np.nonzero(keys)[0][:3])
-    they = "they make" if keys.sum() > 1 else "it makes"
+    tokens, weight, norm = parked
+    named = ", ".join(f"“{md(token)}”" for token in tokens[:3])
+    they = "they make" if len(tokens) > 1 else "it makes"
     return (f"This head puts {weight:.0%} of its weight on {named}, yet {they} only {norm:.0%} of what the head "
             "hands over (its weighted norms, Kobayashi et al. 2020): weight it parks there, not what it reads. Show "
             "“one head, weighted norms” to see the rest.")

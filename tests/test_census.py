@@ -80,7 +80,7 @@ def test_detect_head_is_transformer_lens_formula_on_transformers_own_attentions(
         detect_head(ours, ids, torch.ones(ids.shape[1], ids.shape[1]))
 
 
-def test_prefix_matching_and_the_first_tokens_share_on_transformers_own_attentions(llama):
+def test_prefix_matching_and_the_first_tokens_share_on_transformers_own_attentions(llama, tok):
     ours, reference = llama
     repeat, batch = 8, 3
     ids, first = repeated_tokens(ours, repeat, batch, seed=0)
@@ -88,13 +88,15 @@ def test_prefix_matching_and_the_first_tokens_share_on_transformers_own_attentio
     q = np.arange(first + repeat, first + 2 * repeat)
     expected = own[..., q, q - repeat + 1].mean(-1).mean(1).numpy()  # per query, then per row
     assert_float32_close(scores.prefix_matching(ours, repeat=repeat, batch=batch, seed=0), expected, terms=repeat)
-    texts = ["the river bank was steep and the bank was closed", "a cat sat on the mat"]
-    alpha, entropy = scores.first_token_share(ours, texts, tokens=6)
-    from attention.models import to_tokens
-    rows = [own_attentions(reference, to_tokens(ours, t)[:, :6])[:, 0] for t in texts]  # (L, H, n, n) each
-    assert_float32_close(alpha, np.mean([r[..., 0].mean(-1).numpy() for r in rows], axis=0), terms=6)
+    from attention.models.analyses.census_probes import sink_sequences
+
+    sequences = sink_sequences(ours, 3, 12)  # [CLS] ... [SEP], 12 tokens each
+    assert sequences.shape == (3, 12) and (sequences[:, 0] == tok.cls_token_id).all()
+    alpha, entropy = scores.first_token_share(ours, sequences)
+    rows = [own_attentions(reference, row[None])[:, 0] for row in sequences]  # (L, H, n, n) each
+    assert_float32_close(alpha, np.mean([r[..., 0].mean(-1).numpy() for r in rows], axis=0), terms=12)
     h = [-(r * r.clamp_min(1e-30).log()).sum(-1).mean(-1).numpy() for r in rows]
-    assert_float32_close(entropy, np.mean(h, axis=0), terms=6, magnitude=np.log(6))
+    assert_float32_close(entropy, np.mean(h, axis=0), terms=12, magnitude=np.log(12))
 
 
 def test_heads_made_a_kind_by_hand_score_1_and_a_uniform_head_what_the_formula_says(llama):
@@ -120,7 +122,7 @@ def test_heads_made_a_kind_by_hand_score_1_and_a_uniform_head_what_the_formula_s
     with hooks(ours, [("blocks.1.attn.hook_pattern", made)]):
         previous = detect_head(ours, ids, "previous_token_head", exclude_bos=True)
         induction = scores.prefix_matching(ours, repeat=repeat, batch=1, seed=0)
-        alpha, _ = scores.first_token_share(ours, ["the river bank was steep and the bank was closed"], tokens=n)
+        alpha, _ = scores.first_token_share(ours, ids)
     assert previous[1, 0] == 1.0 and induction[1, 2] == 1.0 and alpha[1, 3] == 1.0
     i = torch.arange(n, dtype=torch.float64)
     kept = (i / (i + 1)).sum()  # the uniform head's weight off the first column
@@ -194,6 +196,7 @@ def test_the_page_maps_every_head_boxes_those_above_the_threshold_and_says_what_
     passed = int((shown.values > 0.4).sum())  # prefix matching, threshold 0.4
     assert shown.title.startswith(f"prefix matching: {passed} of {L * H} heads above 0.4") and \
         len(shown.lines) == 4 * passed
+    assert canvas(at, "census.probe_pattern").values.shape == (101, 101)  # the open head on the probe's row
     assert len(at.dataframe[0].value) == L * H  # every head in the sortable table
     assert any("no unembedding" in c.value for c in at.caption)  # the OV scores: said why not
     at.segmented_control(key="census.metric").set_value("sink").run()

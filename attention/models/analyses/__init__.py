@@ -77,7 +77,18 @@ from attention.models.analyses.cache_tools import (
     logit_constant,
     stack_head_results,
 )
-from attention.models.analyses.census import CENSUS_METRICS, Census, Metric, census_report, head_census, metrics_table
+from attention.models.analyses.census import (
+    CENSUS_METRICS,
+    Census,
+    Metric,
+    census_document,
+    census_report,
+    head_census,
+    metrics_table,
+    probe_inputs,
+    probe_result,
+    top_heads,
+)
 from attention.models.analyses.census_scores import (
     copying,
     detect_head,
@@ -185,8 +196,9 @@ __all__ = [
     # TransformerLens's weight views (weight_views)
     "FactoredMatrix", "Weights", "weights",
     # the literature's heads, each scored as its paper scores it (census, census_scores, census_probes)
-    "CENSUS_METRICS", "Census", "Metric", "census_report", "head_census", "metrics_table", "copying", "detect_head",
-    "first_token_share", "name_copy", "prefix_matching", "succession",
+    "CENSUS_METRICS", "Census", "Metric", "census_document", "census_report", "head_census", "metrics_table",
+    "probe_inputs", "probe_result", "top_heads", "copying", "detect_head", "first_token_share", "name_copy",
+    "prefix_matching", "succession",
     # TransformerLens's cache tools on a run_with_cache cache (cache_tools)
     "accumulated_resid", "apply_ln_to_stack", "decompose_resid", "logit_attrs", "logit_constant", "stack_head_results",
 ]

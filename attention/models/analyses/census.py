@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attention.models.analyses import census_scores as scores
-from attention.models.analyses.census_probes import NAMES, ORDINALS, single_tokens, sink_texts
+from attention.models.analyses.census_probes import NAMES, ORDINALS, single_tokens, sink_sequences
 from attention.models.analyses.weight_views import weights
 from attention.models.forward.model import LoadedModel, Progress
 
 REPEAT, BATCH, SEED = 50, 10, 0  # the repeated-token probe: R tokens twice, B rows (ARENA's and TL's demos' sizes)
-SINK_TEXTS, SINK_TOKENS = 20, 64  # Gu et al.'s α: texts of the bundled corpus, each cut to this many tokens
+SINK_SEQUENCES, SINK_TOKENS = 20, 64  # Gu et al.'s α: sequences of the bundled corpus, each exactly this long
+# detect_head divides by every row of the probe, and only the second repeat's R rows can score on the duplicate and
+# induction patterns: ARENA's 0.4 on those rows is 0.4 x R / (2R + 1) of detect_head's ratio (a probe with BOS)
+SECOND_HALF = REPEAT / (2 * REPEAT + 1)
 
 
 @dataclass(frozen=True)
@@ -45,14 +48,16 @@ class Metric:
 CENSUS_METRICS = (
     Metric("previous_token", "previous-token", "TransformerLens 3.9 detect_head (Nanda et al.)",
            "detect_head(model, probe, \"previous_token_head\", error_measure=\"mul\"): the share of each head's "
-           "weight on the token before", "the repeated-token probe's first row, BOS first (TL's to_tokens)", 0.4,
+           "weight on the token before", "the repeated-token probe's first row, the tokenizer's BOS token first "
+           "(SmolLM2: <|im_start|>, which its tokenizer does not add to a text)", 0.4,
            "ARENA's exercises (TL gives none)", "exclude_bos and exclude_current_token False (TL's defaults)"),
     Metric("duplicate_token", "duplicate-token", "TransformerLens 3.9 detect_head",
            "detect_head(..., \"duplicate_token_head\"): the share on earlier copies of the same token",
-           "as previous_token", 0.4, "ARENA's exercises (TL gives none)"),
+           "as previous_token", round(0.4 * SECOND_HALF, 3), f"ARENA's 0.4 on the second repeat's rows, which are "
+           f"{REPEAT} of the probe's {2 * REPEAT + 1}: detect_head's ratio counts every row"),
     Metric("induction", "induction", "TransformerLens 3.9 detect_head",
            "detect_head(..., \"induction_head\"): the share on the token after an earlier copy", "as previous_token",
-           0.4, "ARENA's exercises (TL gives none)"),
+           round(0.4 * SECOND_HALF, 3), "as duplicate_token: ARENA's 0.4 on the second repeat's rows"),
     Metric("prefix_matching", "induction", "Olsson et al. 2022, In-context learning and induction heads, "
            "arXiv 2209.11895", "mean weight of a second-repeat token i on i − R + 1", f"{BATCH} rows of BOS + "
            f"{REPEAT} random tokens twice (seed {SEED})", 0.4, "our choice: the paper ranks heads, names no cut",
@@ -62,8 +67,9 @@ CENSUS_METRICS = (
            "the weights alone", 0.5, "our choice: most of the circuit's eigenvalue mass positive",
            "layer norms left out, as Elhage et al. do; E as the embedding module makes it (Gemma's scale)"),
     Metric("sink", "sink", "Gu et al. 2024, When Attention Sink Emerges in Language Models, arXiv 2410.10781",
-           "α: the mean weight on the first token over every query position and text", f"the bundled corpus's "
-           f"first {SINK_TEXTS} texts, {SINK_TOKENS} tokens each", 0.3, "the paper (ε = 0.3)",
+           "α: the mean weight on the first token over every query position and sequence", f"{SINK_SEQUENCES} "
+           f"sequences of exactly {SINK_TOKENS} tokens: the bundled corpus joined and cut, each with the tokenizer's "
+           "own special tokens", 0.3, "the paper (ε = 0.3)",
            "a model without BOS (SmolLM2) has its first word first; Gu et al. find the sink there too"),
     Metric("name_copy", "name mover", "Wang et al. 2022, Interpretability in the Wild (IOI), arXiv 2211.00593",
            "the share of names whose token is in the top 5 logits of ln_final and W_U on the head's OV output",
@@ -107,6 +113,10 @@ class Census:
         """(L, H) bool: the heads above the metric's threshold."""
         return self.scores[key] > BY_KEY[key].threshold
 
+    def passes(self, layer: int, head: int) -> tuple[str, ...]:
+        """The metrics (keys) whose threshold this head passes, in CENSUS_METRICS order."""
+        return tuple(m.key for m in CENSUS_METRICS if m.key in self.scores and self.passed(m.key)[layer, head])
+
     def kinds(self, layer: int, head: int) -> tuple[str, ...]:
         """The kinds (Metric.kind) whose threshold this head passes, each once, in CENSUS_METRICS order."""
         found = [m.kind for m in CENSUS_METRICS if m.key in self.scores and self.passed(m.key)[layer, head]]
@@ -114,13 +124,18 @@ class Census:
 
     def top(self, key: str, count: int = 5) -> list[tuple[int, int, float]]:
         """The `count` highest-scoring heads on `key`: [(layer, head, score)], from 0, best first."""
-        s = self.scores[key]
-        order = np.argsort(-s, axis=None, kind="stable")[:count]
-        return [(int(i) // s.shape[1], int(i) % s.shape[1], float(s.flat[i])) for i in order]
+        return top_heads(self.scores[key], count)
 
     def counts(self) -> dict[str, int]:
         """How many heads pass each scored metric."""
         return {key: int(self.passed(key).sum()) for key in self.scores}
+
+
+def top_heads(scores: np.ndarray, count: int = 5) -> list[tuple[int, int, float]]:
+    """The `count` highest of an (L, H) score: [(layer, head, score)], from 0, best first (layer order on a tie)."""
+    s = np.asarray(scores)
+    order = np.argsort(-s, axis=None, kind="stable")[:count]
+    return [(int(i) // s.shape[1], int(i) % s.shape[1], float(s.flat[i])) for i in order]
 
 
 def head_census(loaded: LoadedModel, *, progress: Progress | None = None) -> Census:
@@ -136,8 +151,9 @@ def head_census(loaded: LoadedModel, *, progress: Progress | None = None) -> Cen
                       ("induction", "induction_head")):
         out[key] = scores.detect_head(loaded, row, name, cache=seen)  # the row has its BOS already
     out["prefix_matching"] = scores.prefix_matching(loaded, repeat=REPEAT, batch=BATCH, seed=SEED)
-    say(0.3, "The first token's share on the corpus's texts (Gu et al.)…")
-    out["sink"], out["entropy"] = scores.first_token_share(loaded, sink_texts(SINK_TEXTS), SINK_TOKENS)
+    say(0.3, "The first token's share on the corpus's sequences (Gu et al.)…")
+    sinks = sink_sequences(loaded, SINK_SEQUENCES, SINK_TOKENS)
+    out["sink"], out["entropy"] = scores.first_token_share(loaded, sinks)
     counted = {}
     try:
         w = weights(loaded)
@@ -160,9 +176,11 @@ def head_census(loaded: LoadedModel, *, progress: Progress | None = None) -> Cen
         say(0.85, "OV circuits: ordinal sequences (Gould et al.'s succession score)…")
         out["succession"], counted["ordinal tokens"] = scores.succession(loaded, w)
     say(1.0, "Done.")
-    probes = {"repeated tokens": " ".join(map(str, ids[0].tolist())) + f" (row 1 of {BATCH}; random from "
-              f"position {first})", "names": ", ".join(NAMES), "ordinal sequences": "; ".join(
-              f"{k}: {' '.join(v)}" for k, v in ORDINALS.items())}
+    tok = loaded.tokenizer
+    shown = lambda row: " ".join(repr(tok.decode([i])) for i in row.tolist())  # noqa: E731 - each token alone
+    probes = {f"repeated tokens (row 1 of {BATCH}, ids {ids[0, :4].tolist()}…; random from position {first})":
+              shown(ids[0]), f"sink sequence 1 of {SINK_SEQUENCES}": shown(sinks[0]), "names": ", ".join(NAMES),
+              "ordinal sequences": "; ".join(f"{k}: {' '.join(v)}" for k, v in ORDINALS.items())}
     return Census(loaded.spec.name, out, missing, probes, counted)
 
 
@@ -187,9 +205,42 @@ def census_report(census: Census, top: int = 5) -> list[str]:
              "| metric | kind | heads above the threshold | top heads (score) |", "| --- | --- | --- | --- |"]
     for m in CENSUS_METRICS:
         if m.key in census.scores:
-            best = ", ".join(f"{head_name(layer, head)} {score:.3f}" for layer, head, score in census.top(m.key, top))
+            best = ", ".join(f"{head_name(layer, head)} {score:.3f}" for layer, head, score in census.top(m.key, top)
+                             if score > 0) or "none above 0"
             lines.append(f"| {m.key} | {m.kind} | {counts[m.key]} (> {m.threshold:g}) | {best} |")
     lines += [""] + [f"- not scored: {key}: {why}" for key, why in census.missing.items()]
     if census.counted:
         lines.append("- averaged over: " + ", ".join(f"{n} {what}" for what, n in census.counted.items()))
     return lines
+
+
+def census_document(census: Census) -> str:
+    """One model's census as a Markdown document a reader can trace to the papers: the report, then every
+    metric's paper, definition, probe, threshold and choices (the page's download)."""
+    return "\n".join([f"# The head census of {census.model}", "", "Written by attention.models.head_census: every "
+                      "head scored by each paper's metric on that paper's probe. Heads are named from 1 (L19H7 is "
+                      "layer 19, head 7).", "", *census_report(census), "", "## The metrics", "",
+                      *metrics_table(), ""])
+
+
+def probe_inputs(loaded: LoadedModel) -> list:
+    """The token ids head_census runs the model on ([batch, pos] tensors): the repeated-token rows, the first row
+    again (detect_head's pass), the sink sequences, and the names and ordinal tokens one token each (their
+    effective embeddings). What make bench times the census against, as plain forward passes."""
+    import torch
+
+    ids, _ = scores.repeated_tokens(loaded, REPEAT, BATCH, SEED)
+    singles = [*single_tokens(loaded, NAMES).values(),
+               *(i for words in ORDINALS.values() for i in single_tokens(loaded, words).values())]
+    return [ids, ids[:1], *sink_sequences(loaded, SINK_SEQUENCES, SINK_TOKENS)[:, None],
+            torch.tensor(singles, device=loaded.device)[:, None]]
+
+
+def probe_result(loaded: LoadedModel):
+    """attend() on row 1 of the repeated-token probe: the pattern behind a head's detect_head and prefix-matching
+    scores, to show (its tokens decoded one by one as labels)."""
+    from attention.models.forward.running import attend
+
+    ids, first = scores.repeated_tokens(loaded, REPEAT, BATCH, SEED)
+    return attend(loaded, f"{REPEAT} random tokens, twice (row 1 of the census's probe, seed {SEED})",
+                  ids=ids[0].cpu().numpy())

@@ -5,8 +5,8 @@ stated where it does not (attention.models.analyses.census's METRICS table names
                        a batch of B such rows; tokens uniform over the vocabulary less its special tokens, seeded
     detection patterns TransformerLens 3.9's get_previous_token / duplicate_token / induction_head_detection_pattern,
                        re-written here line for line (transformer_lens/head_detector.py)
-    sink_texts         Gu et al. 2024 average over sequences of the training data; here the bundled corpus's first
-                       texts, each cut to T tokens
+    sink_sequences     Gu et al. 2024 average over sequences of T tokens of the training data; here consecutive
+                       windows of the bundled corpus, each exactly T tokens with the tokenizer's own special tokens
     names, ordinals    single-token names (Wang et al. 2022's IOI names and more) and ordinal sequences (Gould et
                        al. 2023: numbers, number words, days, months, letters), kept where the tokenizer has each as
                        one token after a space
@@ -87,11 +87,31 @@ DETECTION_PATTERNS = {"previous_token_head": previous_token_pattern, "duplicate_
                       "induction_head": induction_pattern}
 
 
-def sink_texts(count: int) -> list[str]:
-    """The bundled corpus's first `count` texts (Gu et al.'s sequences of training data stand-in)."""
+def sink_sequences(loaded: LoadedModel, count: int, length: int) -> torch.Tensor:
+    """(count, length) ids: Gu et al. 2024 average α over sequences of `length` tokens of the training data; here the
+    bundled corpus's texts, joined with spaces and cut into consecutive windows, each given the special tokens the
+    tokenizer adds to a text (BOS, or [CLS] ... [SEP]) so that every sequence is exactly `length` long."""
     from attention.models.analyses.corpus import default_corpus
 
-    return list(default_corpus().texts[:count])
+    tok = loaded.tokenizer
+    prefix, suffix = special_ends(tok)
+    stream = tok(" ".join(default_corpus().texts), add_special_tokens=False)["input_ids"]
+    size = length - len(prefix) - len(suffix)
+    if len(stream) < count * size:
+        raise ValueError(f"the bundled corpus has {len(stream):,} tokens here, fewer than {count} x {size}")
+    rows = [prefix + stream[i * size:(i + 1) * size] + suffix for i in range(count)]
+    return torch.tensor(rows, dtype=torch.long, device=loaded.device)
+
+
+def special_ends(tok) -> tuple[list[int], list[int]]:
+    """The special tokens the tokenizer puts before and after a text's own ([BOS], or [CLS] and [SEP]): read
+    from how it tokenizes one word with and without them."""
+    with_them = tok("x")["input_ids"]
+    own = tok("x", add_special_tokens=False)["input_ids"]
+    for k in range(len(with_them) - len(own) + 1):
+        if with_them[k:k + len(own)] == own:
+            return with_them[:k], with_them[k + len(own):]
+    return [], []
 
 
 def single_tokens(loaded: LoadedModel, words) -> dict[str, int]:

@@ -112,17 +112,16 @@ def copying(w: Weights, embedding: torch.Tensor) -> np.ndarray:
     return (eig.real.sum(-1) / eig.abs().sum(-1)).numpy()
 
 
-def first_token_share(loaded: LoadedModel, texts: list[str], tokens: int) -> tuple[np.ndarray, np.ndarray]:
+def first_token_share(loaded: LoadedModel, ids: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """(α, entropy): Gu et al. 2024's α, each head's weight on the first token averaged over every query position
-    and text (the first query, which sees only itself, included, as their mean over t = 1..T), and each head's
-    mean entropy over queries in nats, on each text cut to `tokens` tokens. (L, H) each."""
+    and sequence (the first query, which sees only itself, included, as their mean over t = 1..T), and each head's
+    mean entropy over queries in nats, on `ids` (batch, T), one sequence at a time. (L, H) each."""
     alpha, entropy = 0.0, 0.0
-    for text in texts:
-        ids = to_tokens(loaded, text)[:, :tokens]
-        p = patterns_of(loaded, ids)[:, 0]  # (L, H, n, n)
+    for row in ids:
+        p = patterns_of(loaded, row[None])[:, 0]  # (L, H, n, n)
         alpha = alpha + p[..., 0].mean(-1)
         entropy = entropy - torch.where(p > 0, p * p.clamp_min(1e-30).log(), 0.0).sum(-1).mean(-1)
-    return (alpha / len(texts)).numpy(), (entropy / len(texts)).numpy()
+    return (alpha / len(ids)).numpy(), (entropy / len(ids)).numpy()
 
 
 def effective_embedding(loaded: LoadedModel, ids: list[int]) -> torch.Tensor:

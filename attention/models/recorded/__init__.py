@@ -48,6 +48,7 @@ from attention.models.recorded.contributions import (
     alti,
     first_token_shares,
     head_shares,
+    parked_weight,
     value_norms,
     weighted_value_norms,
 )
@@ -89,5 +90,5 @@ __all__ = [
     "HIGH_NORM_FACTOR", "ROLLOUT_RESIDUAL", "PatchLooks", "attention_rollout", "heads_looking", "high_norm_tokens",
     "patch_looks", "rollout", "token_norms",
     # what a weight does not say (contributions): Kobayashi's weighted norms, the sink by weight and by norm, ALTI
-    "Alti", "alti", "first_token_shares", "head_shares", "value_norms", "weighted_value_norms",
+    "Alti", "alti", "first_token_shares", "head_shares", "parked_weight", "value_norms", "weighted_value_norms",
 ]

@@ -36,8 +36,10 @@ import torch
 from attention.models.forward.attention_stack import NOT_CAPTURED
 from attention.models.forward.model import LoadedModel
 from attention.models.forward.model_attention import ModelAttention
+from attention.models.forward.recompute import row_chunks
 
-MAX_TOKENS = 1024  # ALTI holds n x n x D per layer; the weighted norms n x n per head
+MAX_TOKENS = 1024  # ALTI's n x n per layer (made a chunk of rows at a time); the weighted norms n x n per head
+ALTI_ROWS = 16  # query rows per chunk: (16, n, D) floats at a time
 
 
 def _transformed(att: ModelAttention, layer: int) -> torch.Tensor:
@@ -122,6 +124,22 @@ def head_shares(att: ModelAttention, layer: int, head: int, keys: np.ndarray) ->
     return float(alpha[:, keys].sum(-1).mean()), float((w[:, keys].sum(-1) / np.maximum(w.sum(-1), 1e-30)).mean())
 
 
+def parked_weight(att: ModelAttention, layer: int, head: int, *, least: float = 0.3) -> tuple[tuple[str, ...], float,
+                                                                                           float] | None:
+    """Where a head's weight and what it takes part most: (its sink tokens, or the first token where it has none;
+    their weight share; their norm share) when the weight share is at least `least` and the norm share under half
+    of it (a head parking weight it does not use), else None; None too where the norms cannot be measured."""
+    sinks = att.head_sinks(layer, head)
+    keys = sinks if sinks.any() else np.arange(len(att.tokens)) == 0
+    try:
+        weight, norm = head_shares(att, layer, head, keys)
+    except ValueError:
+        return None
+    if weight < least or norm > weight / 2:
+        return None
+    return tuple(att.tokens[j] for j in np.nonzero(keys)[0]), weight, norm
+
+
 @dataclass(frozen=True)
 class Alti:
     """ALTI's contributions (module docstring): `layers` (L, n, n), row i of layer l how much each input token of
@@ -146,20 +164,26 @@ def alti(loaded: LoadedModel, att: ModelAttention) -> Alti:
         raise ValueError(f"ALTI is computed for up to {MAX_TOKENS:,} tokens here; this text has {n:,}")
     layers = []
     for layer in range(att.n_layers):
-        alpha = torch.from_numpy(att.self_attn.layer_weights(layer).cpu().float().numpy())  # (H, n, n)
-        terms = torch.einsum("hij,hjD->ijD", alpha, _transformed(att, layer))  # (n, n, D): Σ_h α f_h(x_j)
+        f = _transformed(att, layer)  # (H, n, D)
         x = torch.from_numpy(np.asarray(att.hidden[layer], dtype=np.float32))  # (n, D): the block's input
-        terms[torch.arange(n), torch.arange(n)] += x  # the residual: token i keeps its own x_i
-        if post:  # LN(Σ_j T_i(x_j) + b_O): each term centred and scaled by the LayerNorm's own σ, times γ
-            norm = parts.blocks[layer].get_submodule(family.qk.post_norms[0])
-            bias = getattr(parts.outputs[layer], "bias", None)
-            total = terms.sum(1) + (0 if bias is None else bias.detach().float().cpu())  # (n, D): what it normalises
-            sigma = torch.sqrt(total.var(-1, unbiased=False) + norm.eps)  # (n,)
-            gamma = norm.weight.detach().float().cpu()
-            terms = gamma * (terms - terms.mean(-1, keepdim=True)) / sigma[:, None, None]
-        y = terms.sum(1, keepdim=True)  # (n, 1, D)
-        c = torch.clamp(y.abs().sum(-1) - (y - terms).abs().sum(-1), min=0)  # (n, n)
-        layers.append((c / c.sum(-1, keepdim=True).clamp_min(1e-30)).numpy())
+        norm = parts.blocks[layer].get_submodule(family.qk.post_norms[0]) if post else None
+        bias = getattr(parts.outputs[layer], "bias", None) if post else None
+        c = np.zeros((n, n), np.float32)
+        for rows in row_chunks(n, ALTI_ROWS):  # a chunk of queries at a time: (r, keys, D), not (n, n, D)
+            keys = att.self_attn.keys_seen(rows)  # a causal query reads no later key
+            alpha = att.self_attn.layer_weights(layer, rows=rows, keys=keys).cpu().float()  # (H, r, keys)
+            terms = torch.einsum("hij,hjD->ijD", alpha, f[:, :keys])  # (r, keys, D): Σ_h α f_h(x_j)
+            own = torch.arange(rows.start, rows.stop)
+            terms[own - rows.start, own] += x[own]  # the residual: token i keeps its own x_i
+            if post:  # LN(Σ_j T_i(x_j) + b_O): each term centred and scaled by the LayerNorm's σ, times γ
+                total = terms.sum(1) + (0 if bias is None else bias.detach().float().cpu())  # what it normalises
+                sigma = torch.sqrt(total.var(-1, unbiased=False) + norm.eps)  # (r,)
+                terms = norm.weight.detach().float().cpu() * (terms - terms.mean(-1, keepdim=True)) / sigma[:, None,
+                                                                                                              None]
+            y = terms.sum(1, keepdim=True)  # (r, 1, D)
+            part = torch.clamp(y.abs().sum(-1) - (y - terms).abs().sum(-1), min=0)  # (r, keys)
+            c[rows, :keys] = (part / part.sum(-1, keepdim=True).clamp_min(1e-30)).numpy()
+        layers.append(c)
     layers = np.stack(layers)
     rolled, acc = np.empty_like(layers), np.eye(n)
     for layer in range(len(layers)):
