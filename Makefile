@@ -79,7 +79,7 @@ bench: install-dev browser nginx postgres $(VENV)/.installed-bench
 # random journeys between the pages in AppTest (tests/test_journeys.py; make test walks 8 fixed ones), and 8
 # browser sessions at once for 10 interactions each (tests/test_load.py; make test runs 4 x 6), and a hand on every
 # control of every page for HANDS seeds of 6 actions a page, model pickers included (tests/test_hands.py; make test
-# walks one seed of 2). Not in make test.
+# walks one seed of 1). Not in make test.
 JOURNEYS ?= 60
 HANDS ?= 12
 soak: install-dev browser nginx postgres

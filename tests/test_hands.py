@@ -7,7 +7,8 @@
 - A failure reaches the visitor as words and a reference, never a traceback or a server path (pages/_failure.py).
 - A control's setting holds when the reader leaves its page through the sidebar and comes back (pages/_kept.py).
 - A seeded random walk over every page (tests/hands.py): HANDS_SEEDS seeds (default one) of HANDS_ACTIONS
-  actions a page (default 2); make soak walks 12 seeds of 6, model pickers included (HANDS_MODELS=1).
+  actions a page (default 1, for the suite's 12 minutes); make soak walks 12 seeds of 6, model pickers included
+  (HANDS_MODELS=1).
 
 One server and one browser for the module.
 """
@@ -28,7 +29,7 @@ from tests.harness import open_whole, page_url, wait_idle
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SEEDS = [int(s) for s in os.environ.get("HANDS_SEEDS", "1").split(",")]
-ACTIONS = int(os.environ.get("HANDS_ACTIONS", "2"))
+ACTIONS = int(os.environ.get("HANDS_ACTIONS", "1"))  # make test: one a page (the suite's budget); make soak six
 MODELS = os.environ.get("HANDS_MODELS", "0") == "1"  # model and precision pickers too (a model load a pick)
 PAGES = [""] + [e.path.split("/")[-1][:-3] for entries in SECTIONS.values() for e in entries]
 FOCUSED = """() => { let a = document.activeElement;
