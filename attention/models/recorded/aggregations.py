@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attention.models.forward.attention_stack import NOT_CAPTURED, AttentionStack
+from attention.models.forward.attention_stack import AttentionStack
 from attention.models.forward.model_attention import STACKS, ModelAttention
 from attention.models.forward.recompute import block_max, chunk_rows, row_chunks
+from attention.models.recorded.contributions import transformed, value_norms
 
 ROLLOUT_RESIDUAL = 0.5  # the share of the skip connection in attention rollout (Abnar & Zuidema 2020)
 
@@ -78,17 +79,9 @@ def norm_weights(att: ModelAttention, layer: int, head: int | None = None) -> np
     Shapes: -> (n, n). ValueError when the model's W_O was not found.
     """
     s = att.self_attn
-    if not s.captured:
-        raise ValueError(f"norm-based weights need each head's values: {NOT_CAPTURED}")
-    if s.w_o is None:
-        raise ValueError("this model's output projection W_O is not known (this app has no entry for its family's "
-                         "parts), so norm-based weights are unavailable")
-    n_heads, n_kv, d = s.n_heads, s.v.shape[1], s.v.shape[-1]
-    w_o = torch.from_numpy(np.ascontiguousarray(s.w_o[layer], dtype=np.float32)).reshape(n_heads, d, -1)  # (H, d, D)
-    v = torch.from_numpy(np.repeat(s.v[layer], n_heads // n_kv, axis=0).astype(np.float32))  # (H, n, d), KV shared
-    f = torch.einsum("hjd,hdD->hjD", v, w_o)  # (H, n, D) each head's transformed value vectors
-    if head is not None:
-        return s.head_weights(layer, head) * torch.linalg.norm(f[head], dim=-1).numpy()[None, :]  # ||a f|| = a ||f||
+    if head is not None:  # ||a f|| = a ||f||: attention.models.recorded.contributions, one definition
+        return s.head_weights(layer, head) * value_norms(att, layer)[head][None, :]
+    f = transformed(att, layer)  # (H, n, D) each head's transformed value vectors
     out = np.zeros((s.n_queries, s.n_keys), np.float32)
     for rows in row_chunks(s.n_queries, max(1, 4_000_000 // (s.n_keys * f.shape[-1]))):  # (r, m, D) per chunk
         keys = s.keys_seen(rows)

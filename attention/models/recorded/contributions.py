@@ -42,7 +42,7 @@ MAX_TOKENS = 1024  # ALTI's n x n per layer (made a chunk of rows at a time); th
 ALTI_ROWS = 16  # query rows per chunk: (16, n, D) floats at a time
 
 
-def _transformed(att: ModelAttention, layer: int) -> torch.Tensor:
+def transformed(att: ModelAttention, layer: int) -> torch.Tensor:
     """(H, m, D): f_h(x_j) = v_j^h W_O^h for every head and key, float32 (KV heads repeated for their queries)."""
     s = att.self_attn
     _transformed_check(att)
@@ -164,7 +164,7 @@ def alti(loaded: LoadedModel, att: ModelAttention) -> Alti:
         raise ValueError(f"ALTI is computed for up to {MAX_TOKENS:,} tokens here; this text has {n:,}")
     layers = []
     for layer in range(att.n_layers):
-        f = _transformed(att, layer)  # (H, n, D)
+        f = transformed(att, layer)  # (H, n, D)
         x = torch.from_numpy(np.asarray(att.hidden[layer], dtype=np.float32))  # (n, D): the block's input
         norm = parts.blocks[layer].get_submodule(family.qk.post_norms[0]) if post else None
         bias = getattr(parts.outputs[layer], "bias", None) if post else None
