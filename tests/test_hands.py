@@ -103,6 +103,7 @@ def by_sidebar(tab, title: str) -> None:
 def test_a_setting_holds_when_the_reader_leaves_its_page_and_comes_back(app_url, tab):
     open_whole(tab, page_url(app_url, "lookup"))
     durability = tab.locator(".live input[type=range]").nth(1)
+    durability.wait_for(timeout=120_000)  # the live component mounts after the page's idle (CI once took > 30 s)
     durability.focus()
     for _ in range(5):
         tab.keyboard.press("ArrowRight")
@@ -110,6 +111,7 @@ def test_a_setting_holds_when_the_reader_leaves_its_page_and_comes_back(app_url,
     moved = durability.input_value()
     by_sidebar(tab, "Why scale")
     keys = tab.locator("[data-testid=stSlider] input[type=range]").first  # number of keys: 8
+    keys.wait_for(timeout=120_000)
     keys.focus()
     tab.keyboard.press("ArrowRight")
     settle(tab)
