@@ -115,6 +115,13 @@ def _beside_papers(result: dict) -> list[str]:
                        f"of 12 layers), McDougall et al. 2023 its copy-suppression head at 10.7: late heads. "
                        f"{name}: name movers in layers {movers or 'none'}, copy suppression in layers "
                        f"{suppress or 'none'} (from 1, of {L}).")
+        if "retrieval" in c.scores:
+            L, H = c.scores["retrieval"].shape
+            n = c.counts()["retrieval"]
+            layer, head, score = c.top("retrieval", 1)[0]
+            out.append(f"- Wu et al. 2024 find retrieval heads (score > 0.1) in every long-context model they "
+                       f"studied, under 5 % of all heads. {name}: {n} of {L * H} ({n / (L * H):.1%}), the "
+                       f"strongest {head_name(layer, head)} ({score:.3f}), on 9 prompts of up to 1,000 tokens.")
     out.append("- GPT-2 small (hub id `gpt2`) is not bundled, so the papers' own heads are not scored offline.")
     return out
 

@@ -6,12 +6,13 @@ itself is compared on SmolLM2's weights by benchmarks/transformer_lens.py (docs/
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
 import torch
 
-from attention.models import detect_head, head_census, hooks
+from attention.models import detect_head, head_census, hooks, metrics_table
 from attention.models.analyses import census_scores as scores
 from attention.models.analyses.census_probes import repeated_tokens
 from attention.models.analyses.weight_views import weights
@@ -96,7 +97,8 @@ def test_prefix_matching_and_the_first_tokens_share_on_transformers_own_attentio
     rows = [own_attentions(reference, row[None])[:, 0] for row in sequences]  # (L, H, n, n) each
     assert_float32_close(alpha, np.mean([r[..., 0].mean(-1).numpy() for r in rows], axis=0), terms=12)
     h = [-(r * r.clamp_min(1e-30).log()).sum(-1).mean(-1).numpy() for r in rows]
-    assert_float32_close(entropy, np.mean(h, axis=0), terms=12, magnitude=np.log(12))
+    uniform = np.log(np.arange(1, 13)).mean()  # a causal model: row i sees i + 1 keys
+    assert_float32_close(entropy, np.mean(h, axis=0) / uniform, terms=12, magnitude=np.log(12) / uniform)
 
 
 def test_heads_made_a_kind_by_hand_score_1_and_a_uniform_head_what_the_formula_says(llama):
@@ -172,19 +174,51 @@ def test_copying_is_the_full_ov_circuits_eigenvalue_share_multiplied_out_by_hand
         assert got[layer, head] == pytest.approx(float(values.real.sum() / values.abs().sum()), abs=1e-6)
 
 
+def test_retrieval_is_wu_et_als_rule_on_transformers_own_attentions_while_smollm2_answers(smollm2):
+    """Wu et al.'s retrieval_calculate written here from the paper, on transformers' own eager weights of the rows
+    that chose each answer token (the prompt and the answer in one pass: the same queries over the same keys)."""
+    from transformers import AutoModelForCausalLM
+
+    from attention.models.analyses.census_probes import NEEDLE, needle_prompts
+    from attention.models.analyses.predictions import generate
+    from attention.models.forward.bundled import smollm2_dir
+
+    probe = needle_prompts(smollm2, lengths=(250,), depths=(0.5,))[0]
+    got, answer = scores.retrieval_probe(smollm2, probe)
+    tok = smollm2.tokenizer
+    gen = generate(smollm2, probe.prompt, max_new_tokens=50, stop=tok("\n", add_special_tokens=False)["input_ids"])
+    assert NEEDLE[:-1].lower().split()[-3:] == answer[:-1].lower().split()[-3:]  # "on a sunny day": it answered
+    eager = AutoModelForCausalLM.from_pretrained(smollm2_dir(lambda m: None), attn_implementation="eager").eval()
+    with torch.no_grad():
+        own = torch.stack(eager(input_ids=torch.tensor(gen.ids[:-1])[None], output_attentions=True).attentions)[:, 0]
+    ids, n = gen.ids.tolist(), len(gen.prompt_ids)
+    needle = tok(NEEDLE, add_special_tokens=False)["input_ids"]
+    start = next(i for i in range(n) if ids[i:i + 3] == needle[1:4]) - 1  # " The best thing": the needle's start
+    expected = np.zeros(own.shape[:2])
+    for t in range(len(gen.steps)):  # the query at n - 1 + t chose the token at n + t
+        top = own[:, :, n - 1 + t].argmax(-1)
+        for layer, head in itertools.product(*map(range, expected.shape)):
+            j = int(top[layer, head])
+            if start <= j < start + len(needle) and ids[j] == ids[n + t]:
+                expected[layer, head] += 1 / len(needle)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert got.max() > 0.1  # some head copies the needle out
+
+
 def test_the_census_names_every_kind_with_its_paper_and_says_what_it_cannot_score(llama, tok):
     from attention.models import CENSUS_METRICS
 
     ours, _ = llama
     census = head_census(ours)
-    assert set(census.scores) == {m.key for m in CENSUS_METRICS}
+    assert set(census.scores) | set(census.missing) == {m.key for m in CENSUS_METRICS}
     assert all(s.shape == (2, 4) for s in census.scores.values())
-    assert "retrieval" in census.missing and "needle" in census.missing["retrieval"]
+    assert "answered none of the 9 needle prompts" in census.missing["retrieval"]  # a random model cannot
     assert 0 <= census.sink_rate <= 1 and census.top("sink", 1)[0][2] == census.scores["sink"].max()
     layer, head, _ = census.top("sink", 1)[0]
     assert ("sink" in census.kinds(layer, head)) == (census.scores["sink"][layer, head] > 0.3)
     bert, _ = build("bert", tok)
     assert "no unembedding" in head_census(bert).missing["name_copy"]
+    assert all(len(re.findall(r"(?<!\\)\|", row)) == 8 for row in metrics_table())  # 7 cells: <|im_start|> escaped
 
 
 def test_the_page_maps_every_head_boxes_those_above_the_threshold_and_says_what_it_cannot_score():

@@ -89,12 +89,15 @@ from attention.models.analyses.census import (
     probe_result,
     top_heads,
 )
+from attention.models.analyses.census_probes import NeedleProbe, needle_prompts
 from attention.models.analyses.census_scores import (
     copying,
     detect_head,
     first_token_share,
     name_copy,
     prefix_matching,
+    retrieval,
+    retrieval_probe,
     succession,
 )
 from attention.models.analyses.composition_scores import KINDS, Composition, composition
@@ -198,7 +201,7 @@ __all__ = [
     # the literature's heads, each scored as its paper scores it (census, census_scores, census_probes)
     "CENSUS_METRICS", "Census", "Metric", "census_document", "census_report", "head_census", "metrics_table",
     "probe_inputs", "probe_result", "top_heads", "copying", "detect_head", "first_token_share", "name_copy",
-    "prefix_matching", "succession",
+    "prefix_matching", "succession", "retrieval", "retrieval_probe", "NeedleProbe", "needle_prompts",
     # TransformerLens's cache tools on a run_with_cache cache (cache_tools)
     "accumulated_resid", "apply_ln_to_stack", "decompose_resid", "logit_attrs", "logit_constant", "stack_head_results",
 ]

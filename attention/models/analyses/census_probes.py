@@ -7,6 +7,9 @@ stated where it does not (attention.models.analyses.census's METRICS table names
                        re-written here line for line (transformer_lens/head_detector.py)
     sink_sequences     Gu et al. 2024 average over sequences of T tokens of the training data; here consecutive
                        windows of the bundled corpus, each exactly T tokens with the tokenizer's own special tokens
+    needle_prompts     Wu et al. 2024's needle in a haystack: their default needle and question (Kamradt's NIAH), the
+                       haystack the bundled corpus's sentences cut to a length in tokens, the needle put between two
+                       sentences at a depth; the tokenizer's chat template where it has one, as they prompt chat models
     names, ordinals    single-token names (Wang et al. 2022's IOI names and more) and ordinal sequences (Gould et
                        al. 2023: numbers, number words, days, months, letters), kept where the tokenizer has each as
                        one token after a space
@@ -15,6 +18,10 @@ Shapes: B rows, R repeated tokens, n positions.
 """
 
 from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -122,3 +129,71 @@ def single_tokens(loaded: LoadedModel, words) -> dict[str, int]:
         if len(ids) == 1:
             found[word] = int(ids[0])
     return found
+
+
+NEEDLE = "The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day."
+QUESTION = "What is the best thing to do in San Francisco?"  # Wu et al.'s default needle and question (Kamradt's)
+HAYSTACK_TOKENS, DEPTHS = (250, 500, 1000), (0.1, 0.5, 0.9)  # theirs: 1K-50K tokens, depths 0-100 %
+
+
+@dataclass(frozen=True)
+class NeedleProbe:
+    """One needle-in-a-haystack prompt: its text as the model reads it, and where it was cut and put."""
+
+    prompt: str
+    haystack_tokens: int  # the corpus's tokens around the needle (at least HAYSTACK_TOKENS' entry)
+    depth: float  # where the needle sits in the haystack, 0 to 1
+
+
+def needle_prompts(loaded: LoadedModel, lengths=HAYSTACK_TOKENS, depths=DEPTHS) -> list[NeedleProbe]:
+    """Wu et al.'s prompts: the corpus's sentences until `length` tokens, NEEDLE between two of them at `depth`,
+    then "Based on the content of the book, Question: QUESTION\nAnswer:" (their wording). A tokenizer with a chat
+    template gets it as one user turn, the book in <book> tags and the assistant's turn opened (their chat models'
+    prompt); else the plain text, the tokenizer's own BOS added as it adds it."""
+    from attention.models.analyses.corpus import default_corpus
+
+    tok = loaded.tokenizer
+    sentences = [t.strip() for t in default_corpus().texts if t.strip()]
+    sizes = np.cumsum([len(tok(" " + t, add_special_tokens=False)["input_ids"]) for t in sentences])
+    probes = []
+    for length in lengths:
+        n = int(np.searchsorted(sizes, length)) + 1  # sentences until the haystack has `length` tokens
+        for depth in depths:
+            at = round(n * depth)
+            book = " ".join(sentences[:at] + [NEEDLE] + sentences[at:n])
+            ask = f"Based on the content of the book, Question: {QUESTION}\nAnswer:"
+            if getattr(tok, "chat_template", None):
+                prompt = tok.apply_chat_template([{"role": "user", "content": f"<book>{book}</book>\n{ask}"}],
+                                                 tokenize=False, add_generation_prompt=True)
+                bos = getattr(tok, "bos_token", None)
+                if bos and prompt.startswith(bos) and special_ends(tok)[0]:  # the tokenizer adds it again
+                    prompt = prompt[len(bos):]
+            else:
+                prompt = f"{book}\n{ask}"
+            probes.append(NeedleProbe(prompt, int(sizes[n - 1]), depth))
+    return probes
+
+
+def needle_span(ids, tokenizer) -> tuple[int, int]:
+    """(start, end) of NEEDLE in `ids`: its tokens found exactly (after a space, or as a text's start), else Wu
+    et al.'s find_needle_idx, the first window of its length holding over 90 % of its distinct tokens (a rule that
+    can start a token early, hence the exact match first); (-1, -1) where neither finds it."""
+    ids = list(ids)
+    for spelled in (" " + NEEDLE, NEEDLE):
+        want = tokenizer(spelled, add_special_tokens=False)["input_ids"]
+        for i in range(len(ids) - len(want) + 1):
+            if ids[i:i + len(want)] == want:
+                return i, i + len(want)
+    want = tokenizer(NEEDLE, add_special_tokens=False)["input_ids"]
+    for i in range(len(ids)):
+        if len(set(ids[i:i + len(want)]) & set(want)) / len(set(want)) > 0.9:
+            return i, i + len(want)
+    return -1, -1
+
+
+def rouge1_recall(reference: str, answer: str) -> float:
+    """ROUGE-1 recall (Lin 2004), rouge_score's default tokens (lower case, runs of letters and digits, no
+    stemming): the share of the reference's words, counted with repeats, that the answer has."""
+    words = lambda text: re.sub(r"[^a-z0-9]+", " ", text.lower()).split()  # noqa: E731
+    ref, got = Counter(words(reference)), Counter(words(answer))
+    return sum(min(c, got[w]) for w, c in ref.items()) / max(1, sum(ref.values()))

@@ -8,6 +8,7 @@ census.py gives each one's paper, probe, threshold and the choices its paper lef
     first_token_share    Gu et al. 2024's α: the mean weight each head puts on the first token
     name_copy            Wang et al. 2022's copy score (and its negative, McDougall et al. 2023's copy suppression)
     succession           Gould et al. 2023's succession score on ordinal sequences
+    retrieval            Wu et al. 2024's retrieval score on needle-in-a-haystack prompts, while the model decodes
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from attention.models.analyses.census_probes import DETECTION_PATTERNS, ORDINALS, repeated_tokens, single_tokens
+from attention.models.analyses.census_probes import (
+    DETECTION_PATTERNS,
+    NEEDLE,
+    ORDINALS,
+    NeedleProbe,
+    needle_span,
+    repeated_tokens,
+    rouge1_recall,
+    single_tokens,
+)
 from attention.models.analyses.weight_views import Weights
 from attention.models.forward.hook_points import hooks
 from attention.models.forward.hook_runs import run_with_cache
@@ -113,15 +123,21 @@ def copying(w: Weights, embedding: torch.Tensor) -> np.ndarray:
 
 
 def first_token_share(loaded: LoadedModel, ids: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(α, entropy): Gu et al. 2024's α, each head's weight on the first token averaged over every query position
-    and sequence (the first query, which sees only itself, included, as their mean over t = 1..T), and each head's
-    mean entropy over queries in nats, on `ids` (batch, T), one sequence at a time. (L, H) each."""
-    alpha, entropy = 0.0, 0.0
+    """(α, entropy fraction): Gu et al. 2024's α, each head's weight on the first token averaged over every query
+    position and sequence (the first query, which sees only itself, included, as their mean over t = 1..T), and
+    each head's mean row entropy as a fraction of the uniform entropy of the same rows (mean log of the keys each
+    row sees: i + 1 in a causal model, every key in an encoder), the Head atlas's rule for a broad head
+    (head_survey.BROAD_FRACTION), on `ids` (batch, T), one sequence at a time. (L, H) each."""
+    alpha, entropy, uniform = 0.0, 0.0, 0.0
     for row in ids:
         p = patterns_of(loaded, row[None])[:, 0]  # (L, H, n, n)
+        n = p.shape[-1]
+        causal = not torch.triu(p, 1).any()  # no weight on a later key in any head: a causal model
+        seen = torch.arange(1.0, n + 1, dtype=torch.float64) if causal else torch.full((n,), n, dtype=torch.float64)
         alpha = alpha + p[..., 0].mean(-1)
         entropy = entropy - torch.where(p > 0, p * p.clamp_min(1e-30).log(), 0.0).sum(-1).mean(-1)
-    return (alpha / len(ids)).numpy(), (entropy / len(ids)).numpy()
+        uniform = uniform + float(seen.log().mean())
+    return (alpha / len(ids)).numpy(), (entropy / uniform).numpy()
 
 
 def effective_embedding(loaded: LoadedModel, ids: list[int]) -> torch.Tensor:
@@ -192,3 +208,42 @@ def succession(loaded: LoadedModel, w: Weights) -> tuple[np.ndarray, int]:
                 hits[layer, head] += (logits.argmax(-1) == torch.arange(1, len(ids))).sum().item()
                 at += len(ids)
     return hits / count, count
+
+
+def retrieval_probe(loaded: LoadedModel, probe: NeedleProbe, max_new_tokens: int = 50) -> tuple[np.ndarray, str]:
+    """(L, H) Wu et al. 2024's retrieval score of every head on one prompt, and the model's answer. The model decodes
+    greedily with its KV cache (generate, each step's query rows kept, as their decode reads output_attentions)
+    until a newline, its end of text or `max_new_tokens` (theirs: 50); at each step a head copies and pastes when
+    its most-attended key (top 1) lies in the needle and holds the token just generated, and scores 1 / |needle|
+    for it (their retrieval_calculate)."""
+    from attention.models.analyses.predictions import generate
+
+    tok = loaded.tokenizer
+    gen = generate(loaded, probe.prompt, max_new_tokens=max_new_tokens,
+                   stop=tok("\n", add_special_tokens=False)["input_ids"])
+    ids = gen.prompt_ids
+    start, end = needle_span(ids, tok)
+    if start < 0:
+        raise ValueError("the needle is not in the prompt's tokens (over 90 % of its tokens in one window)")
+    score = 0.0
+    for step in gen.steps:
+        top = step.rows.argmax(-1)  # (L, H) each head's most-attended key
+        inside = (top >= start) & (top < end)
+        score = score + (inside & (ids[np.where(inside, top, 0)] == step.token_id)) / (end - start)
+    answer = tok.decode([s.token_id for s in gen.steps], skip_special_tokens=True).strip()
+    return np.asarray(score, dtype=np.float64), answer
+
+
+def retrieval(loaded: LoadedModel, probes: list[NeedleProbe],
+              progress: Callable[[float], None] | None = None) -> tuple[np.ndarray | None, list[str]]:
+    """(L, H) the retrieval score averaged over the probes the model answered (ROUGE-1 recall of the needle over
+    0.5, Wu et al.'s `score > 50`), None where it answered none; and every probe's answer."""
+    kept, answers = [], []
+    for i, probe in enumerate(probes):
+        score, answer = retrieval_probe(loaded, probe)
+        answers.append(answer)
+        if rouge1_recall(NEEDLE, answer) > 0.5:
+            kept.append(score)
+        if progress:
+            progress((i + 1) / len(probes))
+    return (np.mean(kept, axis=0) if kept else None), answers
