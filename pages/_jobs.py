@@ -231,7 +231,13 @@ def result_or_none(analysis: Callable, message: str, loaded: LoadedModel, *args,
         if reason is not None:
             st.warning(md(reason))
             return None
-    job = shared(analysis, message, loaded, *args, **kwargs)
+    return result_or_said(analysis, message, loaded, *args, **kwargs)
+
+
+def result_or_said(analysis: Callable, message: str, *args, **kwargs):
+    """As result_of, but a ValueError (the analysis is not defined for this input or model) is said in a warning
+    and None returned, and the page goes on; any other failure ends the page as follow_or_stop says."""
+    job = shared(analysis, message, *args, **kwargs)
     try:
         return follow(job)
     except ValueError as err:

@@ -19,6 +19,7 @@ from attention.glossary import definition
 from attention.models import (
     AGGREGATIONS,
     BUNDLED,
+    CONTRIBUTION_MEASURES,
     DEFAULT_ENCODER,
     DTYPES,
     LOCAL_PREFIX,
@@ -33,9 +34,11 @@ from attention.models import (
     default_focus,
     hub_allowlist,
     local_models,
+    measure_of,
     model_label,
     model_name,
     shown_tokens,
+    with_measure,
     word_groups,
 )
 from pages._focus import current, on_change, put, setting, show, shown, update
@@ -300,9 +303,10 @@ MEAN_OF_HEADS = "mean of heads"  # the Head picker's first choice: the layer's h
 
 def head_or_mean(col, focus: Focus, n_heads: int, *, slot: str) -> int | None:
     """The Head picker of a page that shows one head or the mean of a layer's heads (a fitted focus). Returns
-    the head, from 0, or None for the mean; says so when another page showed the heads another way."""
+    the head, from 0, or None for the mean (the heads together, read by weighted norms); says so when another page
+    showed the heads another way."""
     one = focus.aggregation in AGGREGATIONS and AGGREGATIONS[focus.aggregation].per_head
-    if focus.aggregation not in ("head", "mean"):
+    if focus.aggregation not in ("head", "mean", "head_norm", "norm"):
         shown = "its weights" if one else "the mean"
         other = AGGREGATIONS[focus.aggregation].label if focus.aggregation in AGGREGATIONS else focus.aggregation
         st.caption(f"This page shows one head or the mean of a layer's heads: {shown} is shown (another page "
@@ -314,9 +318,33 @@ def head_or_mean(col, focus: Focus, n_heads: int, *, slot: str) -> int | None:
 
 
 def _pick_head_or_mean(focus: Focus, choice: str) -> Focus:
+    measure = measure_of(focus.aggregation)  # the head or the mean, read as they were read
     if choice == MEAN_OF_HEADS:
-        return focus.replace(aggregation="mean")
-    return focus.replace(head=int(choice) - 1, aggregation="head")
+        return focus.replace(aggregation=with_measure("mean", measure))
+    return focus.replace(head=int(choice) - 1, aggregation=with_measure("head", measure))
+
+
+MEASURE_HELP = ("Weights: how much of its attention a token gives each key (softmax). Weighted norms: how much "
+                "each key actually hands over, its weight times the size of what it passes on (Kobayashi et al. "
+                "2020): a token can get much weight and give little. Holds on every page that reads a row.")
+
+
+def measure_switch(col, focus: Focus, *, slot: str) -> str:
+    """The "Read by" switch of a view that says a token looks at another: weights, or weighted norms. Kept in the
+    focus's aggregation ("head" <-> "head_norm", "mean" <-> "norm": attention.models.with_measure), so it holds
+    between pages and in the link. Returns "weights" or "norms"."""
+    measure = measure_of(focus.aggregation)
+    key = show(f"{slot}.measure", CONTRIBUTION_MEASURES[measure])
+    col.segmented_control("Read by", list(CONTRIBUTION_MEASURES.values()), key=key, help=MEASURE_HELP,
+                          on_change=on_change(key, _set_measure))
+    return measure
+
+
+def _set_measure(focus: Focus, label: str | None) -> Focus:
+    chosen = next((m for m, shown in CONTRIBUTION_MEASURES.items() if shown == label), None)
+    if chosen is None:  # the selected choice clicked again: a segmented control empties; keep what was read
+        return focus
+    return focus.replace(aggregation=with_measure(focus.aggregation, chosen), head_picked=focus.head_picked)
 
 
 # --- a page's own pickers ---------------------------------------------------------------------------------

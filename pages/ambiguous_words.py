@@ -30,7 +30,7 @@ from pages._jobs import attention_or_stop, model_or_stop, result_of
 from pages._lessons import predict_then_see
 from pages._path import intro, path_links, stop_here
 from pages._text import md
-from pages._widgets import fit, head_or_mean, layer_input, model_picker, reading_switches
+from pages._widgets import fit, head_or_mean, layer_input, measure_switch, model_picker, reading_switches
 
 ensure_app_frame()
 
@@ -60,20 +60,33 @@ predict_then_see(model_questions_for("ambiguous_words"), {"a": a, "b": b}, shown
 reading = reading_switches(focus, a, slot="amb", log_scale=False)
 
 st.subheader(f"Where “{md(shown_tokens(a)[cmp.ia])}” looks")
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns([1, 1, 2])
 layer = layer_input(c1, focus, L, slot="amb", kinds=a.layer_kind)
 head = head_or_mean(c2, focus, H, slot="amb")
-head_choice = "mean-of-heads" if head is None else f"head-{head + 1}"  # in file names
+measure = measure_switch(c3, focus, slot="amb")
+head_choice = ("mean-of-heads" if head is None else f"head-{head + 1}") + ("-norms" if measure == "norms" else "")
 cols = st.columns(2)
 for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
-    row = query_row(att, i, layer=layer, head=head, reading=reading)
-    shown = f"L{layer + 1} mean of heads" if head is None else head_name(layer, head)  # short: two charts at 800 px
-    col.plotly_chart(named(figures.weights_bar(row.col_labels, row.matrix[0],
-                                                title=f"{tag}, {shown}: “{row.row_labels[0]}”"),
+    try:
+        row = query_row(att, i, layer=layer, head=head, reading=reading, measure=measure)
+    except ValueError as err:  # no known W_O: the norms cannot be measured
+        st.warning(md(err))
+        stop_here()
+    shown = (f"L{layer + 1} " + ("heads together" if measure == "norms" else "mean of heads") if head is None
+             else head_name(layer, head))  # short: two charts at 800 px
+    col.plotly_chart(named(figures.weights_bar(row.col_labels, row.matrix[0], value_name=row.value_name,
+                                                y_max=row.zmax, title=f"{tag}, {shown}: “{row.row_labels[0]}”"),
                            layer=layer, head=head, token=row.row_labels[0]), width="stretch", key=f"amb.bar{tag}",
                      config=chart_config(name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice))
     with col:
         export_row(att, row, name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice)
+if measure == "norms":
+    st.caption("Weighted norms: each bar is how much that key hands over to the word (its weight times the size of "
+               "what it passes on, Kobayashi et al. 2020)" + (", summed over all heads of the layer" if head is None
+                                                              else "") + ", not a share: the bars do not sum to 1. "
+               "The difference and the heads below still read weights."
+               + (" “Without sinks” re-reads weights only: the norms are shown as they are." if reading.without_sinks
+                  else ""))
 if a.architecture == "decoder-only":
     st.caption(f"A decoder reads left to right: “{md(shown_tokens(a)[cmp.ia])}” sees only itself and the tokens "
                "before it, so every token after it gets weight 0 (no bar), in every head. An encoder (MiniLM) sees "

@@ -12,8 +12,11 @@ from attention.models import (
     ROLES,
     TYPE_THRESHOLD,
     file_stem,
+    first_token_shares,
+    head_name,
     head_roles,
     head_words,
+    most_parked,
     survey,
     zoom,
 )
@@ -21,11 +24,12 @@ from pages._canvas import canvas_heatmap
 from pages._clicks import head_opener, open_head_buttons
 from pages._focus import following, on_page
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of
+from pages._jobs import attention_or_stop, is_saved, model_or_stop, result_of, result_or_said
 from pages._kept import linked
 from pages._labels import label_of
 from pages._path import intro, path_links
-from pages._widgets import fit, layer_and_head, sentence_and_model
+from pages._text import md
+from pages._widgets import fit, layer_and_head, measure_switch, sentence_and_model
 
 ensure_app_frame()
 
@@ -54,6 +58,26 @@ canvas_heatmap(layer_head_canvas(values, title=title, value_name=title,
                                  height=min(1400, 140 + 32 * L), click_text="click to open this head below",
                                  file_name=file_stem(name, metric)),
                key="atlas.metric", on_click=head_opener("atlas.metric"))  # a click on a cell opens that head below
+
+st.subheader("The first token: the weight it gets, and what it hands over")
+c1, c2 = st.columns([2, 1])
+measure = measure_switch(c1, focus, slot="atlas")
+shares_of = result_or_said(first_token_shares, "Measuring what every head's values hand over…", att)
+if shares_of is not None:  # else a saved result without W_O, or a family whose W_O is unknown: said why
+    weight, norm = shares_of
+    norms = measure == "norms"
+    shares = norm if norms else weight
+    what = "weighted norms (what it hands over)" if norms else "weight"
+    canvas_heatmap(layer_head_canvas(shares, title=f"First token's share of each head's {what}",
+                                     value_name="share", colours=Colours(0.0, 1.0), show_values=H <= 12 and L <= 12,
+                                     height=min(1400, 140 + 32 * L), click_text="click to open this head below",
+                                     file_name=file_stem(name, "first-token", measure)),
+                   key="atlas.first", on_click=head_opener("atlas.first"))
+    at_l, at_h = most_parked(weight, norm)
+    st.caption(f"Averaged over the text's tokens. Where the two readings part most: {head_name(at_l, at_h)} gives "
+               f"the first token “{md(att.tokens[0])}” {weight[at_l, at_h]:.0%} of its weight, and it makes "
+               f"{norm[at_l, at_h]:.0%} of what the head hands over (Kobayashi et al. 2020): weight parked there, "
+               f"not read. Switch “Read by” to see the map both ways; the switch holds on the other pages.")
 
 st.subheader("Head types")
 st.markdown(f"A head is **previous-token**, **next-token**, **self** or **sink** when more than "

@@ -14,6 +14,7 @@ from attention.models import (
     part_in_words,
     qk_attribution,
     query_row,
+    row_contributions,
     shown_tokens,
 )
 from attention.toy.live import TEMPERATURE_VALUES, Panel, slider, slider_values, temperature_frames, temperature_sweep
@@ -36,6 +37,7 @@ from pages._widgets import (
     fit,
     labelled_key,
     layer_and_head,
+    measure_switch,
     query_picker,
     reading_switches,
     sentence_and_model,
@@ -46,7 +48,7 @@ SHOWN_KEYS = 24  # above this many keys, the steps show the keys with the larges
 AUTO_CHECK_TOKENS = 512  # up to this length the model's own weights are fetched without asking
 
 def why_this_key(att, name, t, layer: int, head: int, i: int, tokens, label) -> None:
-    """Section 5 or 6: the scaled score split into the parts of the model that wrote its query and its key
+    """Section 6 or 7: the scaled score split into the parts of the model that wrote its query and its key
     (attention.models.qk_attribution). Drawn only while its expander is open: a lazy expander runs nothing
     closed, and its split costs a pass over the model."""
     prose("A token's vector on its way through the model is the residual stream: a sum to which the embedding, "
@@ -132,7 +134,7 @@ predict_then_see(model_questions_for("inside_head"), {"att": att}, shown=name, t
 reading = reading_switches(focus, att, slot="inside", log_scale=False)
 c1, c2, c3 = st.columns(3)
 layer, head = layer_and_head(c1, c2, focus, L, H, slot="inside", kinds=att.layer_kind)
-if focus.aggregation != "head":
+if focus.aggregation not in ("head", "head_norm"):
     st.caption(f"This page follows one head: {head_words(layer, head)} (another page showed the layer's "
                "heads together).")
 label = token_labels(tokens)
@@ -241,9 +243,45 @@ vectors(t.output, [word], "z, this head's output", "inside.output", y_title="", 
 if n > 2 * SHOWN_KEYS:
     st.caption(f"z sums each value times its weight over all {n:,} keys, not only the {SHOWN_KEYS} shown.")
 
+st.header("5 · what each key hands over")
+st.latex(r"\lVert \alpha_j\, v_j W_O^{(h)} \rVert = \alpha_j\, \lVert v_j W_O^{(h)} \rVert")
+prose(f"A weight says how much of its attention “{md(word)}” gives each key. What reaches the head's output from a "
+      "key is its value vector times the head's output matrix W_O, scaled by the weight: a key can get much weight "
+      "and hand over little when its vector is short (Kobayashi et al. 2020, “Attention is Not Only a Weight”). "
+      "Multiply the first two columns: you get the third.")
+try:
+    given = row_contributions(att, layer, head, i)
+except ValueError as err:  # a saved result without W_O, or a family whose W_O is unknown
+    st.info(md(err))
+else:
+    c1, c2 = st.columns([2, 1])
+    measure = measure_switch(c1, focus, slot="inside")
+    st.dataframe(pd.DataFrame({"key": keys, "weight α": given.weights[shown], "‖v W_O‖": given.value_norms[shown],
+                               "α·‖v W_O‖": given.weighted[shown], "share": given.shares[shown]}),
+                 hide_index=True, key="inside.norms",
+                 column_config={"key": column("key", 76), "weight α": column("α", 60, full="softmax weight α",
+                                                                              digits=4),
+                                "‖v W_O‖": column("‖v W_O‖", 66, full="length of what the key hands over with all "
+                                                  "of the weight", digits=3),
+                                "α·‖v W_O‖": column("α·‖v W_O‖", 70, full="weight × length: what it hands over",
+                                                    digits=4),
+                                "share": column("share", 60, full="share of the sum of α·‖v W_O‖", digits=3)})
+    norms = measure == "norms"
+    values = given.weighted if norms else given.weights
+    st.plotly_chart(named(figures.weights_bar(keys, values[shown], value_name="α·‖v W_O‖" if norms else "weight",
+                                              y_max=None if norms else 1.0,
+                                              title=f"{lh}: what “{word}” takes from each key" if norms else
+                                              f"{lh}: what “{word}” attends to"), layer=layer, head=head, token=word),
+                    width="stretch", key="inside.norm_bar")
+    top = given.strongest
+    st.caption(f"The key with the most weight, “{md(tokens[top])}”, gets {given.weights[top]:.0%} of the weight and "
+               f"makes {given.shares[top]:.0%} of what the head hands over (the share column)."
+               + (" Read by weighted norms, as the switch says: it holds on the other pages that read a row."
+                  if norms else ""))
+
 row = query_row(att, i, layer=layer, head=head, reading=reading)
 if row.reading.words or row.reading.without_sinks:
-    st.header("5 · the same row, re-read")
+    st.header("6 · the same row, re-read")
     notes = []
     if row.reading.without_sinks:
         gone = ", ".join(f"“{md(token)}”" for token in row.sinks)
@@ -257,7 +295,7 @@ if row.reading.words or row.reading.without_sinks:
                     config=chart_config(name, f"layer-{layer + 1}", f"head-{head + 1}", "row"))
 export_row(att, row, name, f"layer-{layer + 1}", f"head-{head + 1}", "row")
 
-section = 6 if row.reading.words or row.reading.without_sinks else 5
+section = 7 if row.reading.words or row.reading.without_sinks else 6
 st.header(f"{section} · For researchers: why this key")
 st.caption("Where this score's query and key come from, part by part of the model: the residual stream, layer norms "
            "and MLPs, ideas the path meets later (What heads do). Open it when you want the whole story.")

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from attention.models import alti, attend, first_token_shares, run_with_cache, weighted_value_norms
+from attention.models import (
+    alti,
+    attend,
+    first_token_shares,
+    query_row,
+    row_contributions,
+    run_with_cache,
+    weighted_value_norms,
+)
 from tests.numerics import assert_float32_close
 from tests.tiny_models import TEXT, build
 
@@ -54,6 +62,30 @@ def test_weighted_norms_are_alpha_times_the_value_norm_and_split_the_heads_own_o
     weight, norm = first_token_shares(att)
     assert_float32_close(weight, np.stack([a[0, :, :, 0].mean(-1).numpy() for a in out.attentions]), terms=1)
     assert weight.shape == norm.shape and (norm >= 0).all() and (norm <= 1 + 1e-6).all()
+
+
+def test_a_rows_norms_read_by_one_head_and_by_the_layer_are_the_sums_multiplied_out_by_hand(llama, tok):
+    """query_row(measure="norms") and row_contributions: one head's α_ij ||f_h(x_j)|| and the layer's
+    ||Σ_h α_ij^h f_h(x_j)||, held to transformers' own weights and modules."""
+    ours, reference = llama
+    ids = torch.tensor(tok(TEXT)["input_ids"])[None]
+    out = _own(reference, ids)
+    att = attend(ours, TEXT)
+    layer, head, i = 1, 2, ids.shape[1] - 1
+    f = _llama_f(reference, out.hidden_states[layer][0], layer)  # (H, n, D)
+    alpha = out.attentions[layer][0]  # (H, n, n)
+    D = f.shape[-1]
+    one = torch.linalg.norm(alpha[head, i][:, None] * f[head], dim=-1)  # (n,)
+    together = torch.linalg.norm(torch.einsum("hj,hjD->jD", alpha[:, i], f), dim=-1)
+    assert_float32_close(query_row(att, i, layer=layer, head=head, measure="norms").matrix[0], one, terms=D)
+    assert_float32_close(query_row(att, i, layer=layer, measure="norms").matrix[0], together, terms=D * f.shape[0])
+    given = row_contributions(att, layer, head, i)
+    assert_float32_close(given.weighted, one, terms=D)
+    assert_float32_close(given.weights, alpha[head, i], terms=1)
+    assert_float32_close(given.value_norms, torch.linalg.norm(f[head], dim=-1), terms=D)
+    assert abs(given.shares.sum() - 1) < 1e-9 and given.strongest == int(alpha[head, i].argmax())
+    with pytest.raises(ValueError, match="'weights' or 'norms'"):
+        query_row(att, i, layer=layer, head=head, measure="alti")
 
 
 def _alti_by_hand(terms: torch.Tensor) -> torch.Tensor:

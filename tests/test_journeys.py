@@ -193,6 +193,26 @@ def test_a_question_answered_on_ambiguous_words_then_every_model_page():
     assert labelled(at.number_input, "Layer").value == dict(second.focus)["layer"] + 1  # the last question's
 
 
+def test_weighted_norms_picked_on_one_page_are_what_the_next_pages_read():
+    """Issue 74: one switch, held between pages: Ambiguous words' "Read by", then Inside one head's step 5 and
+    Model heads' "Show", then back."""
+    norms = "weighted norms α‖f(x)‖"
+    at = go(visit(), "pages/ambiguous_words.py")
+    run(labelled(at.selectbox, "Head").set_value("3"))
+    run(at.segmented_control(key="amb.measure").set_value(norms))
+    check_visit(at)
+    assert any("Weighted norms: each bar" in c.value for c in at.caption)
+    go(at, "pages/inside_head.py")
+    check_visit(at)
+    assert at.segmented_control(key="inside.measure").value == norms and labelled(at.number_input, "Head").value == 3
+    go(at, "pages/model_heads.py")
+    assert labelled(at.selectbox, "Show").value == "head_norm"
+    run(labelled(at.selectbox, "Show").set_value("mean"))
+    go(at, "pages/ambiguous_words.py")
+    assert at.segmented_control(key="amb.measure").value == "weights α"
+    assert labelled(at.selectbox, "Head").value == "mean of heads"
+
+
 def test_a_one_word_sentence_on_the_head_atlas_after_another_model():
     at = go(visit(), "pages/head_atlas.py")
     run(labelled(at.selectbox, "Model").set_value("smollm2"))

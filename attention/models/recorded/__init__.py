@@ -24,7 +24,16 @@ Everything here takes a result and returns numbers; nothing runs the network (at
 does), so every read works on a result opened from a file.
 """
 
-from attention.models.recorded.aggregations import AGGREGATIONS, ROLLOUT_RESIDUAL, aggregate, attention_row, rollout
+from attention.models.recorded.aggregations import (
+    AGGREGATIONS,
+    CONTRIBUTION_MEASURES,
+    ROLLOUT_RESIDUAL,
+    aggregate,
+    attention_row,
+    measure_of,
+    rollout,
+    with_measure,
+)
 from attention.models.recorded.ambiguous_words import WordComparison, compare_word, difference_by_token
 from attention.models.recorded.comparison import (
     HEAD_MEASURES,
@@ -45,10 +54,14 @@ from attention.models.recorded.comparison import (
 )
 from attention.models.recorded.contributions import (
     Alti,
+    RowContributions,
     alti,
     first_token_shares,
     head_shares,
+    most_parked,
+    norm_row,
     parked_weight,
+    row_contributions,
     value_norms,
     weighted_value_norms,
 )
@@ -91,4 +104,6 @@ __all__ = [
     "patch_looks", "rollout", "token_norms",
     # what a weight does not say (contributions): Kobayashi's weighted norms, the sink by weight and by norm, ALTI
     "Alti", "alti", "first_token_shares", "head_shares", "parked_weight", "value_norms", "weighted_value_norms",
+    "RowContributions", "most_parked", "norm_row", "row_contributions", "CONTRIBUTION_MEASURES", "measure_of",
+    "with_measure",
 ]

@@ -176,6 +176,25 @@ AGGREGATIONS = {a.key: a for a in (
 )}
 
 
+CONTRIBUTION_MEASURES = {"weights": "weights α", "norms": "weighted norms α‖f(x)‖"}  # what a "looks at" view reads
+_AS_NORMS = {"head": "head_norm", "mean": "norm"}  # the same view read by weighted norms (Kobayashi et al. 2020)
+
+
+def measure_of(how: str) -> str:
+    """The measure ("weights" or "norms", CONTRIBUTION_MEASURES) an aggregation reads: a norm-valued one, norms."""
+    return "norms" if how in AGGREGATIONS and AGGREGATIONS[how].value_name == "norm" else "weights"
+
+
+def with_measure(how: str, measure: str) -> str:
+    """The aggregation that shows what `how` shows (one head, or the layer's heads together) by `measure`:
+    "head" <-> "head_norm", "mean" <-> "norm"; the others (max, rollout) read weights and become the mean's."""
+    if measure not in CONTRIBUTION_MEASURES:
+        raise ValueError(f"measure is one of {', '.join(CONTRIBUTION_MEASURES)}, not {measure!r}")
+    one = how in AGGREGATIONS and AGGREGATIONS[how].per_head
+    base = "head" if one else "mean"
+    return _AS_NORMS[base] if measure == "norms" else base
+
+
 def aggregate(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str = "self",
               block: int = 1) -> np.ndarray:
     """The matrix one aggregation gives for one layer (0-based layer and head); with block > 1, the

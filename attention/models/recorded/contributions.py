@@ -6,8 +6,12 @@ measures beside the attention weight α, from what attend() recorded (q, k, v, W
                                                         (Kobayashi et al. 2020, "Attention is Not Only a Weight",
                                                         arXiv 2004.10102); attention.models.aggregate's "norm" is
                                                         the norm of the sum over heads
+    norm_row(att, layer, token, head)     (m,)          one query's row of either (head None: the sum over heads)
+    row_contributions(att, layer, head, token)          one query's α_j, ||f_h(x_j)||, their product and its
+                                                        shares, side by side (Inside one head's step)
     first_token_shares(att)               (L, H) twice  each head's share of weight and of weighted norm on the first
-                                                        token (the sink), averaged over queries
+                                                        token (the sink), averaged over queries; most_parked says
+                                                        where the two part most
     alti(loaded, att)                     Alti          ALTI (Ferrando et al. 2022, arXiv 2203.04212): each layer's
                                                         token-to-token contributions through the residual (and a
                                                         post-norm block's LayerNorm), and their product over layers
@@ -99,6 +103,47 @@ def weighted_value_norms(att: ModelAttention, layer: int) -> np.ndarray:
     return alpha * value_norms(att, layer)[:, None, :]
 
 
+def norm_row(att: ModelAttention, layer: int, token: int, head: int | None = None) -> np.ndarray:
+    """(m,) one query's weighted norms: α_ij ||f_h(x_j)|| for one head, or (head None) ||Σ_h α_ij^h f_h(x_j)||, what
+    the layer as a whole adds to the query from each key (aggregate's "norm", one row of it)."""
+    s = att.self_attn
+    att.check_head(layer, 0 if head is None else head)
+    if head is not None:
+        return s.head_weights(layer, head)[token] * value_norms(att, layer)[head]
+    keys = s.keys_seen(slice(token, token + 1))
+    alpha = s.layer_weights(layer, rows=slice(token, token + 1), keys=keys).cpu().float()  # (H, 1, keys)
+    row = np.zeros(s.n_keys, np.float32)
+    row[:keys] = torch.linalg.norm(torch.einsum("hij,hjD->jD", alpha, transformed(att, layer)[:, :keys]), dim=-1)
+    return row
+
+
+@dataclass(frozen=True)
+class RowContributions:
+    """One query's row in one head, each key's weight beside what it hands over: (m,) each, keys in order."""
+
+    weights: np.ndarray  # α_j, the softmax weight
+    value_norms: np.ndarray  # ||v_j W_O^h||: what the key would hand over with all of the weight
+    weighted: np.ndarray  # α_j ||v_j W_O^h|| = ||α_j v_j W_O^h||, what it hands over (Kobayashi et al. 2020)
+
+    @property
+    def shares(self) -> np.ndarray:
+        """(m,) each key's share of the weighted norms, to set beside its weight (both sum to 1)."""
+        return self.weighted / max(float(self.weighted.sum()), 1e-30)
+
+    @property
+    def strongest(self) -> int:
+        """The key with the largest weight (the first on a tie)."""
+        return int(np.argmax(self.weights))
+
+
+def row_contributions(att: ModelAttention, layer: int, head: int, token: int) -> RowContributions:
+    """The weight and the weighted norm of every key for query `token` in one head (layer, head from 0)."""
+    att.check_head(layer, head)
+    alpha = np.asarray(att.self_attn.head_weights(layer, head)[token], dtype=np.float64)
+    norms = value_norms(att, layer)[head].astype(np.float64)
+    return RowContributions(alpha, norms, alpha * norms)
+
+
 def first_token_shares(att: ModelAttention) -> tuple[np.ndarray, np.ndarray]:
     """((L, H) weight share, (L, H) norm share): for each head, the first token's share of each query's weights
     and of its weighted norms (α_i0 ||f(x_0)|| / Σ_j α_ij ||f(x_j)||), averaged over the queries. Where the two
@@ -111,6 +156,14 @@ def first_token_shares(att: ModelAttention) -> tuple[np.ndarray, np.ndarray]:
         weight[layer] = alpha[..., 0].mean(-1)
         norm[layer] = (w[..., 0] / np.maximum(w.sum(-1), 1e-30)).mean(-1)
     return weight, norm
+
+
+def most_parked(weight: np.ndarray, norm: np.ndarray) -> tuple[int, int]:
+    """(layer, head), from 0: where first_token_shares' two readings part most, the weight share less the norm
+    share (the head that parks the most weight it does not use on the first token)."""
+    gap = np.asarray(weight) - np.asarray(norm)
+    layer, head = np.unravel_index(int(np.argmax(gap)), gap.shape)
+    return int(layer), int(head)
 
 
 def head_shares(att: ModelAttention, layer: int, head: int, keys: np.ndarray) -> tuple[float, float]:

@@ -21,6 +21,7 @@ from attention.models.forward.device_arrays import DeviceArray
 from attention.models.forward.model_attention import ModelAttention, shown_tokens
 from attention.models.forward.recompute import block_max
 from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row, pooled
+from attention.models.recorded.contributions import norm_row
 from attention.models.recorded.words import WordGroups, word_groups
 from attention.naming import head_name
 
@@ -192,30 +193,38 @@ def zoom(att: ModelAttention, how: str, *, layer: int, head: int = 0, stack: str
 
 
 def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None = None,
-              reading: Reading = AS_IS) -> MatrixView:
+              reading: Reading = AS_IS, measure: str = "weights") -> MatrixView:
     """Where one query looks in one layer: one head, or (head None) the mean over heads. Re-read: without
     the head's sinks (any head's, for the mean), each row renormalised; in words, the query is the whole
     word holding `token` (its pieces' rows averaged) and keys are words (summed).
-    Shapes: -> matrix (1, m) or (1, W), rows sum to 1."""
+    measure "norms": what each key hands over instead of its weight (contributions.norm_row, Kobayashi et al.
+    2020): α ||v W_O|| for one head, ||Σ_h α v W_O|| for the layer (its heads together, not their mean); without
+    sinks does not apply (a row of norms is not a distribution to renormalise), in words keys' norms are summed.
+    Shapes: -> matrix (1, m) or (1, W); weights' rows sum to 1."""
     n = len(att.tokens)
     if not 0 <= token < n:
         raise ValueError(f"token {token} is outside the {n} tokens")
+    norms = measure == "norms"
+    if not norms and measure != "weights":
+        raise ValueError(f"measure is 'weights' or 'norms', not {measure!r}")
     grouping = reading.groups(att)
     word = None if grouping is None else grouping.word_of(token)
     pieces = [token] if word is None else list(grouping.pieces[word])
-    rows = np.stack([attention_row(att, i, layer=layer, head=head) for i in pieces]).astype(np.float64)  # (p, n)
-    gone = att.head_sinks(layer, head) if reading.without_sinks else None
+    one = norm_row if norms else (lambda att, layer, i, head: attention_row(att, i, layer=layer, head=head))
+    rows = np.stack([one(att, layer, i, head) for i in pieces]).astype(np.float64)  # (p, n)
+    gone = att.head_sinks(layer, head) if reading.without_sinks and not norms else None
     if gone is not None:
         rows = without_keys(rows, gone)
     row = rows.mean(0)
     labels = shown_tokens(att) if grouping is None else grouping.words
     if grouping is not None:
         row = grouping.merge_columns(row[None])[0]
-    who = f"head {head + 1}" if head is not None else "mean over heads"
+    who = f"head {head + 1}" if head is not None else ("heads together" if norms else "mean over heads")
     query = labels[token] if word is None else grouping.words[word]
-    title = f"Layer {layer + 1}, {who}: “{query}” as the query" + (", without sinks" if gone is not None else "")
+    title = (f"Layer {layer + 1}, {who}: “{query}” as the query" + (", without sinks" if gone is not None else "")
+             + (", weighted norms" if norms else ""))
     return MatrixView(matrix=row[None], row_labels=(query,), col_labels=tuple(labels), mask=None, title=title,
-                      value_name="weight", zmax=1.0,
+                      value_name="norm" if norms else "weight", zmax=None if norms else 1.0,
                       reading=Reading(grouping is not None, gone is not None, reading.log),
                       sinks=_named(att, gone))
 
