@@ -29,7 +29,7 @@ WRITTEN_FOR = {  # the answers the misconceptions were written against: a change
     "scoring.first": "1", "mh.causal": "0", "mh.sharp": "cat", "toy.bank": "nature", "toy.it": "street",
     "pos.without": "no", "pos.with": "yes", "bn.long": "almost none",
     "heads.river": "[CLS]", "amb.it_sink": "[CLS]", "amb.it_noun": "tired", "pred.paris": " Paris",
-    "circ.writers": "the heads", "inside.induction": " bank",
+    "circ.writers": "the heads", "inside.induction": " bank", "inside.parked": "under a fifth",
 }
 
 
@@ -208,6 +208,20 @@ def test_model_answers_are_the_ones_the_models_give_themselves(model_key, minilm
     assert entries["amb.it_sink"].answer == tokens[int(np.argmax(row))]
     row, ids, _ = _eager_row(smollm2, REPEATED, 18, -1, head=6)  # the last "river", L19H7
     assert entries["inside.induction"].answer == smollm2.tokenizer.decode([ids[int(np.argmax(row))]])
+    # [CLS]'s share of what L3H8 hands over to "bank": α_j ||v_j W_O^h|| from BERT's own modules, multiplied out
+    row, _, tokens = _eager_row(minilm, ex.BANK_SENTENCES[0], 2, "bank", head=7)
+    enc = minilm.tokenizer(ex.BANK_SENTENCES[0], return_tensors="pt")
+    with torch.no_grad():
+        x = minilm.network(**enc, output_hidden_states=True).hidden_states[2][0]  # layer 3's input
+        attention = minilm.network.encoder.layer[2].attention
+        d = attention.self.attention_head_size
+        v = attention.self.value(x)[:, 7 * d:8 * d]  # head 8's values, (n, d)
+        f = v @ attention.output.dense.weight[:, 7 * d:8 * d].T  # (n, D): v W_O^h
+    handed = row * torch.linalg.norm(f, dim=-1).double().numpy()
+    share = handed[int(np.argmax(row))] / handed.sum()
+    expected = next(choice for choice, low in (("almost all of it (over 90 %)", 0.9), ("most of it (50-90 %)", 0.5),
+                                               ("some (20-50 %)", 0.2), ("under a fifth", 0.0)) if share >= low)
+    assert tokens[int(np.argmax(row))] == "[CLS]" and entries["inside.parked"].answer == expected
 
 
 @pytest.mark.slow

@@ -15,11 +15,12 @@ import numpy as np
 from attention.focus import ModelChoice, TokenAt, WordPair, from_visible_spaces, with_visible_spaces
 from attention.models.forward.model_attention import shown_tokens
 from attention.models.forward.registry import DEFAULT_DECODER, DEFAULT_ENCODER, model_label
+from attention.models.recorded.contributions import row_contributions
 from attention.models.recorded.views import Reading, query_row
 from attention.naming import head_words
 from attention.toy import examples as ex
 from attention.toy.reveal import Reveal, check_misconceptions_of, misconception_in
-from attention.toy.rounding import number
+from attention.toy.rounding import number, percent
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,37 @@ def _writers(text: str) -> Callable[[dict], Reveal]:
     return solve
 
 
+RIVER_BANK = ex.BANK_SENTENCES[0]  # the seeds' "I sat on the river bank": Inside one head's second question
+HANDED = ("almost all of it (over 90 %)", "most of it (50-90 %)", "some (20-50 %)", "under a fifth")
+HANDED_FROM = (0.9, 0.5, 0.2, 0.0)  # each choice's lower bound, as a share of what the head hands over
+
+
+def _hands_over(layer: int, head: int, word: str, text: str) -> Callable[[dict], Reveal]:
+    """How much of what one head (0-based) hands over to `word` comes from the key it gives the most weight,
+    from the page's result "att": that key's share of the weighted norms α_j ||v_j W_O|| (Kobayashi et al.
+    2020, attention.models.row_contributions), beside its weight."""
+    def solve(results: dict) -> Reveal:
+        att = results["att"]
+        if att.text != text or word not in att.tokens:
+            raise ValueError("the page shows another sentence now")
+        given = row_contributions(att, layer, head, att.tokens.index(word))
+        j = given.strongest
+        share = float(given.shares[j])
+        answer = next(c for c, low in zip(HANDED, HANDED_FROM, strict=True) if share >= low)
+        order = [int(k) for k in np.argsort(-given.weights, kind="stable")[:3]]
+        return Reveal(answer, f"“{att.tokens[j]}” makes {percent(share)} of it",
+                      f"{model_label(att.model_name)}, {head_words(layer, head)}: “{att.tokens[j]}” gets "
+                      f"{percent(given.weights[j])} of the weight and makes {percent(share)} of what the head hands "
+                      "over (its share of α·‖v W_O‖)",
+                      "what a key hands over is its weight times the size of its value vector through the head's "
+                      "output matrix; [CLS]'s is short, so the weight parked there carries little (Kobayashi et al. "
+                      "2020): step 5 shows every key's",
+                      tuple((f"{att.tokens[k]}: weight", float(given.weights[k])) for k in order)
+                      + tuple((f"{att.tokens[k]}: hands over", float(given.shares[k])) for k in order),
+                      "share of the weight, and of what the head hands over", percent=True)
+    return solve
+
+
 _EXAMPLES_OWN = (("target", None), ("foil", None), ("corrupt", None), ("picked_for", None))  # no picks: an
 # example's prompt reads its own target and foil
 
@@ -232,6 +264,22 @@ QUESTIONS = (
                                "previous-token head does"),
                       ("I", "believes this head parks most of its weight on the first token (“I”), as many heads do "
                             "with a sink"))),
+    ModelQuestion("inside.parked", "inside_head", f"In MiniLM, in “{RIVER_BANK}”, layer 3, head 8 gives [CLS] about "
+                  "95 % of “bank”'s weight. How much of what that head hands over to “bank” comes from [CLS]?",
+                  HANDED, (("model", ModelChoice(DEFAULT_ENCODER)), ("saved", None), ("text", RIVER_BANK),
+                           ("query", TokenAt(6, "bank")), ("layer", 2), ("head", 7), ("aggregation", "head_norm"),
+                           ("words", False), ("without_sinks", False)),
+                  _hands_over(2, 7, "bank", RIVER_BANK),
+                  about="the river bank sentence, in layer 3, head 8 of MiniLM-L6",
+                  terms=("sink",),
+                  misconceptions=(
+                      (HANDED[0], "believes a head's output is made of what it gives its weight to, in the same "
+                                  "shares: a weight says how much a key counts"),
+                      (HANDED[1], "believes a weight overstates a key a little but still says roughly what the "
+                                  "head reads"),
+                      (HANDED[2], "believes a sink's weight is partly parked and partly read"),
+                      (HANDED[3], "believes weight parked on a sink carries little: what a key hands over is its "
+                                  "weight times the size of its value, and [CLS]'s is short"))),
 )
 
 
