@@ -10,6 +10,8 @@ from attention.models import (
     LINE_VIEW_TOKENS,
     SINKS_NOTE,
     ModelAttention,
+    alti,
+    alti_view,
     file_stem,
     head_name,
     line_view,
@@ -26,7 +28,7 @@ from pages._examples import example_result
 from pages._export import chart_config, export_row
 from pages._focus import current, on_change, on_page, setting, show, update
 from pages._frame import ensure_app_frame
-from pages._jobs import attention_again, attention_or_stop, result_of
+from pages._jobs import attention_again, attention_or_stop, is_saved, model_or_stop, result_of, result_or_said
 from pages._kept import linked
 from pages._labels import label_of, label_or_every
 from pages._lessons import holds_back, predict_then_see
@@ -109,6 +111,7 @@ def zoom_and_token(name, text: str, reading) -> None:
     if shown is None:
         return
     focus, layer, head, how, grouping = shown
+    alti_section(att, name, layer)
     units = token_section(att, focus, name, reading, grouping)
     lines_section(att, name, layer, head, units, grouping, reading)
     if att.architecture == "encoder-decoder":
@@ -161,6 +164,33 @@ def zoom_section(att: ModelAttention, name, reading):
                      icon=":material/call_split:", help="Its math step by step, and a score split into the parts of "
                      "the model that wrote its query and its key (section 6).")
     return focus, layer, head, how, grouping
+
+
+def alti_section(att: ModelAttention, name, layer: int) -> None:
+    """ALTI (Ferrando et al. 2022) for the zoom's layer, computed only while its expander is open (a pass over
+    every layer's values: attention.models.alti)."""
+    box = st.expander("Beyond weights: how much each token makes each token's output (ALTI)",
+                      icon=":material/call_merge:", key=linked("heads.alti"), on_change="rerun",
+                      bind="query-params")
+    if not box.open:
+        return
+    with box:
+        st.caption("A weight says where a head looks; ALTI (Ferrando et al. 2022) measures how much each input "
+                   "token makes a token's output, through every head's value vectors, the residual stream and the "
+                   "layer norm. Each row sums to 1. Through every layer up to this one, the layers' contributions "
+                   "are composed as attention rollout composes weights.")
+        if is_saved(name):
+            st.info("ALTI needs the model's own layer norms: open the model itself to see it.")
+            return
+        found = result_or_said(alti, "Measuring ALTI, layer by layer…", model_or_stop(name), att)
+        if found is None:
+            return
+        rolled = st.toggle("Through every layer up to this one", value=True, key="heads.alti_rolled",
+                           help="Off: this layer's own contributions, from its input tokens to its output.")
+        view = alti_view(found, att, layer, rolled=rolled)
+        canvas_heatmap(view_canvas(view, file_name=file_stem(name, f"layer-{layer + 1}", "alti"),
+                                   meta=figures.focus_meta(layer=layer)), key="heads.alti_map")
+        export_row(att, view, name, f"layer-{layer + 1}", "alti")
 
 
 def weight_not_norm(att: ModelAttention, layer: int, head: int) -> str:

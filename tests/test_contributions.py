@@ -166,3 +166,23 @@ def test_minilms_cls_and_sep_get_large_weights_and_small_norms_as_kobayashi_foun
                 norm.append(n)
     weight, norm = np.array(weight), np.array(norm)
     assert (norm < weight).mean() >= 0.95 and norm.mean() < 0.5 * weight.mean()
+
+
+def test_model_heads_shows_alti_for_the_zooms_layer_only_when_asked(minilm):
+    """The page's ALTI section: closed, nothing is computed; open, the zoom's layer of alti() composed through the
+    layers (rows summing to 1), and this layer alone when the toggle is off."""
+    from attention.models import alti
+    from tests.test_pages import canvas, open_page
+
+    at = open_page("pages/model_heads.py")  # MiniLM on the page's example
+    assert not [t for t in at.toggle if t.key == "heads.alti_rolled"]  # closed: not computed, nothing drawn
+    at.session_state["heads.alti"] = True  # the reader opens the expander
+    at.run()
+    assert not at.exception
+    shown = canvas(at, "heads.alti_map")
+    found = alti(minilm, attend(minilm, next(t.value for t in at.text_area if t.label == "Sentence")))
+    D = minilm.network.config.hidden_size  # each contribution sums over D dimensions (float32 rounding of a run)
+    assert_float32_close(shown.values, found.rolled[0], terms=D)  # layer 1, the page's default
+    np.testing.assert_allclose(shown.values.sum(-1), 1, atol=1e-5)
+    at.toggle(key="heads.alti_rolled").set_value(False).run()
+    assert_float32_close(canvas(at, "heads.alti_map").values, found.layers[0], terms=D)

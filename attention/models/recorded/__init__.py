@@ -85,6 +85,7 @@ from attention.models.recorded.views import (
     LineView,
     MatrixView,
     Reading,
+    alti_view,
     line_view,
     query_row,
     token_focus,
@@ -105,5 +106,5 @@ __all__ = [
     # what a weight does not say (contributions): Kobayashi's weighted norms, the sink by weight and by norm, ALTI
     "Alti", "alti", "first_token_shares", "head_shares", "parked_weight", "value_norms", "weighted_value_norms",
     "RowContributions", "most_parked", "norm_row", "row_contributions", "CONTRIBUTION_MEASURES", "measure_of",
-    "with_measure",
+    "with_measure", "alti_view",
 ]

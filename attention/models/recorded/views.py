@@ -1,5 +1,6 @@
 """The views the model pages draw, and a notebook can: one layer as a matrix (`zoom`), where one query
-looks in one layer (`query_row`) or in every head (`token_focus`), and BertViz's lines (`line_view`).
+looks in one layer (`query_row`) or in every head (`token_focus`), BertViz's lines (`line_view`), and ALTI's
+contributions (`alti_view`).
 
 Each view is re-read as the reader asks, by one value, `Reading(words, without_sinks, log)`: the row of
 switches every model page shows. It travels one way, down: a page passes the switches, and the view
@@ -21,7 +22,7 @@ from attention.models.forward.device_arrays import DeviceArray
 from attention.models.forward.model_attention import ModelAttention, shown_tokens
 from attention.models.forward.recompute import block_max
 from attention.models.recorded.aggregations import AGGREGATIONS, aggregate, attention_row, pooled
-from attention.models.recorded.contributions import norm_row
+from attention.models.recorded.contributions import Alti, norm_row
 from attention.models.recorded.words import WordGroups, word_groups
 from attention.naming import head_name
 
@@ -54,7 +55,7 @@ class MatrixView:
     col_labels: tuple[str, ...]
     mask: np.ndarray | None  # (rows, cols) bool, True = may attend; None = all visible
     title: str
-    value_name: str  # "weight" or "norm"
+    value_name: str  # "weight", "norm" or (ALTI's) "contribution"
     zmax: float | None  # top of the colour scale: 1 for weights, None (the largest value) for norms
     row_ids: tuple[int, ...] | None = None  # which token (or word) each row is, when some were hidden; None: 0..n-1
     block: int = 1  # tokens per cell side: > 1 when the matrix is shown as block maxima
@@ -227,6 +228,20 @@ def query_row(att: ModelAttention, token: int, *, layer: int, head: int | None =
                       value_name="norm" if norms else "weight", zmax=None if norms else 1.0,
                       reading=Reading(grouping is not None, gone is not None, reading.log),
                       sinks=_named(att, gone))
+
+
+def alti_view(found: Alti, att: ModelAttention, layer: int, *, rolled: bool = True) -> MatrixView:
+    """ALTI's token-to-token contributions (attention.models.alti, Ferrando et al. 2022) as a matrix to draw: row i,
+    how much each input token makes token i's output of `layer` (0-based), through the residual and the norm;
+    `rolled`, composed from the embeddings up to that layer, else that layer's own. Shapes: -> (n, n), rows sum
+    to 1."""
+    att.check_head(layer, 0)
+    matrix = (found.rolled if rolled else found.layers)[layer]
+    labels = tuple(shown_tokens(att))
+    what = f"layers 1 to {layer + 1}" if rolled else f"layer {layer + 1} alone"
+    return MatrixView(matrix=np.asarray(matrix, dtype=np.float32), row_labels=labels, col_labels=labels,
+                      mask=None, title=f"ALTI, {what}: how much each token makes each token's output",
+                      value_name="contribution", zmax=1.0)
 
 
 def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading: Reading = AS_IS,
