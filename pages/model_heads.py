@@ -157,7 +157,7 @@ def zoom_section(att: ModelAttention, name, reading):
     if notes := zoom_notes(view, small):
         st.caption(notes)
     export_row(att, view, *name_parts)
-    if one and (said := weight_not_norm(att, layer, head)):
+    if one and (said := weight_not_norm(att, layer, head, how)):
         st.caption(said)
     if one:  # the layer, head and token are the visit's focus: the next page shows them
         st.page_link("pages/inside_head.py", label=f"Why does {head_name(layer, head)} look there? Inside one head",
@@ -190,11 +190,14 @@ def alti_section(att: ModelAttention, name, layer: int) -> None:
         view = alti_view(found, att, layer, rolled=rolled)
         canvas_heatmap(view_canvas(view, file_name=file_stem(name, f"layer-{layer + 1}", "alti"),
                                    meta=figures.focus_meta(layer=layer)), key="heads.alti_map")
-        export_row(att, view, name, f"layer-{layer + 1}", "alti")
+        st.caption("Row i: how much each token (column) makes token i's output; a token keeps much of itself "
+                   "through the residual stream, which weights alone do not show.")
+    export_row(att, view, name, f"layer-{layer + 1}", "alti")  # outside the box: inside, its last row was cut
 
 
-def weight_not_norm(att: ModelAttention, layer: int, head: int) -> str:
-    """Where this head parks weight it does not use (attention.models.parked_weight), a sentence; "" otherwise."""
+def weight_not_norm(att: ModelAttention, layer: int, head: int, how: str) -> str:
+    """Where this head parks weight it does not use (attention.models.parked_weight), a sentence; "" otherwise.
+    `how`: the zoom's view, to point at the norms only where they are not on screen."""
     parked = parked_weight(att, layer, head)
     if parked is None:
         return ""
@@ -202,8 +205,8 @@ def weight_not_norm(att: ModelAttention, layer: int, head: int) -> str:
     named = ", ".join(f"“{md(token)}”" for token in tokens[:3])
     they = "they make" if len(tokens) > 1 else "it makes"
     return (f"This head puts {weight:.0%} of its weight on {named}, yet {they} only {norm:.0%} of what the head "
-            "hands over (its weighted norms, Kobayashi et al. 2020): weight it parks there, not what it reads. Show "
-            "“one head, weighted norms” to see the rest.")
+            "hands over (its weighted norms, Kobayashi et al. 2020): weight it parks there, not what it reads."
+            + (" Show “one head, weighted norms” to see the rest." if how == "head" else ""))
 
 
 def zoom_notes(view, clickable: bool) -> str:

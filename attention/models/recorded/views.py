@@ -55,7 +55,7 @@ class MatrixView:
     col_labels: tuple[str, ...]
     mask: np.ndarray | None  # (rows, cols) bool, True = may attend; None = all visible
     title: str
-    value_name: str  # "weight", "norm" or (ALTI's) "contribution"
+    value_name: str  # "weight", "norm" or (ALTI's contributions, each row summing to 1) "share"
     zmax: float | None  # top of the colour scale: 1 for weights, None (the largest value) for norms
     row_ids: tuple[int, ...] | None = None  # which token (or word) each row is, when some were hidden; None: 0..n-1
     block: int = 1  # tokens per cell side: > 1 when the matrix is shown as block maxima
@@ -238,10 +238,10 @@ def alti_view(found: Alti, att: ModelAttention, layer: int, *, rolled: bool = Tr
     att.check_head(layer, 0)
     matrix = (found.rolled if rolled else found.layers)[layer]
     labels = tuple(shown_tokens(att))
-    what = f"layers 1 to {layer + 1}" if rolled else f"layer {layer + 1} alone"
+    what = (f"layers 1 to {layer + 1}" if layer else "layer 1") if rolled else f"layer {layer + 1} alone"
     return MatrixView(matrix=np.asarray(matrix, dtype=np.float32), row_labels=labels, col_labels=labels,
                       mask=None, title=f"ALTI, {what}: how much each token makes each token's output",
-                      value_name="contribution", zmax=1.0)
+                      value_name="share", zmax=1.0)
 
 
 def token_focus(att: ModelAttention, token: int, *, stack: str = "self", reading: Reading = AS_IS,
