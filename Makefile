@@ -86,6 +86,7 @@ soak: install-dev browser nginx postgres
 	HF_HUB_OFFLINE=1 $(PY) -m benchmarks.soak
 	for route in toy-45 real-45; do HF_HUB_OFFLINE=1 CLASS_ROUTE=$$route CLASS_LAPS=4 CLASS_MINUTES=4 $(PY) -m benchmarks.class_soak || exit 1; done
 	HF_HUB_OFFLINE=1 JOURNEYS=$(JOURNEYS) $(PY) -m pytest -q -p no:cacheprovider tests/test_journeys.py::test_journeys
+	HF_HUB_OFFLINE=1 PATH_WIDTHS=1280 $(PY) -m pytest -q -p no:cacheprovider tests/test_journeys.py -k learners_path
 	HF_HUB_OFFLINE=1 LOAD_SESSIONS=8 LOAD_ROUNDS=5 $(PY) -m pytest -q -p no:cacheprovider tests/test_load.py
 	HF_HUB_OFFLINE=1 HANDS_SEEDS=$$(seq -s, 2 $$(($(HANDS) + 1))) HANDS_ACTIONS=6 HANDS_MODELS=1 \
 		$(PY) -m pytest -q -p no:cacheprovider tests/test_hands.py -k every_control
