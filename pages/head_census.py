@@ -50,6 +50,13 @@ counts = census.counts()
 st.markdown(f"**Sink rate** (Gu et al. 2024: the share of heads whose mean weight on the first token exceeds 0.3): "
             f"**{census.sink_rate:.1%}** of {L * H} heads. Heads above each metric's threshold: "
             + ", ".join(f"{md(m.kind)} ({md(m.key)}) {counts[m.key]}" for m in scored) + ".")
+if census.published:  # GPT-2 small by its hub id: the papers' own heads, each beside our score for its kind
+    st.markdown("**The heads the papers name in this model**, counted from 0 as the papers write them (5.1 is "
+                f"{head_name(5, 1)} here), each with this page's score for its kind on the paper's probe:")
+    st.dataframe(pd.DataFrame([{"kind": p.kind, "paper": p.paper, "as written": f"{p.layer}.{p.head}",
+                                "here": head_name(p.layer, p.head), "metric": p.key.replace("_", " "),
+                                "score": p.score, "above its threshold": p.passed} for p in census.published])
+                 .style.format(precision=3, subset=["score"]), hide_index=True, key="census.published")
 key = st.segmented_control("Metric", [m.key for m in scored], default="prefix_matching" if "prefix_matching" in
                            census.scores else scored[0].key, key=linked("census.metric"), bind="query-params",
                            format_func=lambda k: BY_KEY[k].key.replace("_", " ")) or scored[0].key

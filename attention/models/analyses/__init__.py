@@ -79,14 +79,17 @@ from attention.models.analyses.cache_tools import (
 )
 from attention.models.analyses.census import (
     CENSUS_METRICS,
+    PUBLISHED,
     Census,
     Metric,
+    PublishedHead,
     census_document,
     census_report,
     head_census,
     metrics_table,
     probe_inputs,
     probe_result,
+    published_heads,
     top_heads,
 )
 from attention.models.analyses.census_probes import NeedleProbe, needle_prompts
@@ -199,7 +202,8 @@ __all__ = [
     # TransformerLens's weight views (weight_views)
     "FactoredMatrix", "Weights", "weights",
     # the literature's heads, each scored as its paper scores it (census, census_scores, census_probes)
-    "CENSUS_METRICS", "Census", "Metric", "census_document", "census_report", "head_census", "metrics_table",
+    "CENSUS_METRICS", "PUBLISHED", "PublishedHead", "published_heads", "Census", "Metric", "census_document",
+    "census_report", "head_census", "metrics_table",
     "probe_inputs", "probe_result", "top_heads", "copying", "detect_head", "first_token_share", "name_copy",
     "prefix_matching", "succession", "retrieval", "retrieval_probe", "NeedleProbe", "needle_prompts",
     # TransformerLens's cache tools on a run_with_cache cache (cache_tools)

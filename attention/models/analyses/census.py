@@ -109,6 +109,37 @@ CENSUS_METRICS = (
            "a fraction of uniform, not nats: a late row of 64 keys can spread far more than an early one"),
 )
 BY_KEY = {m.key: m for m in CENSUS_METRICS}
+GPT2_SMALL = ("gpt2", "openai-community/gpt2")  # hub ids of the model the papers below name heads in
+PUBLISHED = (  # (kind, paper, score key, heads (layer, head) from 0, as the papers write them): GPT-2 small
+    ("induction", "Olsson et al. 2022; Elhage et al. 2021", "prefix_matching", ((5, 1), (5, 5), (6, 9))),
+    ("name mover", "Wang et al. 2022 (IOI)", "name_copy", ((9, 6), (9, 9), (10, 0))),
+    ("copy suppression", "McDougall et al. 2023", "negative_name_copy", ((10, 7),)),
+)
+
+
+@dataclass(frozen=True)
+class PublishedHead:
+    """A head a paper names in the model the census scored, beside this census's score for its kind."""
+
+    kind: str
+    paper: str
+    layer: int  # from 0, as the papers write them (GPT-2's 5.1)
+    head: int
+    key: str  # the census score read for it (CENSUS_METRICS key)
+    score: float | None  # None where the census could not score `key` (the reason in Census.missing)
+    passed: bool  # above the metric's threshold
+
+
+def published_heads(name: str, model_type: str, scores: dict[str, np.ndarray]) -> tuple[PublishedHead, ...]:
+    """The papers' heads of GPT-2 small (hub id `gpt2`, 12 layers x 12 heads), each with this census's score for
+    its kind; () for any other model."""
+    shape = next(iter(scores.values())).shape if scores else None
+    if name not in GPT2_SMALL or model_type != "gpt2" or shape != (12, 12):
+        return ()
+    return tuple(PublishedHead(kind, paper, layer, head, key, None if key not in scores else
+                               float(scores[key][layer, head]),
+                               key in scores and bool(scores[key][layer, head] > BY_KEY[key].threshold))
+                 for kind, paper, key, heads in PUBLISHED for layer, head in heads)
 NOT_SCORED: dict[str, str] = {}  # a metric the table names but head_census does not score yet -> why
 
 
@@ -122,6 +153,7 @@ class Census:
     missing: dict[str, str] = field(default_factory=dict)
     probes: dict[str, str] = field(default_factory=dict)  # a probe's name -> its text or ids, to open and read
     counted: dict[str, int] = field(default_factory=dict)  # how many names / ordinal tokens a score averaged
+    published: tuple[PublishedHead, ...] = ()  # the heads the papers name in this model (GPT-2 small), scored
 
     @property
     def sink_rate(self) -> float:
@@ -209,7 +241,8 @@ def head_census(loaded: LoadedModel, *, progress: Progress | None = None) -> Cen
     if answers:
         probes["the model's answers to the needle prompts"] = "\n".join(
             f"{p.haystack_tokens} tokens, depth {p.depth:.0%}: {a!r}" for p, a in zip(needles, answers, strict=True))
-    return Census(loaded.spec.name, out, missing, probes, counted)
+    model_type = getattr(loaded.network.config, "model_type", "")
+    return Census(loaded.spec.name, out, missing, probes, counted, published_heads(loaded.spec.name, model_type, out))
 
 
 def _retrieval(loaded, needles, out, missing, counted, progress) -> list[str]:
@@ -255,6 +288,13 @@ def census_report(census: Census, top: int = 5) -> list[str]:
             best = ", ".join(f"{head_name(layer, head)} {score:.3f}" for layer, head, score in census.top(m.key, top)
                              if score > 0) or "none above 0"
             lines.append(f"| {m.key} | {m.kind} | {counts[m.key]} (> {m.threshold:g}) | {best} |")
+    if census.published:
+        lines += ["", "The heads the papers name in this model (layer.head counted from 0, as they write them), each "
+                  "beside this census's score for its kind:", "",
+                  "| kind | paper | head | score | above the threshold |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {p.kind} | {p.paper} | {p.layer}.{p.head} ({head_name(p.layer, p.head)}) | "
+                  + (f"{p.key} {p.score:.3f}" if p.score is not None else f"{p.key}: not scored")
+                  + f" | {'yes' if p.passed else 'no'} |" for p in census.published]
     lines += [""] + [f"- not scored: {key}: {why}" for key, why in census.missing.items()]
     if census.counted:
         lines.append("- averaged over: " + ", ".join(f"{n} {what}" for what, n in census.counted.items()))

@@ -134,6 +134,7 @@ def single_tokens(loaded: LoadedModel, words) -> dict[str, int]:
 NEEDLE = "The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day."
 QUESTION = "What is the best thing to do in San Francisco?"  # Wu et al.'s default needle and question (Kamradt's)
 HAYSTACK_TOKENS, DEPTHS = (250, 500, 1000), (0.1, 0.5, 0.9)  # theirs: 1K-50K tokens, depths 0-100 %
+NEEDLE_ROOM = 200  # tokens a prompt needs beside its haystack: the needle, the question, a chat template, 50 answered
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ class NeedleProbe:
 
 
 def needle_prompts(loaded: LoadedModel, lengths=HAYSTACK_TOKENS, depths=DEPTHS) -> list[NeedleProbe]:
-    """Wu et al.'s prompts: the corpus's sentences until `length` tokens, NEEDLE between two of them at `depth`,
+    """Wu et al.'s prompts: the corpus's sentences until `length` tokens (the lengths the model's context holds with
+    NEEDLE_ROOM to spare), NEEDLE between two of them at `depth`,
     then "Based on the content of the book, Question: QUESTION\nAnswer:" (their wording). A tokenizer with a chat
     template gets it as one user turn, the book in <book> tags and the assistant's turn opened (their chat models'
     prompt); else the plain text, the tokenizer's own BOS added as it adds it."""
@@ -155,8 +157,9 @@ def needle_prompts(loaded: LoadedModel, lengths=HAYSTACK_TOKENS, depths=DEPTHS) 
     tok = loaded.tokenizer
     sentences = [t.strip() for t in default_corpus().texts if t.strip()]
     sizes = np.cumsum([len(tok(" " + t, add_special_tokens=False)["input_ids"]) for t in sentences])
+    room = loaded.spec.token_limit(loaded.device) - NEEDLE_ROOM  # the needle, the question, the answer
     probes = []
-    for length in lengths:
+    for length in (n for n in lengths if n <= room):  # GPT-2's 1,024 tokens hold 250 and 500, not 1,000
         n = int(np.searchsorted(sizes, length)) + 1  # sentences until the haystack has `length` tokens
         for depth in depths:
             at = round(n * depth)
