@@ -66,8 +66,10 @@ st.caption(f"**{md(metric.paper)}.** {md(metric.definition)}. Probe: {md(metric.
                                                                       metric.choices else ""))
 canvas_heatmap(census_canvas(census.scores[key], label=key.replace("_", " "), threshold=metric.threshold,
                              signed=key == "copying", click_text="click to open this head below",
-                             file_name=file_stem(name, "census", key)),
+                             file_name=file_stem(name, "census", key), opened=(focus.layer, focus.head)),
                key="census.map", on_click=head_opener("census.map"))
+st.caption("Red boxes: the heads above the threshold. The black box: the head open below (click a cell to open "
+           "another).")
 
 st.subheader("Every head, sortable")
 rows = [{"head": head_name(layer, head), "passes": ", ".join(census.passes(layer, head)),

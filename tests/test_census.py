@@ -229,7 +229,8 @@ def test_the_page_maps_every_head_boxes_those_above_the_threshold_and_says_what_
     L, H = shown.values.shape
     passed = int((shown.values > 0.4).sum())  # prefix matching, threshold 0.4
     assert shown.title.startswith(f"prefix matching: {passed} of {L * H} heads above 0.4") and \
-        len(shown.lines) == 4 * passed
+        len(shown.lines) == 4 * passed + 4  # and the open head's box, L1H1 until another is opened
+    assert {line["colour"] for line in shown.lines[-4:]} == {"#111111"} and shown.lines[-4]["x0"] == -0.38
     assert canvas(at, "census.probe_pattern").values.shape == (101, 101)  # the open head on the probe's row
     assert len(at.dataframe[0].value) == L * H  # every head in the sortable table
     assert any("no unembedding" in c.value for c in at.caption)  # the OV scores: said why not
