@@ -113,6 +113,7 @@ def test_alti_on_a_pre_norm_decoder_equals_the_papers_equations_by_hand(llama, t
         terms[range(len(x)), range(len(x))] += x  # ... and with it: token i keeps x_i
         expected = _alti_by_hand(terms)
         np.testing.assert_allclose(got.layers[layer], expected.numpy(), atol=1e-4)
+        assert_float32_close(got.norms[layer], torch.linalg.norm(terms, dim=-1), terms=x.shape[-1])  # ATB + RES
         rolled = expected.double() @ rolled
         np.testing.assert_allclose(got.rolled[layer], rolled.numpy(), atol=1e-4)
     assert np.allclose(got.layers.sum(-1), 1) and np.all(np.triu(got.layers[0], 1) == 0)  # causal: no later token
@@ -137,6 +138,7 @@ def test_alti_on_a_post_norm_encoder_decomposes_its_layernorm_as_the_paper_does(
             sigma = torch.sqrt((terms.sum(1) + bias).var(-1, unbiased=False) + norm.eps)
             terms = norm.weight * (terms - terms.mean(-1, keepdim=True)) / sigma[:, None, None]
         np.testing.assert_allclose(got.layers[layer], _alti_by_hand(terms).numpy(), atol=1e-4)
+        assert_float32_close(got.norms[layer], torch.linalg.norm(terms, dim=-1), terms=D)  # ATB + RES + LN
 
 
 def test_a_family_that_normalises_attentions_output_is_refused_with_the_reason(tok):

@@ -14,7 +14,8 @@ measures beside the attention weight α, from what attend() recorded (q, k, v, W
                                                         where the two part most
     alti(loaded, att)                     Alti          ALTI (Ferrando et al. 2022, arXiv 2203.04212): each layer's
                                                         token-to-token contributions through the residual (and a
-                                                        post-norm block's LayerNorm), and their product over layers
+                                                        post-norm block's LayerNorm), and their product over layers;
+                                                        with each term's norm, Kobayashi et al. 2021's measure
 
 ALTI, as the paper defines it: the attention block's output for token i is a sum over input tokens j of
 T_i(x_j) = Σ_h α_ij^h f_h(x_j) + [i = j] x_i (the residual), a post-norm block's LayerNorm decomposed over that
@@ -197,10 +198,13 @@ def parked_weight(att: ModelAttention, layer: int, head: int, *, least: float = 
 class Alti:
     """ALTI's contributions (module docstring): `layers` (L, n, n), row i of layer l how much each input token of
     that layer makes token i's output there (rows sum to 1); `rolled` (L, n, n), the same composed from the
-    embeddings up to layer l."""
+    embeddings up to layer l; `norms` (L, n, n), ||T_i(x_j)||, the size of each token's term through the
+    attention, the residual and (post-norm) the LayerNorm: Kobayashi et al. 2021's "ATB + RES + LN" norm
+    (arXiv 2109.07152; "ATB + RES" for a pre-norm block, which has no norm after the sum)."""
 
     layers: np.ndarray
     rolled: np.ndarray
+    norms: np.ndarray
 
 
 def alti(loaded: LoadedModel, att: ModelAttention) -> Alti:
@@ -215,13 +219,13 @@ def alti(loaded: LoadedModel, att: ModelAttention) -> Alti:
     n = att.self_attn.n_queries
     if n > MAX_TOKENS:
         raise ValueError(f"ALTI is computed for up to {MAX_TOKENS:,} tokens here; this text has {n:,}")
-    layers = []
+    layers, norms = [], []
     for layer in range(att.n_layers):
         f = transformed(att, layer)  # (H, n, D)
         x = torch.from_numpy(np.asarray(att.hidden[layer], dtype=np.float32))  # (n, D): the block's input
         norm = parts.blocks[layer].get_submodule(family.qk.post_norms[0]) if post else None
         bias = getattr(parts.outputs[layer], "bias", None) if post else None
-        c = np.zeros((n, n), np.float32)
+        c, sizes = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
         for rows in row_chunks(n, ALTI_ROWS):  # a chunk of queries at a time: (r, keys, D), not (n, n, D)
             keys = att.self_attn.keys_seen(rows)  # a causal query reads no later key
             alpha = att.self_attn.layer_weights(layer, rows=rows, keys=keys).cpu().float()  # (H, r, keys)
@@ -233,13 +237,15 @@ def alti(loaded: LoadedModel, att: ModelAttention) -> Alti:
                 sigma = torch.sqrt(total.var(-1, unbiased=False) + norm.eps)  # (r,)
                 terms = norm.weight.detach().float().cpu() * (terms - terms.mean(-1, keepdim=True)) / sigma[:, None,
                                                                                                               None]
+            sizes[rows, :keys] = torch.linalg.norm(terms, dim=-1).numpy()  # Kobayashi et al. 2021's norms
             y = terms.sum(1, keepdim=True)  # (r, 1, D)
             part = torch.clamp(y.abs().sum(-1) - (y - terms).abs().sum(-1), min=0)  # (r, keys)
             c[rows, :keys] = (part / part.sum(-1, keepdim=True).clamp_min(1e-30)).numpy()
         layers.append(c)
+        norms.append(sizes)
     layers = np.stack(layers)
     rolled, acc = np.empty_like(layers), np.eye(n)
     for layer in range(len(layers)):
         acc = layers[layer] @ acc
         rolled[layer] = acc
-    return Alti(layers, rolled)
+    return Alti(layers, rolled, np.stack(norms))
