@@ -81,9 +81,11 @@ for col, att, i, tag in zip(cols, (a, b), (cmp.ia, cmp.ib), "AB", strict=True):
     with col:
         export_row(att, row, name, f"sentence-{tag}", f"layer-{layer + 1}", head_choice)
 if measure == "norms":
+    together = (", for the layer's heads together: the size of the sum of what each head hands over "
+                "(‖Σ_h α f_h(x)‖, Model heads' “norm-based”), not the sum of the heads' own bars"
+                ) if head is None else ""
     st.caption("Weighted norms: each bar is how much that key hands over to the word (its weight times the size of "
-               "what it passes on, Kobayashi et al. 2020)" + (", summed over all heads of the layer" if head is None
-                                                              else "") + ", not a share: the bars do not sum to 1. "
+               f"what it passes on, Kobayashi et al. 2020){together}, not a share: the bars do not sum to 1. "
                "The difference and the heads below still read weights."
                + (" “Without sinks” re-reads weights only: the norms are shown as they are." if reading.without_sinks
                   else ""))

@@ -248,7 +248,8 @@ st.latex(r"\lVert \alpha_j\, v_j W_O^{(h)} \rVert = \alpha_j\, \lVert v_j W_O^{(
 prose(f"A weight says how much of its attention “{md(word)}” gives each key. What reaches the head's output from a "
       "key is its value vector times the head's output matrix W_O, scaled by the weight: a key can get much weight "
       "and hand over little when its vector is short (Kobayashi et al. 2020, “Attention is Not Only a Weight”). "
-      "Multiply the first two columns: you get the third.")
+      "Multiply the α column by the ‖v W_O‖ column: you get the α·‖v W_O‖ column (up to the rounding of the digits "
+      "shown). ‖v W_O‖ is the length of that vector.")
 try:
     given = row_contributions(att, layer, head, i)
 except ValueError as err:  # a saved result without W_O, or a family whose W_O is unknown

@@ -103,7 +103,7 @@ CENSUS_METRICS = (
            "the paper", "an answer counts when its ROUGE-1 recall of the needle is over 0.5 (their code); decoding "
            "stops at a newline or 50 tokens (theirs); the needle's tokens matched exactly where their code takes "
            "the first window with 90 % of them; 9 prompts of up to 1,000 tokens where they go to 50K"),
-    Metric("entropy_fraction", "broad", "the Head atlas's own rule (attention.models.HeadSurvey.head_types)",
+    Metric("entropy_fraction", "broad", "the Head atlas's own rule for a broad head",
            "each head's mean row entropy over the uniform entropy of the same rows (mean log of the keys each row "
            "sees)", "as sink", BROAD_FRACTION, "ours, the Head atlas's: broad above 90 % of uniform",
            "a fraction of uniform, not nats: a late row of 64 keys can spread far more than an early one"),
